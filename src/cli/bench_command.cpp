@@ -1,0 +1,227 @@
+// `attnbatch bench`: the kernel alone on synthetic in-memory data, against this core's
+// measured FMA peak.
+#include <algorithm>
+#include <cmath>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "attnbatch/kernels/attention.hpp"
+#include "attnbatch/kernels/fma_peak.hpp"
+#include "command_line.hpp"
+#include "commands.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace attnbatch::cli {
+
+namespace k = attnbatch::kernels;
+
+namespace {
+
+struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<void, FreeDeleter>;
+
+Buffer allocate(std::size_t bytes) {
+    void* p = std::aligned_alloc(64, std::max<std::size_t>(64, (bytes + 63) / 64 * 64));
+    if (!p) throw std::bad_alloc();
+    return Buffer(p);
+}
+
+k::Isa parse_isa(const std::string& s) {
+    if (s == "best") return k::Isa::best;
+    if (s == "portable") return k::Isa::portable;
+    if (s == "avx2") return k::Isa::avx2;
+    if (s == "avx512") return k::Isa::avx512;
+    throw UserError(exit_usage, "--isa: '" + s + "' is not one of best|portable|avx2|avx512");
+}
+
+k::WeightsMode parse_weights_mode(const std::string& s) {
+    if (s == "none") return k::WeightsMode::none;
+    if (s == "all") return k::WeightsMode::all;
+    if (s == "mean") return k::WeightsMode::mean_over_heads;
+    throw UserError(exit_usage, "--save-weights: '" + s + "' is not one of none|all|mean");
+}
+
+void require_positive(const po::variables_map& vm, const char* name, long long limit) {
+    const int value = vm[name].as<int>();
+    if (value < 1 || value > limit) {
+        throw UserError(exit_usage, std::string("--") + name + ": " + std::to_string(value) +
+                                        " is out of range, expected 1.." + std::to_string(limit));
+    }
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+int bench_command(const std::vector<std::string>& args) {
+    const CommandSpec spec{
+        "bench",
+        "Times the attention kernel alone on synthetic data and compares it with this core's FMA peak.\n"
+        "Attention FLOPs per pass: 2*B*H*L^2*(d_k + d_v) (= 4*B*H*L^2*d for d_v = d_k), half with --causal.",
+        "  attnbatch bench --batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1\n"
+        "  attnbatch bench --seq-len 2048 --causal --threads 2 --json\n"
+        "  attnbatch bench --save-weights mean --weights-dtype f16 --kernel reference --repeats 1\n"};
+    po::options_description options("bench options");
+    options.add_options()
+        ("batch", po::value<int>()->default_value(8), "sequences B")
+        ("heads", po::value<int>()->default_value(8), "heads H")
+        ("seq-len", po::value<int>()->default_value(512), "tokens per sequence L (queries and keys)")
+        ("dim", po::value<int>()->default_value(64), "d_k, features per head of queries and keys")
+        ("dim-v", po::value<int>()->default_value(0), "d_v, features per head of values [d_k]")
+        ("causal", po::bool_switch(), "mask keys after the query (the FLOP count is halved)")
+        ("threads", po::value<int>()->default_value(0), "OpenMP threads [OMP_NUM_THREADS, else all cores]")
+        ("save-weights", po::value<std::string>()->default_value("none")->implicit_value("all"),
+         "also produce attention weights: none|all|mean (alone: all)")
+        ("weights-dtype", po::value<std::string>()->default_value("f32"), "weights as f32|f16")
+        ("kernel", po::value<std::string>()->default_value("blocked"), "blocked|reference")
+        ("isa", po::value<std::string>()->default_value("best"), "blocked kernel ISA: best|portable|avx2|avx512")
+        ("block-q", po::value<int>()->default_value(0), "query tile rows [auto]")
+        ("block-k", po::value<int>()->default_value(0), "key tile columns [auto]")
+        ("repeats", po::value<int>()->default_value(7), "timed runs; the median is reported")
+        ("seed", po::value<unsigned>()->default_value(1), "random seed of the synthetic Q, K, V")
+        ("json", po::bool_switch(), "print one JSON object instead of text");
+    po::variables_map vm;
+    if (!parse_command_line(spec, options, args, vm)) return exit_ok;
+
+    require_positive(vm, "batch", 1 << 20);
+    require_positive(vm, "heads", 4096);
+    require_positive(vm, "seq-len", 1 << 20);
+    require_positive(vm, "dim", 1 << 16);
+    require_positive(vm, "repeats", 10000);
+    const int batch = vm["batch"].as<int>(), heads = vm["heads"].as<int>(), len = vm["seq-len"].as<int>();
+    const int dim_k = vm["dim"].as<int>();
+    const int dim_v = vm["dim-v"].as<int>() > 0 ? vm["dim-v"].as<int>() : dim_k;
+    const bool causal = vm["causal"].as<bool>();
+    const int repeats = vm["repeats"].as<int>();
+    const std::string weights_text = vm["save-weights"].as<std::string>();
+    const k::WeightsMode weights_mode = parse_weights_mode(weights_text);
+    const std::string dtype_text = vm["weights-dtype"].as<std::string>();
+    if (dtype_text != "f32" && dtype_text != "f16") {
+        throw UserError(exit_usage, "--weights-dtype: '" + dtype_text + "' is not one of f32|f16");
+    }
+    const std::string kernel_text = vm["kernel"].as<std::string>();
+    if (kernel_text != "blocked" && kernel_text != "reference") {
+        throw UserError(exit_usage, "--kernel: '" + kernel_text + "' is not one of blocked|reference");
+    }
+    if (vm["threads"].as<int>() < 0) throw UserError(exit_usage, "--threads: expected 0 (automatic) or more");
+    if (vm["block-q"].as<int>() < 0 || vm["block-k"].as<int>() < 0) {
+        throw UserError(exit_usage, "--block-q/--block-k: expected 0 (automatic) or a positive tile size");
+    }
+
+    k::KernelOptions kopt;
+    kopt.kind = kernel_text == "reference" ? k::KernelKind::reference : k::KernelKind::blocked;
+    kopt.isa = parse_isa(vm["isa"].as<std::string>());
+    if (!k::isa_available(kopt.isa)) {
+        throw UserError(exit_usage, std::string("--isa: ") + k::isa_name(kopt.isa) + " is not available on this CPU or in this build");
+    }
+    kopt.isa = k::resolve_isa(kopt.isa);
+    kopt.threads = vm["threads"].as<int>();
+#if defined(_OPENMP)
+    if (kopt.threads == 0) kopt.threads = omp_get_max_threads();
+#else
+    kopt.threads = 1;
+#endif
+    kopt.block_q = vm["block-q"].as<int>();
+    kopt.block_k = vm["block-k"].as<int>();
+
+    // (B, H, L, d) contiguous inputs, standard normal.
+    const std::size_t rows = static_cast<std::size_t>(batch) * heads * len;
+    Buffer q = allocate(rows * dim_k * sizeof(float)), kk = allocate(rows * dim_k * sizeof(float));
+    Buffer v = allocate(rows * dim_v * sizeof(float)), out = allocate(rows * dim_v * sizeof(float));
+    Buffer lse = allocate(rows * sizeof(float));
+    {
+        std::mt19937 rng(vm["seed"].as<unsigned>());
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        for (auto* buffer : {static_cast<float*>(q.get()), static_cast<float*>(kk.get())})
+            for (std::size_t i = 0; i < rows * dim_k; ++i) buffer[i] = normal(rng);
+        float* vb = static_cast<float*>(v.get());
+        for (std::size_t i = 0; i < rows * dim_v; ++i) vb[i] = normal(rng);
+    }
+    k::AttentionParams p;
+    auto strides = [&](int d) { return k::TensorStrides{static_cast<std::ptrdiff_t>(heads) * len * d, static_cast<std::ptrdiff_t>(len) * d, d}; };
+    p.q = static_cast<const float*>(q.get());
+    p.k = static_cast<const float*>(kk.get());
+    p.v = static_cast<const float*>(v.get());
+    p.out = static_cast<float*>(out.get());
+    p.q_strides = p.k_strides = strides(dim_k);
+    p.v_strides = p.out_strides = strides(dim_v);
+    p.batch = batch;
+    p.heads = heads;
+    p.len_q = p.len_k = len;
+    p.dim_k = dim_k;
+    p.dim_v = dim_v;
+    p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim_k)));
+    p.causal = causal;
+    p.lse = static_cast<float*>(lse.get());
+    Buffer weights;
+    if (weights_mode != k::WeightsMode::none) {
+        const std::size_t maps = static_cast<std::size_t>(batch) * (weights_mode == k::WeightsMode::all ? heads : 1);
+        weights = allocate(maps * len * len * (dtype_text == "f16" ? 2 : 4));
+        p.weights = weights.get();
+        p.weights_mode = weights_mode;
+        p.weights_type = dtype_text == "f16" ? k::WeightsType::f16 : k::WeightsType::f32;
+    }
+    const std::size_t workspace_bytes = k::attention_workspace_bytes(p, kopt);
+    Buffer workspace = allocate(workspace_bytes);
+
+    // The peak first, on an idle core; then one untimed run to fault in every page.
+    const k::FmaPeak peak = k::measure_fma_peak(0.3);
+    k::attention_forward(p, kopt, workspace.get(), workspace_bytes);
+    std::vector<double> seconds;
+    for (int r = 0; r < repeats; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        k::attention_forward(p, kopt, workspace.get(), workspace_bytes);
+        seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    const double med = median(seconds);
+    const double best = *std::min_element(seconds.begin(), seconds.end());
+    const double worst = *std::max_element(seconds.begin(), seconds.end());
+    const double flops = 2.0 * batch * heads * static_cast<double>(len) * len * (dim_k + dim_v) * (causal ? 0.5 : 1.0);
+    const double gflops = flops / med * 1e-9;
+    const double fraction = peak.gflops_per_core > 0 ? gflops / (peak.gflops_per_core * kopt.threads) : 0.0;
+    const char* isa = kopt.kind == k::KernelKind::reference ? "fp64-reference" : k::isa_name(kopt.isa);
+
+    if (vm["json"].as<bool>()) {
+        std::ostringstream j;
+        j << std::setprecision(6) << "{\"gflops\": " << gflops << ", \"peak_gflops_per_core\": " << peak.gflops_per_core
+          << ", \"threads\": " << kopt.threads << ", \"fraction_of_peak\": " << fraction
+          << ", \"median_seconds\": " << med << ", \"min_seconds\": " << best << ", \"max_seconds\": " << worst
+          << ", \"repeats\": " << repeats << ", \"batch\": " << batch << ", \"heads\": " << heads
+          << ", \"seq_len\": " << len << ", \"dim_k\": " << dim_k << ", \"dim_v\": " << dim_v
+          << ", \"causal\": " << (causal ? "true" : "false") << ", \"save_weights\": \"" << weights_text
+          << "\", \"weights_dtype\": \"" << dtype_text << "\", \"kernel\": \"" << kernel_text << "\", \"isa\": \"" << isa
+          << "\", \"peak_vector_bits\": " << peak.vector_bits << ", \"gflop_per_pass\": " << flops * 1e-9 << "}\n";
+        std::cout << j.str();
+    } else {
+        std::cout << std::fixed << std::setprecision(2)
+                  << "attnbatch bench: B=" << batch << " H=" << heads << " L=" << len << " d_k=" << dim_k << " d_v=" << dim_v
+                  << (causal ? " causal" : "") << " weights=" << weights_text
+                  << (weights_mode != k::WeightsMode::none ? "/" + dtype_text : std::string())
+                  << " kernel=" << kernel_text << " isa=" << isa << " threads=" << kopt.threads << '\n'
+                  << "  time       " << med * 1e3 << " ms median of " << repeats << " (min " << best * 1e3 << ", max "
+                  << worst * 1e3 << ")\n"
+                  << "  attention  " << gflops << " GFLOP/s (" << flops * 1e-9 << " GFLOP per pass)\n"
+                  << "  peak       " << peak.gflops_per_core << " GFLOP/s per core (" << peak.vector_bits
+                  << "-bit FMA, measured now)\n"
+                  << "  fraction   " << std::setprecision(3) << fraction << " of peak x " << kopt.threads << " thread(s)\n";
+    }
+    return exit_ok;
+}
+
+}  // namespace attnbatch::cli

@@ -1,0 +1,115 @@
+#include "command_line.hpp"
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace attnbatch::cli {
+
+namespace {
+
+// ATTNBATCH_SEQ_LEN -> seq-len, for the options this command knows; others are ignored
+// (a variable meant for another subcommand must not break this one).
+std::string environment_name_to_option(const std::string& variable, const po::options_description& options) {
+    const std::string prefix = "ATTNBATCH_";
+    if (variable.compare(0, prefix.size(), prefix) != 0) return {};
+    std::string name;
+    for (char c : variable.substr(prefix.size())) {
+        name += c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    if (name == "config") return name;
+    return options.find_nothrow(name, false) ? name : std::string{};
+}
+
+std::string value_text(const po::variable_value& value) {
+    const boost::any& any = value.value();
+    if (const auto* s = boost::any_cast<std::string>(&any)) return *s;
+    if (const auto* i = boost::any_cast<int>(&any)) return std::to_string(*i);
+    if (const auto* l = boost::any_cast<long>(&any)) return std::to_string(*l);
+    if (const auto* ll = boost::any_cast<long long>(&any)) return std::to_string(*ll);
+    if (const auto* u = boost::any_cast<unsigned long>(&any)) return std::to_string(*u);
+    if (const auto* d = boost::any_cast<double>(&any)) {
+        std::ostringstream out;
+        out << *d;
+        return out.str();
+    }
+    if (const auto* b = boost::any_cast<bool>(&any)) return *b ? "true" : "false";
+    return "?";
+}
+
+}  // namespace
+
+bool parse_command_line(const CommandSpec& spec, po::options_description& options,
+                        const std::vector<std::string>& args, po::variables_map& vm) {
+    po::options_description common("Common options");
+    common.add_options()
+        ("help,h", "show this help with examples")
+        ("config", po::value<std::string>()->value_name("FILE.ini"),
+         "read options from an INI file (keys named as the long options; [sections] allowed)")
+        ("print-config", "print the resolved options (command line > ATTNBATCH_* > config > defaults) and exit");
+    po::options_description all;
+    all.add(options).add(common);
+
+    try {
+        po::store(po::command_line_parser(args).options(all).run(), vm);
+        po::store(po::parse_environment(all, [&all](const std::string& variable) {
+                      return environment_name_to_option(variable, all);
+                  }),
+                  vm);
+        if (vm.count("help")) {
+            std::cout << "Usage: attnbatch " << spec.name << " [options]\n" << spec.summary << "\n\n"
+                      << all << "\nExamples:\n" << spec.examples;
+            return false;
+        }
+        if (vm.count("config")) {
+            const std::string path = vm["config"].as<std::string>();
+            std::ifstream file(path);
+            if (!file) {
+                throw UserError(exit_usage, "--config: cannot open '" + path + "' (expected a readable INI file)");
+            }
+            // Keys before any section apply to every subcommand; a [name] section only to the
+            // subcommand of that name, so one file can configure generate, run and verify.
+            std::ostringstream flattened;
+            std::string line;
+            std::string section;
+            int line_number = 0;
+            while (std::getline(file, line)) {
+                ++line_number;
+                const auto first = line.find_first_not_of(" \t\r");
+                if (first != std::string::npos && line[first] == '[') {
+                    const auto close = line.find(']', first);
+                    if (close == std::string::npos) {
+                        throw UserError(exit_usage, "--config " + path + ":" + std::to_string(line_number) +
+                                                        ": unterminated section header (expected [name])");
+                    }
+                    section = line.substr(first + 1, close - first - 1);
+                    flattened << '\n';
+                    continue;
+                }
+                flattened << (section.empty() || section == spec.name ? line : std::string()) << '\n';
+            }
+            std::istringstream text(flattened.str());
+            try {
+                po::store(po::parse_config_file(text, all, false), vm);
+            } catch (const po::error& e) {
+                throw UserError(exit_usage, "--config " + path + ": " + e.what());
+            }
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        throw UserError(exit_usage, std::string(e.what()) + " (see 'attnbatch " + spec.name + " --help')");
+    }
+    if (vm.count("print-config")) {
+        for (const auto& [name, value] : vm) {
+            if (name == "print-config" || name == "help") continue;
+            std::cout << name << " = " << (value.empty() ? std::string("(flag)") : value_text(value))
+                      << (value.defaulted() ? "  # default" : "") << '\n';
+        }
+        return false;
+    }
+    return true;
+}
+
+}  // namespace attnbatch::cli

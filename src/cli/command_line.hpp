@@ -1,0 +1,46 @@
+// What every subcommand shares: --help with examples, --config FILE.ini, ATTNBATCH_<OPTION>
+// environment overrides, --print-config, and one-line usage errors with exit code 2.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attnbatch::cli {
+
+namespace po = boost::program_options;
+
+// Exit codes of SPEC.md.
+enum ExitCode : int {
+    exit_ok = 0,
+    exit_internal = 1,
+    exit_usage = 2,
+    exit_invalid_input = 3,
+    exit_io = 4,
+    exit_interrupted = 5,
+};
+
+// A failure the user can fix; `what()` is the one-line message, `code` the exit code.
+class UserError : public std::runtime_error {
+public:
+    UserError(int code, const std::string& message) : std::runtime_error(message), code_(code) {}
+    int code() const { return code_; }
+
+private:
+    int code_;
+};
+
+struct CommandSpec {
+    std::string name;      // "bench"
+    std::string summary;   // one line
+    std::string examples;  // printed under --help
+};
+
+// Parses argv (after the subcommand name) into `vm`. Precedence: command line, then
+// environment (ATTNBATCH_SEQ_LEN for --seq-len), then --config, then defaults. Returns false
+// when --help or --print-config was handled and the command should stop with exit 0.
+bool parse_command_line(const CommandSpec& spec, po::options_description& options,
+                        const std::vector<std::string>& args, po::variables_map& vm);
+
+}  // namespace attnbatch::cli

@@ -1,0 +1,67 @@
+#include "commands.hpp"
+
+#include <exception>
+#include <iostream>
+#include <new>
+
+#include "command_line.hpp"
+
+namespace attnbatch::cli {
+
+namespace {
+
+struct Subcommand {
+    const char* name;
+    const char* summary;
+    int (*run)(const std::vector<std::string>&);
+};
+
+const Subcommand kSubcommands[] = {
+    {"bench", "time the attention kernel alone on synthetic data", bench_command},
+};
+
+void print_usage(std::ostream& out) {
+    out << "Usage: attnbatch <subcommand> [options]   (attnbatch <subcommand> --help for details)\n\n"
+           "Scaled dot-product self-attention, softmax(Q K^T / sqrt(d_k)) V, over batches of sequences.\n\n"
+           "Subcommands:\n";
+    for (const auto& s : kSubcommands) out << "  " << s.name << "\t" << s.summary << '\n';
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+    if (argc < 2) {
+        print_usage(std::cerr);
+        return exit_usage;
+    }
+    const std::string name = argv[1];
+    if (name == "--help" || name == "-h" || name == "help") {
+        print_usage(std::cout);
+        return exit_ok;
+    }
+    if (name == "--version") {
+        std::cout << "attnbatch " << ATTNBATCH_VERSION << '\n';
+        return exit_ok;
+    }
+    for (const auto& s : kSubcommands) {
+        if (name != s.name) continue;
+        const std::vector<std::string> args(argv + 2, argv + argc);
+        try {
+            return s.run(args);
+        } catch (const UserError& e) {
+            std::cerr << "attnbatch " << name << ": error: " << e.what() << '\n';
+            return e.code();
+        } catch (const std::bad_alloc&) {
+            std::cerr << "attnbatch " << name << ": error: out of memory (lower --max-memory or the problem size)\n";
+            return exit_internal;
+        } catch (const std::exception& e) {
+            std::cerr << "attnbatch " << name << ": internal error: " << e.what() << '\n';
+            return exit_internal;
+        }
+    }
+    std::cerr << "attnbatch: error: unknown subcommand '" << name << "'\n";
+    print_usage(std::cerr);
+    return exit_usage;
+}
+
+}  // namespace attnbatch::cli

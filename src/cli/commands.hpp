@@ -1,0 +1,14 @@
+// The subcommand table: one function per subcommand, each returning its exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attnbatch::cli {
+
+int bench_command(const std::vector<std::string>& args);
+
+// Dispatches argv to a subcommand; turns every error into a one-line message and an exit code.
+int run_cli(int argc, char** argv);
+
+}  // namespace attnbatch::cli

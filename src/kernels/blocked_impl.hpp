@@ -1,0 +1,550 @@
+// The blocked attention kernel, written once over GCC vector extensions and compiled once per
+// instruction set (blocked_portable.cpp, blocked_avx2.cpp, blocked_avx512.cpp). Each includer
+// defines ATTNBATCH_ISA_NAMESPACE, ATTNBATCH_VECTOR_BYTES, ATTNBATCH_MR and ATTNBATCH_NV and
+// compiles this file with its own -m flags. Everything here lives in that namespace and avoids
+// inline functions from the standard library, so the linker never mixes code between ISAs.
+//
+// Per task (sequence, head, query tile) and per key tile, FlashAttention's online softmax
+// (Dao et al., arXiv 2205.14135; Milakov & Gimelshein, arXiv 1805.02867):
+//   S = Q K^T * scale * log2(e)        register-blocked MR x NR micro-kernel over packed panels
+//   m' = max(m, rowmax S); P = 2^(S - m'); l' = l * 2^(m - m') + rowsum P
+//   O' = O * 2^(m - m') + P V          the rescale is fused into the P.V micro-kernel
+// and at the end O / l and lse = ln 2 * (m + log2 l). One thread owns a task from start to end
+// and every reduction runs in a fixed order, so results do not depend on the thread count.
+//
+// Weights need the row's final max and sum, known only after the last key tile. Instead of a
+// second QK^T pass, each tile's P is kept in a per-thread row strip (block_q x Lk floats, never
+// L x L) with the running max it was taken against; the strip is rescaled by
+// 2^(m_tile - m_final) / l when the rows are done.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "attnbatch/kernels/attention.hpp"
+#include "attnbatch/kernels/half.hpp"
+#include "blocked_kernel.hpp"
+
+namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE {
+namespace {
+
+constexpr int kLanes = ATTNBATCH_VECTOR_BYTES / 4;
+constexpr int kMR = ATTNBATCH_MR;            // query rows per micro-tile
+constexpr int kNV = ATTNBATCH_NV;            // vectors per micro-tile row
+constexpr int kNR = kNV * kLanes;            // columns per micro-tile
+constexpr std::size_t kAlign = 64;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr double kLn2 = 0.6931471805599453;
+constexpr float kNegInf = -__builtin_huge_valf();
+
+typedef float Vec __attribute__((vector_size(ATTNBATCH_VECTOR_BYTES), may_alias));
+typedef std::int32_t IVec __attribute__((vector_size(ATTNBATCH_VECTOR_BYTES), may_alias));
+
+inline Vec load(const float* p) { return *reinterpret_cast<const Vec*>(p); }
+inline void store(float* p, Vec v) { *reinterpret_cast<Vec*>(p) = v; }
+// One broadcast instruction; the generic forms (0 + s, or a loop) compile to extra adds or
+// inserts with GCC 12.
+inline Vec splat(float s) {
+#if ATTNBATCH_VECTOR_BYTES == 64 && defined(__AVX512F__)
+    return reinterpret_cast<Vec>(_mm512_set1_ps(s));
+#elif ATTNBATCH_VECTOR_BYTES == 32 && defined(__AVX__)
+    return reinterpret_cast<Vec>(_mm256_set1_ps(s));
+#elif ATTNBATCH_VECTOR_BYTES == 16 && defined(__SSE__)
+    return reinterpret_cast<Vec>(_mm_set1_ps(s));
+#else
+    Vec v;
+    for (int i = 0; i < kLanes; ++i) v[i] = s;
+    return v;
+#endif
+}
+inline int imin(int a, int b) { return a < b ? a : b; }
+inline int imax(int a, int b) { return a > b ? a : b; }
+inline float fmax_(float a, float b) { return a > b ? a : b; }
+inline std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m; }
+
+// 2^x for x <= 0 (x may be -inf); exactly 0 below 2^-126 so masked keys weigh nothing.
+// Degree-6 polynomial on [-1/2, 1/2], relative error 2.6e-9 (fitted on Chebyshev nodes).
+inline Vec exp2_nonpositive(Vec x) {
+    const Vec clamped = x < splat(-126.0f) ? splat(-126.0f) : x;
+    const Vec magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+    const Vec shifted = clamped + magic;
+    const Vec n = shifted - magic;
+    const Vec f = clamped - n;
+    Vec p = splat(1.5469731978806633e-4f);
+    p = p * f + splat(1.3400432165373828e-3f);
+    p = p * f + splat(9.618025602951885e-3f);
+    p = p * f + splat(5.550327214209215e-2f);
+    p = p * f + splat(2.4022651213595253e-1f);
+    p = p * f + splat(6.931472067106192e-1f);
+    p = p * f + splat(9.999999999595489e-1f);
+    const IVec exponent = (reinterpret_cast<const IVec&>(shifted) - 0x4B400000 + 127) << 23;
+    const Vec scaled = p * reinterpret_cast<const Vec&>(exponent);
+    return x < splat(-126.0f) ? Vec{} : scaled;
+}
+
+inline float exp2_scalar(float x) {
+    Vec v = splat(x);
+    return exp2_nonpositive(v)[0];
+}
+
+// Pairwise tree reductions: a fixed order (so deterministic) and log2(lanes) deep.
+inline float hsum(Vec v) {
+    float lanes[kLanes];
+    std::memcpy(lanes, &v, sizeof lanes);
+    for (int width = kLanes / 2; width > 0; width /= 2)
+        for (int i = 0; i < width; ++i) lanes[i] += lanes[i + width];
+    return lanes[0];
+}
+
+inline float hmax(Vec v) {
+    float lanes[kLanes];
+    std::memcpy(lanes, &v, sizeof lanes);
+    for (int width = kLanes / 2; width > 0; width /= 2)
+        for (int i = 0; i < width; ++i) lanes[i] = fmax_(lanes[i], lanes[i + width]);
+    return lanes[0];
+}
+
+// c[MR x NR] = a[dk x MR]^T . b[dk x NR]   (a: packed query block, b: packed key panel)
+inline void micro_qk(const float* __restrict a, const float* __restrict b, int dk,
+                     float* __restrict c, int ldc) {
+    Vec acc[kMR][kNV];
+#pragma GCC unroll 16
+    for (int m = 0; m < kMR; ++m)
+#pragma GCC unroll 8
+        for (int n = 0; n < kNV; ++n) acc[m][n] = Vec{};
+    for (int kk = 0; kk < dk; ++kk) {
+        Vec bv[kNV];
+#pragma GCC unroll 8
+        for (int n = 0; n < kNV; ++n) bv[n] = load(b + kk * kNR + n * kLanes);
+#pragma GCC unroll 16
+        for (int m = 0; m < kMR; ++m) {
+            const Vec am = splat(a[kk * kMR + m]);
+#pragma GCC unroll 8
+            for (int n = 0; n < kNV; ++n) acc[m][n] += am * bv[n];
+        }
+    }
+#pragma GCC unroll 16
+    for (int m = 0; m < kMR; ++m)
+#pragma GCC unroll 8
+        for (int n = 0; n < kNV; ++n) store(c + m * ldc + n * kLanes, acc[m][n]);
+}
+
+// o[MR x NR] = o * alpha[m] + p[MR x count] . v[count x NR]
+inline void micro_pv(float* __restrict o, int ldo, const float* __restrict alpha,
+                     const float* __restrict p, int ldp, const float* __restrict v, int ldv,
+                     int count) {
+    Vec acc[kMR][kNV];
+#pragma GCC unroll 16
+    for (int m = 0; m < kMR; ++m) {
+        const Vec am = splat(alpha[m]);
+#pragma GCC unroll 8
+        for (int n = 0; n < kNV; ++n) acc[m][n] = load(o + m * ldo + n * kLanes) * am;
+    }
+    for (int j = 0; j < count; ++j) {
+        Vec bv[kNV];
+#pragma GCC unroll 8
+        for (int n = 0; n < kNV; ++n) bv[n] = load(v + j * ldv + n * kLanes);
+#pragma GCC unroll 16
+        for (int m = 0; m < kMR; ++m) {
+            const Vec pm = splat(p[m * ldp + j]);
+#pragma GCC unroll 8
+            for (int n = 0; n < kNV; ++n) acc[m][n] += pm * bv[n];
+        }
+    }
+#pragma GCC unroll 16
+    for (int m = 0; m < kMR; ++m)
+#pragma GCC unroll 8
+        for (int n = 0; n < kNV; ++n) store(o + m * ldo + n * kLanes, acc[m][n]);
+}
+
+inline void store_half_row(const float* src, float factor, std::uint16_t* dst, int count) {
+    int j = 0;
+#if defined(__F16C__)
+    const __m256 f = _mm256_set1_ps(factor);
+    for (; j + 8 <= count; j += 8) {
+        const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(src + j), f);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j),
+                         _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+#endif
+    for (; j < count; ++j) dst[j] = float_to_half(src[j] * factor);
+}
+
+// Per-thread scratch, carved from the caller's workspace in this order, each 64-byte aligned.
+struct Layout {
+    int bq = 0, bk = 0;         // tile sizes (multiples of MR and NR)
+    int dvp = 0;                // d_v padded to NR
+    int lk_panels = 0;          // key panels of NR keys covering Lk
+    int lkp = 0;                // Lk padded to a whole key tile
+    int key_tiles = 0;
+    std::size_t q_pack = 0, k_pack = 0, v_pack = 0, s_tile = 0, o_acc = 0, row_state = 0;
+    std::size_t w_strip = 0, w_tile_max = 0, w_mean = 0;
+    std::size_t per_thread = 0;
+};
+
+std::size_t floats(std::size_t n) { return round_up(n * sizeof(float), kAlign); }
+
+Layout make_layout(const AttentionParams& p, int block_q, int block_k) {
+    Layout l;
+    const int lq_rounded = static_cast<int>(round_up(static_cast<std::size_t>(imax(p.len_q, 1)), kMR));
+    const int lk_rounded = static_cast<int>(round_up(static_cast<std::size_t>(imax(p.len_k, 1)), kNR));
+    l.bq = imin(static_cast<int>(round_up(static_cast<std::size_t>(imax(block_q, 1)), kMR)), lq_rounded);
+    l.bk = imin(static_cast<int>(round_up(static_cast<std::size_t>(imax(block_k, 1)), kNR)), lk_rounded);
+    l.dvp = static_cast<int>(round_up(static_cast<std::size_t>(p.dim_v), kNR));
+    l.lk_panels = lk_rounded / kNR;
+    l.key_tiles = (p.len_k + l.bk - 1) / l.bk;
+    l.lkp = l.key_tiles * l.bk;
+    const std::size_t bq = l.bq, dk = p.dim_k;
+    l.q_pack = floats(bq * dk);
+    l.k_pack = floats(static_cast<std::size_t>(l.lk_panels) * kNR * dk);
+    l.v_pack = floats(static_cast<std::size_t>(lk_rounded) * l.dvp);
+    l.s_tile = floats(bq * l.bk);
+    l.o_acc = floats(bq * l.dvp);
+    l.row_state = 4 * floats(bq);  // m, l, alpha, valid keys
+    if (p.weights_mode != WeightsMode::none && p.weights != nullptr) {
+        l.w_strip = floats(bq * l.lkp);
+        l.w_tile_max = floats(bq * l.key_tiles);
+        if (p.weights_mode == WeightsMode::mean_over_heads) l.w_mean = floats(bq * l.lkp);
+    }
+    l.per_thread = l.q_pack + l.k_pack + l.v_pack + l.s_tile + l.o_acc + l.row_state + l.w_strip +
+                   l.w_tile_max + l.w_mean;
+    return l;
+}
+
+struct Scratch {
+    float* q_pack;
+    float* k_pack;
+    float* v_pack;
+    float* s_tile;
+    float* o_acc;
+    float* m;
+    float* l;
+    float* alpha;
+    int* valid_keys;
+    float* w_strip;
+    float* w_tile_max;
+    float* w_mean;
+    long packed_seq = -1, packed_head = -1;  // which (sequence, head) k_pack/v_pack hold
+};
+
+Scratch carve(const Layout& layout, char* base) {
+    Scratch s{};
+    auto take = [&base](std::size_t bytes) {
+        char* here = base;
+        base += bytes;
+        return here;
+    };
+    s.q_pack = reinterpret_cast<float*>(take(layout.q_pack));
+    s.k_pack = reinterpret_cast<float*>(take(layout.k_pack));
+    s.v_pack = reinterpret_cast<float*>(take(layout.v_pack));
+    s.s_tile = reinterpret_cast<float*>(take(layout.s_tile));
+    s.o_acc = reinterpret_cast<float*>(take(layout.o_acc));
+    const std::size_t state = layout.row_state / 4;
+    s.m = reinterpret_cast<float*>(take(state));
+    s.l = reinterpret_cast<float*>(take(state));
+    s.alpha = reinterpret_cast<float*>(take(state));
+    s.valid_keys = reinterpret_cast<int*>(take(state));
+    s.w_strip = layout.w_strip ? reinterpret_cast<float*>(take(layout.w_strip)) : nullptr;
+    s.w_tile_max = layout.w_tile_max ? reinterpret_cast<float*>(take(layout.w_tile_max)) : nullptr;
+    s.w_mean = layout.w_mean ? reinterpret_cast<float*>(take(layout.w_mean)) : nullptr;
+    return s;
+}
+
+struct Task {
+    const AttentionParams& p;
+    const Layout& layout;
+    Scratch& s;
+};
+
+int valid_queries(const AttentionParams& p, int b) { return p.lengths ? imin(p.lengths[b], p.len_q) : p.len_q; }
+int valid_keys(const AttentionParams& p, int b) { return p.lengths ? imin(p.lengths[b], p.len_k) : p.len_k; }
+
+// Keys transposed into panels of NR (panel, dk, NR) and values into rows padded to dvp, both
+// zero beyond the valid keys so that whole panels can be computed.
+__attribute__((noinline)) void pack_keys_values(const Task& t, int b, int h, int keys) {
+    const AttentionParams& p = t.p;
+    Scratch& s = t.s;
+    if (s.packed_seq == b && s.packed_head == h) return;
+    const float* kbase = p.k + b * p.k_strides.seq + h * p.k_strides.head;
+    const float* vbase = p.v + b * p.v_strides.seq + h * p.v_strides.head;
+    const int dk = p.dim_k, dv = p.dim_v, dvp = t.layout.dvp;
+    const int panels = (keys + kNR - 1) / kNR;
+    for (int panel = 0; panel < panels; ++panel) {
+        float* dst = s.k_pack + static_cast<std::size_t>(panel) * dk * kNR;
+        for (int lane = 0; lane < kNR; ++lane) {
+            const int j = panel * kNR + lane;
+            if (j < keys) {
+                const float* row = kbase + j * p.k_strides.row;
+                for (int c = 0; c < dk; ++c) dst[c * kNR + lane] = row[c];
+            } else {
+                for (int c = 0; c < dk; ++c) dst[c * kNR + lane] = 0.0f;
+            }
+        }
+    }
+    for (int j = 0; j < keys; ++j) {
+        const float* row = vbase + j * p.v_strides.row;
+        float* dst = s.v_pack + static_cast<std::size_t>(j) * dvp;
+        std::memcpy(dst, row, sizeof(float) * dv);
+        for (int c = dv; c < dvp; ++c) dst[c] = 0.0f;
+    }
+    s.packed_seq = b;
+    s.packed_head = h;
+}
+
+// Queries of rows [i0, i0 + rows) as (block, dk, MR), pre-multiplied by scale * log2(e);
+// rows past `rows` are zero.
+__attribute__((noinline)) void pack_queries(const Task& t, int b, int h, int i0, int rows) {
+    const AttentionParams& p = t.p;
+    const float* qbase = p.q + b * p.q_strides.seq + h * p.q_strides.head;
+    const float factor = p.scale * kLog2e;
+    const int dk = p.dim_k;
+    for (int r0 = 0; r0 < t.layout.bq; r0 += kMR) {
+        float* dst = t.s.q_pack + static_cast<std::size_t>(r0) * dk;
+        for (int m = 0; m < kMR; ++m) {
+            const int r = r0 + m;
+            if (r < rows) {
+                const float* row = qbase + (i0 + r) * p.q_strides.row;
+                for (int c = 0; c < dk; ++c) dst[c * kMR + m] = row[c] * factor;
+            } else {
+                for (int c = 0; c < dk; ++c) dst[c * kMR + m] = 0.0f;
+            }
+        }
+    }
+}
+
+// Online softmax of one row of the S tile: turns S into P in place over `width` columns
+// (zero past `count` valid ones) and updates the row's max, sum and rescale factor.
+__attribute__((noinline)) void softmax_row(float* row, int count, int width, float& m, float& l, float& alpha) {
+    Vec vmax = splat(kNegInf);
+    int j = 0;
+    for (; j + kLanes <= count; j += kLanes) {
+        const Vec x = load(row + j);
+        vmax = x > vmax ? x : vmax;
+    }
+    float tile_max = hmax(vmax);
+    for (; j < count; ++j) tile_max = fmax_(tile_max, row[j]);
+    const float m_new = fmax_(m, tile_max);
+    alpha = (m == kNegInf) ? 0.0f : exp2_scalar(m - m_new);
+    const Vec shift = splat(m_new);
+    Vec vsum = Vec{};
+    const int full = count / kLanes * kLanes;
+    for (j = 0; j < full; j += kLanes) {  // whole vectors of visible keys need no mask
+        const Vec e = exp2_nonpositive(load(row + j) - shift);
+        store(row + j, e);
+        vsum += e;
+    }
+    if (full < width) {  // the vector straddling `count`, then zeros up to the panel edge
+        Vec lane_index;
+        for (int i = 0; i < kLanes; ++i) lane_index[i] = static_cast<float>(full + i);
+        const Vec e = exp2_nonpositive(load(row + full) - shift);
+        const Vec kept = lane_index < splat(static_cast<float>(count)) ? e : Vec{};
+        store(row + full, kept);
+        vsum += kept;
+        for (j = full + kLanes; j < width; j += kLanes) store(row + j, Vec{});
+    }
+    l = l * alpha + hsum(vsum);
+    m = m_new;
+}
+
+void write_masked_row_weights(const Task& t, int b, int h, int i) {
+    const AttentionParams& p = t.p;
+    const std::size_t lk = p.len_k;
+    if (p.weights_mode == WeightsMode::mean_over_heads) return;  // the mean strip starts at zero
+    const std::size_t offset = ((static_cast<std::size_t>(b) * p.heads + h) * p.len_q + i) * lk;
+    if (p.weights_type == WeightsType::f32) {
+        std::memset(static_cast<float*>(p.weights) + offset, 0, lk * sizeof(float));
+    } else {
+        std::memset(static_cast<std::uint16_t*>(p.weights) + offset, 0, lk * sizeof(std::uint16_t));
+    }
+}
+
+// Normalises row r's weight strip (tile t was exponentiated against w_tile_max[r][t]) into
+// the destination, or adds it to the head-mean strip.
+__attribute__((noinline)) void finish_row_weights(const Task& t, int b, int h, int i, int r, int keys_valid, float m_final,
+                        float l_final) {
+    const AttentionParams& p = t.p;
+    const Layout& layout = t.layout;
+    float* strip = t.s.w_strip + static_cast<std::size_t>(r) * layout.lkp;
+    const float inv_l = 1.0f / l_final;
+    const int lk = p.len_k;
+    for (int tile = 0, k0 = 0; k0 < keys_valid; ++tile, k0 += layout.bk) {
+        const float factor = exp2_scalar(t.s.w_tile_max[r * layout.key_tiles + tile] - m_final) * inv_l;
+        const int k1 = imin(k0 + layout.bk, keys_valid);
+        for (int j = k0; j < k1; ++j) strip[j] *= factor;
+    }
+    for (int j = keys_valid; j < lk; ++j) strip[j] = 0.0f;
+    if (p.weights_mode == WeightsMode::mean_over_heads) {
+        float* mean = t.s.w_mean + static_cast<std::size_t>(r) * layout.lkp;
+        for (int j = 0; j < lk; ++j) mean[j] += strip[j];
+        return;
+    }
+    const std::size_t offset = ((static_cast<std::size_t>(b) * p.heads + h) * p.len_q + i) * lk;
+    if (p.weights_type == WeightsType::f32) {
+        std::memcpy(static_cast<float*>(p.weights) + offset, strip, sizeof(float) * lk);
+    } else {
+        store_half_row(strip, 1.0f, static_cast<std::uint16_t*>(p.weights) + offset, lk);
+    }
+}
+
+// One (sequence, head, query tile): rows [i0, i0 + bq) of head h of sequence b.
+void attend_tile(const Task& t, int b, int h, int i0) {
+    const AttentionParams& p = t.p;
+    const Layout& layout = t.layout;
+    Scratch& s = t.s;
+    const int bq = imin(layout.bq, p.len_q - i0);
+    const int queries = valid_queries(p, b);
+    const int keys = valid_keys(p, b);
+    const int rows = imax(0, imin(bq, queries - i0));
+    const bool want_weights = s.w_strip != nullptr;
+    float* lse = p.lse ? p.lse + (static_cast<std::size_t>(b) * p.heads + h) * p.len_q : nullptr;
+    float* out = p.out + b * p.out_strides.seq + h * p.out_strides.head;
+
+    int* row_keys = s.valid_keys;
+    for (int r = 0; r < layout.bq; ++r) {
+        const int i = i0 + r;
+        row_keys[r] = r < rows ? (p.causal ? imin(keys, i + 1) : keys) : 0;
+        s.m[r] = kNegInf;
+        s.l[r] = 0.0f;
+    }
+    const int tile_keys = rows > 0 ? row_keys[rows - 1] : 0;  // rows' key counts never decrease
+    if (tile_keys > 0) {
+        pack_keys_values(t, b, h, keys);
+        pack_queries(t, b, h, i0, rows);
+        std::memset(s.o_acc, 0, sizeof(float) * static_cast<std::size_t>(layout.bq) * layout.dvp);
+    }
+    const int blocks = (rows + kMR - 1) / kMR;
+    for (int k0 = 0, tile = 0; k0 < tile_keys; k0 += layout.bk, ++tile) {
+        const int kw = imin(layout.bk, tile_keys - k0);
+        // S = Q K^T, panel by panel; a block computes only panels some of its rows can see.
+        const int panels = (kw + kNR - 1) / kNR;
+        for (int panel = 0; panel < panels; ++panel) {
+            const float* kp = s.k_pack + static_cast<std::size_t>(k0 / kNR + panel) * p.dim_k * kNR;
+            for (int blk = 0; blk < blocks; ++blk) {
+                const int last = imin(blk * kMR + kMR, rows) - 1;
+                if (row_keys[last] - k0 <= panel * kNR) continue;
+                micro_qk(s.q_pack + static_cast<std::size_t>(blk) * kMR * p.dim_k, kp, p.dim_k,
+                         s.s_tile + static_cast<std::size_t>(blk) * kMR * layout.bk + panel * kNR, layout.bk);
+            }
+        }
+        for (int blk = 0; blk < blocks; ++blk) {
+            const int r0 = blk * kMR;
+            const int last = imin(r0 + kMR, rows) - 1;
+            const int block_count = imin(imax(row_keys[last] - k0, 0), kw);
+            if (block_count == 0) continue;
+            const int width = static_cast<int>(round_up(block_count, kNR));
+            for (int r = r0; r < r0 + kMR; ++r) {
+                float* srow = s.s_tile + static_cast<std::size_t>(r) * layout.bk;
+                const int count = r < rows ? imin(imax(row_keys[r] - k0, 0), kw) : 0;
+                if (count == 0) {  // nothing visible in this tile: P row is zero, O unchanged
+                    std::memset(srow, 0, sizeof(float) * width);
+                    s.alpha[r] = 1.0f;
+                    if (want_weights && r < rows) s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
+                    continue;
+                }
+                softmax_row(srow, count, width, s.m[r], s.l[r], s.alpha[r]);
+                if (want_weights) {
+                    s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
+                    std::memcpy(s.w_strip + static_cast<std::size_t>(r) * layout.lkp + k0, srow,
+                                sizeof(float) * count);
+                }
+            }
+            for (int c0 = 0; c0 < layout.dvp; c0 += kNR) {
+                micro_pv(s.o_acc + static_cast<std::size_t>(r0) * layout.dvp + c0, layout.dvp,
+                         s.alpha + r0, s.s_tile + static_cast<std::size_t>(r0) * layout.bk, layout.bk,
+                         s.v_pack + static_cast<std::size_t>(k0) * layout.dvp + c0, layout.dvp, block_count);
+            }
+        }
+    }
+    for (int r = 0; r < bq; ++r) {
+        const int i = i0 + r;
+        float* orow = out + i * p.out_strides.row;
+        if (r >= rows || s.l[r] == 0.0f) {
+            for (int c = 0; c < p.dim_v; ++c) orow[c] = 0.0f;
+            if (lse) lse[i] = kNegInf;
+            if (want_weights) {
+                if (p.weights_mode == WeightsMode::mean_over_heads) continue;
+                write_masked_row_weights(t, b, h, i);
+            }
+            continue;
+        }
+        const float inv_l = 1.0f / s.l[r];
+        const float* acc = s.o_acc + static_cast<std::size_t>(r) * layout.dvp;
+        for (int c = 0; c < p.dim_v; ++c) orow[c] = acc[c] * inv_l;
+        if (lse) lse[i] = static_cast<float>((static_cast<double>(s.m[r]) + __builtin_log2(static_cast<double>(s.l[r]))) * kLn2);
+        if (want_weights) finish_row_weights(t, b, h, i, r, row_keys[r], s.m[r], s.l[r]);
+    }
+}
+
+// Mean over heads: one task owns (sequence, query tile) and visits the heads in order.
+void attend_tile_mean(const Task& t, int b, int i0) {
+    const AttentionParams& p = t.p;
+    const Layout& layout = t.layout;
+    const int bq = imin(layout.bq, p.len_q - i0);
+    std::memset(t.s.w_mean, 0, sizeof(float) * static_cast<std::size_t>(bq) * layout.lkp);
+    for (int h = 0; h < p.heads; ++h) attend_tile(t, b, h, i0);
+    const float inv_heads = 1.0f / static_cast<float>(p.heads);
+    const std::size_t lk = p.len_k;
+    for (int r = 0; r < bq; ++r) {
+        const std::size_t offset = (static_cast<std::size_t>(b) * p.len_q + i0 + r) * lk;
+        float* mean = t.s.w_mean + static_cast<std::size_t>(r) * layout.lkp;
+        if (p.weights_type == WeightsType::f32) {
+            float* dst = static_cast<float*>(p.weights) + offset;
+            for (std::size_t j = 0; j < lk; ++j) dst[j] = mean[j] * inv_heads;
+        } else {
+            store_half_row(mean, inv_heads, static_cast<std::uint16_t*>(p.weights) + offset, static_cast<int>(lk));
+        }
+    }
+}
+
+}  // namespace
+
+BlockedGeometry geometry() { return BlockedGeometry{kMR, kNR, kLanes}; }
+
+std::size_t workspace_bytes(const AttentionParams& p, int block_q, int block_k, int threads) {
+    return make_layout(p, block_q, block_k).per_thread * static_cast<std::size_t>(threads) + kAlign;
+}
+
+void forward(const AttentionParams& p, int block_q, int block_k, int threads, void* workspace) {
+    const Layout layout = make_layout(p, block_q, block_k);
+    char* base = reinterpret_cast<char*>(round_up(reinterpret_cast<std::uintptr_t>(workspace), kAlign));
+    const bool mean = p.weights_mode == WeightsMode::mean_over_heads && p.weights != nullptr;
+    const long q_tiles = (p.len_q + layout.bq - 1) / layout.bq;
+    const long tasks = static_cast<long>(p.batch) * (mean ? 1 : p.heads) * q_tiles;
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+#if defined(_OPENMP)
+        const int me = omp_get_thread_num();
+#else
+        const int me = 0;
+        (void)threads;
+#endif
+        Scratch scratch = carve(layout, base + layout.per_thread * static_cast<std::size_t>(me));
+        const Task task{p, layout, scratch};
+        // Dynamic scheduling only decides who computes a task, never how: results are the same
+        // for any thread count. Consecutive tasks share (sequence, head) and so the K/V packs.
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (long id = 0; id < tasks; ++id) {
+            const int i0 = static_cast<int>(id % q_tiles) * layout.bq;
+            const long seq_head = id / q_tiles;
+            if (mean) {
+                attend_tile_mean(task, static_cast<int>(seq_head), i0);
+            } else {
+                attend_tile(task, static_cast<int>(seq_head / p.heads), static_cast<int>(seq_head % p.heads), i0);
+            }
+        }
+    }
+}
+
+}  // namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE
