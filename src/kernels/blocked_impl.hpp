@@ -24,6 +24,10 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+// GCC 12's AVX-512 intrinsics start from _mm*_undefined_*() and then warn about it at every
+// inlined call site (a known false positive); nothing here reads an undefined lane.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #if defined(_OPENMP)
 #include <omp.h>
@@ -70,32 +74,76 @@ inline int imax(int a, int b) { return a > b ? a : b; }
 inline float fmax_(float a, float b) { return a > b ? a : b; }
 inline std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m; }
 
-// 2^x for x <= 0 (x may be -inf); exactly 0 below 2^-126 so masked keys weigh nothing.
-// Degree-6 polynomial on [-1/2, 1/2], relative error 2.6e-9 (fitted on Chebyshev nodes).
-inline Vec exp2_nonpositive(Vec x) {
-    const Vec clamped = x < splat(-126.0f) ? splat(-126.0f) : x;
-    const Vec magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-    const Vec shifted = clamped + magic;
-    const Vec n = shifted - magic;
-    const Vec f = clamped - n;
+// Degree-6 polynomial for 2^f on [-1/2, 1/2], relative error 2.6e-9 (fitted on Chebyshev nodes).
+inline Vec exp2_fraction(Vec f) {
     Vec p = splat(1.5469731978806633e-4f);
     p = p * f + splat(1.3400432165373828e-3f);
     p = p * f + splat(9.618025602951885e-3f);
     p = p * f + splat(5.550327214209215e-2f);
     p = p * f + splat(2.4022651213595253e-1f);
     p = p * f + splat(6.931472067106192e-1f);
-    p = p * f + splat(9.999999999595489e-1f);
+    return p * f + splat(9.999999999595489e-1f);
+}
+
+// 2^x for finite x <= 0; underflows to exactly 0 (below 2^-126 here, or through denormals
+// with AVX-512's scalef), so that far-away keys weigh nothing.
+inline Vec exp2_finite(Vec x) {
+#if ATTNBATCH_VECTOR_BYTES == 64 && defined(__AVX512F__)
+    // The zero-masked forms: the plain intrinsics start from _mm512_undefined_ps, which GCC 12
+    // reports as maybe-uninitialized.
+    constexpr __mmask16 kAllLanes = 0xffff;  // (see the diagnostic note at the top)
+    const __m512 n = _mm512_maskz_roundscale_ps(kAllLanes, reinterpret_cast<__m512>(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const Vec f = x - reinterpret_cast<const Vec&>(n);
+    return reinterpret_cast<Vec>(_mm512_maskz_scalef_ps(kAllLanes, reinterpret_cast<__m512>(exp2_fraction(f)), n));
+#else
+    const Vec clamped = x < splat(-126.0f) ? splat(-126.0f) : x;
+    const Vec magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+    const Vec shifted = clamped + magic;
+    const Vec n = shifted - magic;
+    const Vec p = exp2_fraction(clamped - n);
     const IVec exponent = (reinterpret_cast<const IVec&>(shifted) - 0x4B400000 + 127) << 23;
     const Vec scaled = p * reinterpret_cast<const Vec&>(exponent);
     return x < splat(-126.0f) ? Vec{} : scaled;
+#endif
 }
 
+// 2^x for x <= 0 or -inf (a row's first rescale factor).
 inline float exp2_scalar(float x) {
-    Vec v = splat(x);
-    return exp2_nonpositive(v)[0];
+    if (x == kNegInf) return 0.0f;
+    return exp2_finite(splat(x))[0];
 }
 
-// Pairwise tree reductions: a fixed order (so deterministic) and log2(lanes) deep.
+// Pairwise tree reductions in a fixed order (so deterministic), log2(lanes) shuffles deep.
+#if defined(__AVX__)
+inline __m128 halve_to_128(Vec v, bool use_max) {
+#if ATTNBATCH_VECTOR_BYTES == 64
+    const __m512 w = reinterpret_cast<__m512>(v);
+    const __m256 lo = _mm512_castps512_ps256(w);
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(w), 1));
+    const __m256 x = use_max ? _mm256_max_ps(lo, hi) : _mm256_add_ps(lo, hi);
+#elif ATTNBATCH_VECTOR_BYTES == 32
+    const __m256 x = reinterpret_cast<__m256>(v);
+#endif
+#if ATTNBATCH_VECTOR_BYTES >= 32
+    const __m128 a = _mm256_castps256_ps128(x), b = _mm256_extractf128_ps(x, 1);
+    return use_max ? _mm_max_ps(a, b) : _mm_add_ps(a, b);
+#else
+    (void)use_max;
+    return reinterpret_cast<__m128>(v);
+#endif
+}
+
+inline float reduce_128(__m128 x, bool use_max) {
+    const __m128 swapped = _mm_movehl_ps(x, x);
+    x = use_max ? _mm_max_ps(x, swapped) : _mm_add_ps(x, swapped);
+    const __m128 odd = _mm_shuffle_ps(x, x, 1);
+    x = use_max ? _mm_max_ss(x, odd) : _mm_add_ss(x, odd);
+    return _mm_cvtss_f32(x);
+}
+
+inline float hsum(Vec v) { return reduce_128(halve_to_128(v, false), false); }
+inline float hmax(Vec v) { return reduce_128(halve_to_128(v, true), true); }
+#else
 inline float hsum(Vec v) {
     float lanes[kLanes];
     std::memcpy(lanes, &v, sizeof lanes);
@@ -111,9 +159,12 @@ inline float hmax(Vec v) {
         for (int i = 0; i < width; ++i) lanes[i] = fmax_(lanes[i], lanes[i + width]);
     return lanes[0];
 }
+#endif
 
-// c[MR x NR] = a[dk x MR]^T . b[dk x NR]   (a: packed query block, b: packed key panel)
-inline void micro_qk(const float* __restrict a, const float* __restrict b, int dk,
+// c[MR x NR] = a[MR x dk] . b[dk x NR]   (a: query rows, lda apart; b: packed key panel)
+// The MR broadcasts per step read MR rows side by side, which L1 serves as well as a
+// transposed copy would, and the queries need no transpose.
+inline void micro_qk(const float* __restrict a, int lda, const float* __restrict b, int dk,
                      float* __restrict c, int ldc) {
     Vec acc[kMR][kNV];
 #pragma GCC unroll 16
@@ -126,7 +177,7 @@ inline void micro_qk(const float* __restrict a, const float* __restrict b, int d
         for (int n = 0; n < kNV; ++n) bv[n] = load(b + kk * kNR + n * kLanes);
 #pragma GCC unroll 16
         for (int m = 0; m < kMR; ++m) {
-            const Vec am = splat(a[kk * kMR + m]);
+            const Vec am = splat(a[m * lda + kk]);
 #pragma GCC unroll 8
             for (int n = 0; n < kNV; ++n) acc[m][n] += am * bv[n];
         }
@@ -269,7 +320,7 @@ int valid_keys(const AttentionParams& p, int b) { return p.lengths ? imin(p.leng
 
 // Keys transposed into panels of NR (panel, dk, NR) and values into rows padded to dvp, both
 // zero beyond the valid keys so that whole panels can be computed.
-__attribute__((noinline)) void pack_keys_values(const Task& t, int b, int h, int keys) {
+void pack_keys_values(const Task& t, int b, int h, int keys) {
     const AttentionParams& p = t.p;
     Scratch& s = t.s;
     if (s.packed_seq == b && s.packed_head == h) return;
@@ -299,30 +350,27 @@ __attribute__((noinline)) void pack_keys_values(const Task& t, int b, int h, int
     s.packed_head = h;
 }
 
-// Queries of rows [i0, i0 + rows) as (block, dk, MR), pre-multiplied by scale * log2(e);
-// rows past `rows` are zero.
-__attribute__((noinline)) void pack_queries(const Task& t, int b, int h, int i0, int rows) {
+// Queries of rows [i0, i0 + rows) as a row-major (bq, dk) tile pre-multiplied by
+// scale * log2(e); rows past `rows` are zero.
+void pack_queries(const Task& t, int b, int h, int i0, int rows) {
     const AttentionParams& p = t.p;
     const float* qbase = p.q + b * p.q_strides.seq + h * p.q_strides.head;
     const float factor = p.scale * kLog2e;
     const int dk = p.dim_k;
-    for (int r0 = 0; r0 < t.layout.bq; r0 += kMR) {
-        float* dst = t.s.q_pack + static_cast<std::size_t>(r0) * dk;
-        for (int m = 0; m < kMR; ++m) {
-            const int r = r0 + m;
-            if (r < rows) {
-                const float* row = qbase + (i0 + r) * p.q_strides.row;
-                for (int c = 0; c < dk; ++c) dst[c * kMR + m] = row[c] * factor;
-            } else {
-                for (int c = 0; c < dk; ++c) dst[c * kMR + m] = 0.0f;
-            }
+    for (int r = 0; r < t.layout.bq; ++r) {
+        float* __restrict dst = t.s.q_pack + static_cast<std::size_t>(r) * dk;
+        if (r < rows) {
+            const float* __restrict row = qbase + (i0 + r) * p.q_strides.row;
+            for (int c = 0; c < dk; ++c) dst[c] = row[c] * factor;
+        } else {
+            std::memset(dst, 0, sizeof(float) * dk);
         }
     }
 }
 
 // Online softmax of one row of the S tile: turns S into P in place over `width` columns
 // (zero past `count` valid ones) and updates the row's max, sum and rescale factor.
-__attribute__((noinline)) void softmax_row(float* row, int count, int width, float& m, float& l, float& alpha) {
+void softmax_row(float* row, int count, int width, float& m, float& l, float& alpha) {
     Vec vmax = splat(kNegInf);
     int j = 0;
     for (; j + kLanes <= count; j += kLanes) {
@@ -332,19 +380,19 @@ __attribute__((noinline)) void softmax_row(float* row, int count, int width, flo
     float tile_max = hmax(vmax);
     for (; j < count; ++j) tile_max = fmax_(tile_max, row[j]);
     const float m_new = fmax_(m, tile_max);
-    alpha = (m == kNegInf) ? 0.0f : exp2_scalar(m - m_new);
+    alpha = exp2_scalar(m - m_new);  // 0 on the first tile, where m = -inf
     const Vec shift = splat(m_new);
     Vec vsum = Vec{};
     const int full = count / kLanes * kLanes;
     for (j = 0; j < full; j += kLanes) {  // whole vectors of visible keys need no mask
-        const Vec e = exp2_nonpositive(load(row + j) - shift);
+        const Vec e = exp2_finite(load(row + j) - shift);
         store(row + j, e);
         vsum += e;
     }
     if (full < width) {  // the vector straddling `count`, then zeros up to the panel edge
         Vec lane_index;
         for (int i = 0; i < kLanes; ++i) lane_index[i] = static_cast<float>(full + i);
-        const Vec e = exp2_nonpositive(load(row + full) - shift);
+        const Vec e = exp2_finite(load(row + full) - shift);
         const Vec kept = lane_index < splat(static_cast<float>(count)) ? e : Vec{};
         store(row + full, kept);
         vsum += kept;
@@ -368,29 +416,34 @@ void write_masked_row_weights(const Task& t, int b, int h, int i) {
 
 // Normalises row r's weight strip (tile t was exponentiated against w_tile_max[r][t]) into
 // the destination, or adds it to the head-mean strip.
-__attribute__((noinline)) void finish_row_weights(const Task& t, int b, int h, int i, int r, int keys_valid, float m_final,
+void finish_row_weights(const Task& t, int b, int h, int i, int r, int keys_valid, float m_final,
                         float l_final) {
     const AttentionParams& p = t.p;
     const Layout& layout = t.layout;
-    float* strip = t.s.w_strip + static_cast<std::size_t>(r) * layout.lkp;
+    const float* strip = t.s.w_strip + static_cast<std::size_t>(r) * layout.lkp;
     const float inv_l = 1.0f / l_final;
     const int lk = p.len_k;
+    const bool mean = p.weights_mode == WeightsMode::mean_over_heads;
+    const std::size_t offset = ((static_cast<std::size_t>(b) * p.heads + h) * p.len_q + i) * lk;
+    float* const f32_row = mean ? t.s.w_mean + static_cast<std::size_t>(r) * layout.lkp
+                                : (p.weights_type == WeightsType::f32 ? static_cast<float*>(p.weights) + offset : nullptr);
+    std::uint16_t* const f16_row = f32_row ? nullptr : static_cast<std::uint16_t*>(p.weights) + offset;
     for (int tile = 0, k0 = 0; k0 < keys_valid; ++tile, k0 += layout.bk) {
         const float factor = exp2_scalar(t.s.w_tile_max[r * layout.key_tiles + tile] - m_final) * inv_l;
         const int k1 = imin(k0 + layout.bk, keys_valid);
-        for (int j = k0; j < k1; ++j) strip[j] *= factor;
+        if (f16_row) {
+            store_half_row(strip + k0, factor, f16_row + k0, k1 - k0);
+        } else if (mean) {
+            for (int j = k0; j < k1; ++j) f32_row[j] += strip[j] * factor;
+        } else {
+            for (int j = k0; j < k1; ++j) f32_row[j] = strip[j] * factor;
+        }
     }
-    for (int j = keys_valid; j < lk; ++j) strip[j] = 0.0f;
-    if (p.weights_mode == WeightsMode::mean_over_heads) {
-        float* mean = t.s.w_mean + static_cast<std::size_t>(r) * layout.lkp;
-        for (int j = 0; j < lk; ++j) mean[j] += strip[j];
-        return;
-    }
-    const std::size_t offset = ((static_cast<std::size_t>(b) * p.heads + h) * p.len_q + i) * lk;
-    if (p.weights_type == WeightsType::f32) {
-        std::memcpy(static_cast<float*>(p.weights) + offset, strip, sizeof(float) * lk);
+    if (mean) return;  // the mean strip starts at zero
+    if (f16_row) {
+        std::memset(f16_row + keys_valid, 0, sizeof(std::uint16_t) * (lk - keys_valid));
     } else {
-        store_half_row(strip, 1.0f, static_cast<std::uint16_t*>(p.weights) + offset, lk);
+        std::memset(f32_row + keys_valid, 0, sizeof(float) * (lk - keys_valid));
     }
 }
 
@@ -430,7 +483,7 @@ void attend_tile(const Task& t, int b, int h, int i0) {
             for (int blk = 0; blk < blocks; ++blk) {
                 const int last = imin(blk * kMR + kMR, rows) - 1;
                 if (row_keys[last] - k0 <= panel * kNR) continue;
-                micro_qk(s.q_pack + static_cast<std::size_t>(blk) * kMR * p.dim_k, kp, p.dim_k,
+                micro_qk(s.q_pack + static_cast<std::size_t>(blk) * kMR * p.dim_k, p.dim_k, kp, p.dim_k,
                          s.s_tile + static_cast<std::size_t>(blk) * kMR * layout.bk + panel * kNR, layout.bk);
             }
         }
@@ -517,7 +570,12 @@ void forward(const AttentionParams& p, int block_q, int block_k, int threads, vo
     char* base = reinterpret_cast<char*>(round_up(reinterpret_cast<std::uintptr_t>(workspace), kAlign));
     const bool mean = p.weights_mode == WeightsMode::mean_over_heads && p.weights != nullptr;
     const long q_tiles = (p.len_q + layout.bq - 1) / layout.bq;
-    const long tasks = static_cast<long>(p.batch) * (mean ? 1 : p.heads) * q_tiles;
+    const long groups = static_cast<long>(p.batch) * (mean ? 1 : p.heads);
+    const long tasks = groups * q_tiles;
+    // With enough (sequence, head) groups a thread takes whole groups, so K and V are packed
+    // once per group rather than once per thread that touches it; otherwise single tiles, so
+    // that a few long sequences still spread over every thread.
+    const int chunk = groups >= 4L * threads ? static_cast<int>(q_tiles) : 1;
 #if defined(_OPENMP)
 #pragma omp parallel num_threads(threads)
 #endif
@@ -531,9 +589,9 @@ void forward(const AttentionParams& p, int block_q, int block_k, int threads, vo
         Scratch scratch = carve(layout, base + layout.per_thread * static_cast<std::size_t>(me));
         const Task task{p, layout, scratch};
         // Dynamic scheduling only decides who computes a task, never how: results are the same
-        // for any thread count. Consecutive tasks share (sequence, head) and so the K/V packs.
+        // for any thread count.
 #if defined(_OPENMP)
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, chunk)
 #endif
         for (long id = 0; id < tasks; ++id) {
             const int i0 = static_cast<int>(id % q_tiles) * layout.bq;
