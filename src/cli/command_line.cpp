@@ -41,6 +41,16 @@ std::string value_text(const po::variable_value& value) {
 
 }  // namespace
 
+std::string describe_options(const po::variables_map& vm) {
+    std::ostringstream out;
+    for (const auto& [name, value] : vm) {
+        if (name == "print-config" || name == "help") continue;
+        out << name << " = " << (value.empty() ? std::string("(flag)") : value_text(value))
+            << (value.defaulted() ? "  # default" : "") << '\n';
+    }
+    return out.str();
+}
+
 bool parse_command_line(const CommandSpec& spec, po::options_description& options,
                         const std::vector<std::string>& args, po::variables_map& vm) {
     po::options_description common("Common options");
@@ -102,11 +112,7 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
         throw UserError(exit_usage, std::string(e.what()) + " (see 'attnbatch " + spec.name + " --help')");
     }
     if (vm.count("print-config")) {
-        for (const auto& [name, value] : vm) {
-            if (name == "print-config" || name == "help") continue;
-            std::cout << name << " = " << (value.empty() ? std::string("(flag)") : value_text(value))
-                      << (value.defaulted() ? "  # default" : "") << '\n';
-        }
+        std::cout << describe_options(vm);
         return false;
     }
     return true;

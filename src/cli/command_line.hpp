@@ -43,4 +43,8 @@ struct CommandSpec {
 bool parse_command_line(const CommandSpec& spec, po::options_description& options,
                         const std::vector<std::string>& args, po::variables_map& vm);
 
+// The resolved options, one "name = value" line each (defaults marked): what --print-config
+// prints and what a run records in its output.
+std::string describe_options(const po::variables_map& vm);
+
 }  // namespace attnbatch::cli

@@ -17,6 +17,7 @@ struct Subcommand {
 };
 
 const Subcommand kSubcommands[] = {
+    {"run", "the batch job: attention over an HDF5 dataset into an HDF5 output", run_command},
     {"bench", "time the attention kernel alone on synthetic data", bench_command},
 };
 

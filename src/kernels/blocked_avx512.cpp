@@ -6,6 +6,7 @@
 #define ATTNBATCH_MR 12
 #define ATTNBATCH_NV 2
 #include "blocked_impl.hpp"
+#include "projection_impl.hpp"
 #else
 #include <stdexcept>
 #include "blocked_kernel.hpp"
@@ -13,5 +14,9 @@ namespace attnbatch::kernels::isa_avx512 {
 BlockedGeometry geometry() { return {0, 0, 0}; }
 std::size_t workspace_bytes(const AttentionParams&, int, int, int) { return 0; }
 void forward(const AttentionParams&, int, int, int, void*) { throw std::logic_error("AVX-512 kernel not built"); }
+std::size_t projection_packed_floats(int, int) { return 0; }
+void pack_projection_weights(const float*, int, int, float*) { throw std::logic_error("AVX-512 kernel not built"); }
+std::size_t projection_workspace_bytes(int, int) { return 0; }
+void project(const ProjectionParams&, int, void*) { throw std::logic_error("AVX-512 kernel not built"); }
 }  // namespace attnbatch::kernels::isa_avx512
 #endif

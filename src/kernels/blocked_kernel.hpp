@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "attnbatch/kernels/attention.hpp"
+#include "attnbatch/kernels/projection.hpp"
 
 namespace attnbatch::kernels {
 
@@ -18,6 +19,10 @@ struct BlockedGeometry {
     BlockedGeometry geometry();                                                                    \
     std::size_t workspace_bytes(const AttentionParams& p, int block_q, int block_k, int threads); \
     void forward(const AttentionParams& p, int block_q, int block_k, int threads, void* workspace); \
+    std::size_t projection_packed_floats(int in, int out);                                       \
+    void pack_projection_weights(const float* w, int in, int out, float* packed);                \
+    std::size_t projection_workspace_bytes(int in, int threads);                                 \
+    void project(const ProjectionParams& p, int threads, void* workspace);                       \
     }
 
 ATTNBATCH_DECLARE_BLOCKED(isa_portable)

@@ -5,3 +5,4 @@
 #define ATTNBATCH_MR 6
 #define ATTNBATCH_NV 2
 #include "blocked_impl.hpp"
+#include "projection_impl.hpp"

@@ -1,0 +1,34 @@
+// How a run is cut into units of whole sequences: sized by the memory budget, independent of
+// the number of ranks, so that every unit is computed the same way whoever computes it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "attnbatch/io/input.hpp"
+#include "attnbatch/io/output.hpp"
+#include "attnbatch/kernels/attention.hpp"
+
+namespace attnbatch::dist {
+
+// Resident bytes of the buffers one unit needs, per sequence, and what does not depend on
+// the unit size (kernel workspace, packed projection weights, a margin for the process).
+struct MemoryModel {
+    std::size_t per_sequence = 0;
+    std::size_t per_weights_sequence = 0;  // attention maps of a sequence that stores them
+    std::size_t fixed = 0;
+};
+
+MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layout,
+                         const kernels::KernelOptions& kernel);
+
+// Sequences per unit under `max_memory`; a multiple of `chunk_sequences` when it can be, so
+// that units write whole chunks. Throws io::Error (exit 2) when one sequence does not fit,
+// naming the options that shrink it.
+std::int64_t sequences_per_unit(const MemoryModel& model, std::size_t max_memory, std::int64_t n,
+                                std::int64_t chunk_sequences);
+
+std::string format_bytes(double bytes);
+
+}  // namespace attnbatch::dist

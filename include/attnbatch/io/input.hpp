@@ -1,0 +1,78 @@
+// What the input of a run is, checked completely before any compute: the embeddings (or
+// Q/K/V) file, the optional lengths, and the optional projection weights file.
+//
+// describe_input() opens the files read-only, checks every rule of SPEC.md (shapes, dtypes,
+// lengths bounds, heads, weights agreement, finiteness) and either returns an InputSpec or
+// throws InputError with a one-line message and the exit code:
+//   2 (exit_usage)         options that cannot work together, or --heads incompatible
+//                          with the data (not dividing d, the packed axis, or H*d_k);
+//   3 (exit_invalid_input) the files' content: not HDF5, missing dataset, rank, dtype, N = 0,
+//                          shape disagreements, lengths out of range, NaN or inf;
+//   4 (exit_io)            a file that cannot be opened or read (missing, unreadable, locked).
+#pragma once
+
+#include "attnbatch/io/errors.hpp"
+#include "attnbatch/io/scan.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace attnbatch::io {
+
+struct InputOptions {
+    std::string input_path;
+    std::string dataset;   // empty: /embeddings (exclusive with query/key/value)
+    std::string lengths;   // empty: /lengths when the file has it; a name given must exist
+    std::string query;     // query, key, value: all three or none
+    std::string key;
+    std::string value;
+    int heads = 0;         // 0: not given (1 for embeddings and packed Q/K/V; from the data for [N, H, L, d_k])
+    std::string weights_path;  // empty: no projections
+    bool check_finite = true;  // the full-data NaN/inf scan; costs one read of every input
+    std::size_t scan_bytes = default_scan_bytes;  // memory bound of the scans
+};
+
+enum class InputMode { embeddings, qkv };
+// packed: [N, L, H*d] with heads side by side in the last axis; split: [N, H, L, d].
+enum class QkvLayout { packed, split };
+enum class DataType { float32, float64 };
+
+const char* name_of(DataType type);
+
+struct WeightsSpec {
+    std::string path;
+    std::int64_t d_in = 0;      // rows of w_q, w_k, w_v: the embedding width d
+    std::int64_t qk_width = 0;  // H*d_k: columns of w_q and w_k
+    std::int64_t v_width = 0;   // H*d_v: columns of w_v, rows of w_o
+    bool has_w_o = false;
+    std::int64_t d_out = 0;     // columns of w_o (0 without it)
+    bool has_b_q = false, has_b_k = false, has_b_v = false, has_b_o = false;
+    DataType dtype = DataType::float32;  // float64 when any matrix is float64
+};
+
+struct InputSpec {
+    std::string path;
+    InputMode mode = InputMode::embeddings;
+    std::string dataset;                   // embeddings mode
+    std::string query, key, value;         // qkv mode
+    QkvLayout layout = QkvLayout::packed;  // qkv mode
+    std::string lengths;                   // empty: every sequence has L tokens
+
+    std::int64_t n = 0;      // sequences
+    std::int64_t len = 0;    // L: tokens per sequence (padded)
+    std::int64_t d = 0;      // embedding width (embeddings mode; 0 for qkv)
+    std::int64_t heads = 0;  // H
+    std::int64_t d_k = 0;    // per head
+    std::int64_t d_v = 0;    // per head
+    DataType dtype = DataType::float32;  // float64 when any data dataset is float64
+
+    std::optional<WeightsSpec> weights;
+
+    // Width of /output: d_out with w_o, else H*d_v.
+    std::int64_t d_out() const;
+};
+
+InputSpec describe_input(const InputOptions& options);
+
+}  // namespace attnbatch::io

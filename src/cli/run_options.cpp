@@ -1,0 +1,174 @@
+#include "run_options.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <unistd.h>
+
+#include "command_line.hpp"
+
+namespace attnbatch::cli {
+
+namespace {
+
+std::size_t quarter_of_ram() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 4 : std::size_t{1} << 30;
+}
+
+kernels::Isa parse_isa(const std::string& s) {
+    if (s == "best") return kernels::Isa::best;
+    if (s == "portable") return kernels::Isa::portable;
+    if (s == "avx2") return kernels::Isa::avx2;
+    if (s == "avx512") return kernels::Isa::avx512;
+    throw UserError(exit_usage, "--isa: '" + s + "' is not one of best|portable|avx2|avx512");
+}
+
+void parse_weights_seqs(const std::string& text, RunOptions& o) {
+    const auto colon = text.find(':');
+    try {
+        if (colon == std::string::npos) throw std::invalid_argument("no colon");
+        std::size_t used_a = 0, used_b = 0;
+        const long long a = std::stoll(text.substr(0, colon), &used_a);
+        const long long b = std::stoll(text.substr(colon + 1), &used_b);
+        if (used_a != colon || used_b != text.size() - colon - 1 || a < 0 || b <= a) throw std::invalid_argument("range");
+        o.weights_first = a;
+        o.weights_last = b;
+        o.weights_seqs_given = true;
+    } catch (const std::exception&) {
+        throw UserError(exit_usage, "--weights-seqs: '" + text + "' is not a range A:B with 0 <= A < B");
+    }
+}
+
+int parse_compression(const std::string& text) {
+    if (text == "none") return 0;
+    if (text == "gzip") return 4;
+    if (text.size() == 6 && text.compare(0, 5, "gzip:") == 0 && text[5] >= '1' && text[5] <= '9') return text[5] - '0';
+    throw UserError(exit_usage, "--compression: '" + text + "' is not one of none|gzip|gzip:1..9");
+}
+
+}  // namespace
+
+std::size_t parse_bytes(const std::string& text, const std::string& option) {
+    std::size_t used = 0;
+    double value = 0;
+    try {
+        value = std::stod(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    std::string suffix = text.substr(used);
+    for (char& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    double scale = 0;
+    if (suffix.empty() || suffix == "B") scale = 1;
+    else if (suffix == "K" || suffix == "KB" || suffix == "KIB") scale = 1024.0;
+    else if (suffix == "M" || suffix == "MB" || suffix == "MIB") scale = 1024.0 * 1024;
+    else if (suffix == "G" || suffix == "GB" || suffix == "GIB") scale = 1024.0 * 1024 * 1024;
+    else if (suffix == "T" || suffix == "TB" || suffix == "TIB") scale = 1024.0 * 1024 * 1024 * 1024;
+    if (used == 0 || scale == 0 || !(value > 0) || !std::isfinite(value)) {
+        throw UserError(exit_usage, option + ": '" + text + "' is not a positive size (expected e.g. 4G, 512M or 1000000)");
+    }
+    return static_cast<std::size_t>(value * scale);
+}
+
+RunOptions parse_run_options(const std::vector<std::string>& args) {
+    const CommandSpec spec{
+        "run",
+        "Computes softmax(Q K^T / sqrt(d_k)) V for every sequence of an HDF5 dataset and writes /output, /lse,\n"
+        "/lengths and (by default) /attention to OUTPUT, through OUTPUT.partial renamed at the end.",
+        "  attnbatch run --input in.h5 --output out.h5\n"
+        "  attnbatch run --input in.h5 --output out.h5 --heads 8 --causal --save-weights mean --weights-dtype f16\n"
+        "  attnbatch run --input in.h5 --weights proj.h5 --heads 4 --output out.h5 --save-weights none\n"
+        "  attnbatch run --input qkv.h5 --query /query --key /key --value /value --heads 8 --output out.h5\n"
+        "  mpirun -np 1 attnbatch run --config job.ini --max-memory 8G --report run.json\n"};
+    po::options_description options("run options");
+    options.add_options()
+        ("input", po::value<std::string>()->required(), "input HDF5 file")
+        ("output", po::value<std::string>()->required(), "output HDF5 file (written as OUTPUT.partial, renamed when complete)")
+        ("dataset", po::value<std::string>()->default_value("/embeddings"), "embeddings [N, L, d], float32 or float64")
+        ("lengths", po::value<std::string>(), "valid tokens per sequence, integer [N] [/lengths if present]")
+        ("query", po::value<std::string>(), "queries [N, L, H*d_k] or [N, H, L, d_k] (with --key and --value)")
+        ("key", po::value<std::string>(), "keys, shaped as the queries")
+        ("value", po::value<std::string>(), "values [N, L, H*d_v] or [N, H, L, d_v]")
+        ("weights", po::value<std::string>(), "projection weights file: /w_q /w_k /w_v [/w_o] [/b_q /b_k /b_v /b_o]")
+        ("heads", po::value<int>()->default_value(1), "attention heads H")
+        ("causal", po::bool_switch(), "mask keys after the query")
+        ("scale", po::value<double>()->default_value(0.0), "logit scale [1/sqrt(d_k)]")
+        ("save-weights", po::value<std::string>()->default_value("all"), "attention weights to store: none|all|mean")
+        ("weights-dtype", po::value<std::string>()->default_value("f32"), "stored weights as f32|f16 (IEEE half)")
+        ("weights-seqs", po::value<std::string>(), "store weights of sequences A <= n < B only, as A:B")
+        ("compression", po::value<std::string>()->default_value("none"), "none|gzip|gzip:1-9 (with shuffle)")
+        ("io", po::value<std::string>()->default_value("gather"), "gather|parallel (one rank: the same)")
+        ("schedule", po::value<std::string>()->default_value("static"), "static|dynamic (one rank: the same)")
+        ("threads", po::value<int>()->default_value(0), "OpenMP threads [OMP_NUM_THREADS, else all cores]")
+        ("block-q", po::value<int>()->default_value(0), "query tile rows [auto]")
+        ("block-k", po::value<int>()->default_value(0), "key tile columns [auto]")
+        ("kernel", po::value<std::string>()->default_value("blocked"), "blocked|reference (fp64, slow)")
+        ("isa", po::value<std::string>()->default_value("best"), "best|portable|avx2|avx512")
+        ("max-memory", po::value<std::string>(), "resident memory bound per rank, e.g. 8G [a quarter of RAM]")
+        ("resume", po::bool_switch(), "continue OUTPUT.partial; with a complete OUTPUT do nothing")
+        ("force", po::bool_switch(), "replace an existing OUTPUT (only once the new one is complete)")
+        ("dry-run", po::bool_switch(), "validate and print the plan and sizes; write nothing")
+        ("report", po::value<std::string>(), "write phase times and rates as JSON")
+        ("progress", po::value<std::string>()->default_value("auto"), "auto|always|never");
+    po::variables_map vm;
+    RunOptions o;
+    if (!parse_command_line(spec, options, args, vm)) {
+        o.stop = true;
+        return o;
+    }
+    o.input.input_path = vm["input"].as<std::string>();
+    o.output = vm["output"].as<std::string>();
+    const bool qkv = vm.count("query") || vm.count("key") || vm.count("value");
+    if (!qkv || !vm["dataset"].defaulted()) o.input.dataset = vm["dataset"].as<std::string>();
+    if (vm.count("lengths")) o.input.lengths = vm["lengths"].as<std::string>();
+    if (vm.count("query")) o.input.query = vm["query"].as<std::string>();
+    if (vm.count("key")) o.input.key = vm["key"].as<std::string>();
+    if (vm.count("value")) o.input.value = vm["value"].as<std::string>();
+    if (vm.count("weights")) o.input.weights_path = vm["weights"].as<std::string>();
+    const int heads = vm["heads"].as<int>();
+    if (heads < 1) throw UserError(exit_usage, "--heads: " + std::to_string(heads) + " is not a positive number of heads");
+    o.input.heads = vm["heads"].defaulted() ? 0 : heads;
+    o.causal = vm["causal"].as<bool>();
+    o.scale = vm["scale"].as<double>();
+    if (!(o.scale >= 0) || !std::isfinite(o.scale)) throw UserError(exit_usage, "--scale: expected a positive number (0 for 1/sqrt(d_k))");
+    const std::string save = vm["save-weights"].as<std::string>();
+    if (save == "none") o.save_weights = io::SaveWeights::none;
+    else if (save == "all") o.save_weights = io::SaveWeights::all;
+    else if (save == "mean") o.save_weights = io::SaveWeights::mean;
+    else throw UserError(exit_usage, "--save-weights: '" + save + "' is not one of none|all|mean");
+    const std::string dtype = vm["weights-dtype"].as<std::string>();
+    if (dtype == "f32") o.weights_dtype = io::WeightsDtype::f32;
+    else if (dtype == "f16") o.weights_dtype = io::WeightsDtype::f16;
+    else throw UserError(exit_usage, "--weights-dtype: '" + dtype + "' is not one of f32|f16");
+    if (vm.count("weights-seqs")) parse_weights_seqs(vm["weights-seqs"].as<std::string>(), o);
+    o.gzip_level = parse_compression(vm["compression"].as<std::string>());
+    o.io_mode = vm["io"].as<std::string>();
+    if (o.io_mode != "gather" && o.io_mode != "parallel") throw UserError(exit_usage, "--io: '" + o.io_mode + "' is not one of gather|parallel");
+    o.schedule = vm["schedule"].as<std::string>();
+    if (o.schedule != "static" && o.schedule != "dynamic") throw UserError(exit_usage, "--schedule: '" + o.schedule + "' is not one of static|dynamic");
+    o.kernel.threads = vm["threads"].as<int>();
+    if (o.kernel.threads < 0) throw UserError(exit_usage, "--threads: expected 0 (automatic) or more");
+    o.kernel.block_q = vm["block-q"].as<int>();
+    o.kernel.block_k = vm["block-k"].as<int>();
+    if (o.kernel.block_q < 0 || o.kernel.block_k < 0) throw UserError(exit_usage, "--block-q/--block-k: expected 0 (automatic) or a positive tile size");
+    const std::string kernel = vm["kernel"].as<std::string>();
+    if (kernel != "blocked" && kernel != "reference") throw UserError(exit_usage, "--kernel: '" + kernel + "' is not one of blocked|reference");
+    o.kernel.kind = kernel == "reference" ? kernels::KernelKind::reference : kernels::KernelKind::blocked;
+    o.kernel.isa = parse_isa(vm["isa"].as<std::string>());
+    if (!kernels::isa_available(o.kernel.isa)) {
+        throw UserError(exit_usage, std::string("--isa: ") + kernels::isa_name(o.kernel.isa) + " is not available on this CPU or in this build");
+    }
+    o.max_memory = vm.count("max-memory") ? parse_bytes(vm["max-memory"].as<std::string>(), "--max-memory") : quarter_of_ram();
+    o.resume = vm["resume"].as<bool>();
+    o.force = vm["force"].as<bool>();
+    o.dry_run = vm["dry-run"].as<bool>();
+    if (vm.count("report")) o.report = vm["report"].as<std::string>();
+    o.progress = vm["progress"].as<std::string>();
+    if (o.progress != "auto" && o.progress != "always" && o.progress != "never") {
+        throw UserError(exit_usage, "--progress: '" + o.progress + "' is not one of auto|always|never");
+    }
+    o.resolved_config = describe_options(vm);
+    return o;
+}
+
+}  // namespace attnbatch::cli

@@ -1,0 +1,40 @@
+// The options of `run` (names fixed by SPEC.md), parsed and checked into one struct.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attnbatch/io/input.hpp"
+#include "attnbatch/io/output.hpp"
+#include "attnbatch/kernels/attention.hpp"
+
+namespace attnbatch::cli {
+
+struct RunOptions {
+    bool stop = false;  // --help or --print-config was handled
+    io::InputOptions input;
+    std::string output;
+    bool causal = false;
+    double scale = 0.0;  // 0: 1/sqrt(d_k)
+    io::SaveWeights save_weights = io::SaveWeights::all;
+    io::WeightsDtype weights_dtype = io::WeightsDtype::f32;
+    bool weights_seqs_given = false;
+    std::int64_t weights_first = 0, weights_last = -1;
+    int gzip_level = 0;
+    std::string io_mode = "gather";
+    std::string schedule = "static";
+    kernels::KernelOptions kernel;
+    std::size_t max_memory = 0;
+    bool resume = false, force = false, dry_run = false;
+    std::string report, progress = "auto";
+    std::string resolved_config;  // every option as resolved, recorded in the output
+};
+
+RunOptions parse_run_options(const std::vector<std::string>& args);
+
+// "4G", "512M", "1.5GiB", "1000000": bytes; throws UserError naming `option`.
+std::size_t parse_bytes(const std::string& text, const std::string& option);
+
+}  // namespace attnbatch::cli

@@ -1,0 +1,55 @@
+// File and memory datatypes, and naming a dataset's type for messages.
+#include "attnbatch/io/h5_types.hpp"
+
+#include "h5_check.hpp"
+
+namespace attnbatch::io {
+namespace {
+const Where nowhere{"(datatype)", ""};
+}
+
+Datatype Datatype::copy_of(hid_t type) {
+    detail::quiet_hdf5_errors();
+    return Datatype(H5_CALL(H5Tcopy, nowhere, type));
+}
+
+Datatype Datatype::adopt(hid_t owned) { return Datatype(owned); }
+
+Datatype Datatype::float32() { return copy_of(H5T_IEEE_F32LE); }
+Datatype Datatype::float64() { return copy_of(H5T_IEEE_F64LE); }
+Datatype Datatype::int32() { return copy_of(H5T_STD_I32LE); }
+Datatype Datatype::int64() { return copy_of(H5T_STD_I64LE); }
+
+// IEEE binary16 derived from binary32: sign at bit 15, 5 exponent bits at 10, 10 mantissa
+// bits at 0, bias 15. The fields shrink before the size does, as HDF5 requires.
+Datatype Datatype::float16() {
+    Datatype type = copy_of(H5T_IEEE_F32LE);
+    H5_CALL(H5Tset_fields, nowhere, type.id(), 15, 10, 5, 0, 10);
+    H5_CALL(H5Tset_size, nowhere, type.id(), 2);
+    H5_CALL(H5Tset_ebias, nowhere, type.id(), 15);
+    return type;
+}
+
+std::size_t mem_type_size(MemType type) noexcept {
+    switch (type) {
+        case MemType::f32: return 4;
+        case MemType::f64: return 8;
+        case MemType::i32: return 4;
+        case MemType::i64: return 8;
+        case MemType::f16_bits: return 2;
+    }
+    return 0;
+}
+
+std::string TypeInfo::name() const {
+    const std::string bits = std::to_string(size * 8);
+    switch (type_class) {
+        case TypeClass::integer: return (is_signed ? "int" : "uint") + bits;
+        case TypeClass::floating: return "float" + bits;
+        case TypeClass::string: return "string";
+        case TypeClass::other: break;
+    }
+    return "other(" + std::to_string(size) + " bytes)";
+}
+
+}  // namespace attnbatch::io

@@ -1,0 +1,73 @@
+// Input files and datasets opened with messages a user can act on.
+#include "input_files.hpp"
+
+#include "attnbatch/io/h5_error.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace attnbatch::io::detail {
+
+std::string shape_text(const Dims& dims) {
+    std::string text = "[";
+    for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+    return text + "]";
+}
+
+File open_input_file(const std::string& path, const std::string& option, const FileAccess& access) {
+    struct stat status {};
+    if (::stat(path.c_str(), &status) != 0) {
+        throw InputError(exit_io, path + ": cannot open: " + std::strerror(errno) + "; hint: check the path given to " +
+                                      option);
+    }
+    if (S_ISDIR(status.st_mode)) {
+        throw InputError(exit_io, path + ": is a directory, expected an HDF5 file; hint: " + option +
+                                      " takes a file path");
+    }
+    if (::access(path.c_str(), R_OK) != 0) {
+        throw InputError(exit_io, path + ": cannot read: " + std::strerror(errno) + "; hint: check the permissions");
+    }
+    bool hdf5 = false;
+    try {
+        hdf5 = is_hdf5_file(path);
+    } catch (const H5Error& error) {
+        throw InputError(exit_io, path + ": cannot read: " + error.what());
+    }
+    if (!hdf5) {
+        throw InputError(exit_invalid_input, path + ": not an HDF5 file (no HDF5 signature found); hint: " + option +
+                                                 " expects an HDF5 file, e.g. one written by `attnbatch generate`");
+    }
+    try {
+        return File::open(path, FileMode::read_only, access);
+    } catch (const H5Error& error) {
+        throw InputError(exit_io, path + ": cannot open: " + error.what());
+    }
+}
+
+Dataset open_input_dataset(const File& file, const std::string& path, const std::string& option,
+                           const std::string& role) {
+    const ObjectKind kind = object_kind(file, path);
+    if (kind == ObjectKind::dataset) return Dataset::open(file, path);
+    std::string message = file.path() + ": ";
+    if (kind == ObjectKind::missing) {
+        message += "dataset " + path + " not found";
+    } else {
+        message += path + " is a " + (kind == ObjectKind::group ? "group" : "named datatype") + ", not a dataset";
+    }
+    message += "; hint: " + option + " names " + role;
+    const std::vector<std::string> available = root_datasets(file);
+    if (!available.empty()) {
+        message += " (datasets in the file:";
+        for (std::size_t i = 0; i < available.size() && i < 8; ++i) message += (i ? ", " : " ") + available[i];
+        if (available.size() > 8) message += ", ...";
+        message += ")";
+    }
+    throw InputError(exit_invalid_input, message);
+}
+
+void rethrow_read_failure(const std::exception& error) { throw InputError(exit_io, error.what()); }
+
+}  // namespace attnbatch::io::detail

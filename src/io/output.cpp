@@ -1,0 +1,258 @@
+// Creating and writing the output file (SPEC.md "Output file").
+#include "attnbatch/io/output.hpp"
+
+#include "attnbatch/io/h5_attribute.hpp"
+#include "attnbatch/io/h5_error.hpp"
+#include "paths.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <limits>
+#include <stdexcept>
+
+namespace attnbatch::io {
+namespace {
+
+[[noreturn]] void usage(const std::string& message) { throw OutputError(exit_usage, message); }
+
+bool exists(const std::string& path) {
+    struct stat status {};
+    return ::lstat(path.c_str(), &status) == 0;
+}
+
+std::string now_iso8601() {
+    const std::time_t now = std::time(nullptr);
+    std::tm utc {};
+    gmtime_r(&now, &utc);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return text;
+}
+
+void check_layout(const OutputLayout& layout, const std::string& path) {
+    const auto fail = [&](const std::string& what) { usage(path + ": cannot create the output: " + what); };
+    if (layout.n < 1 || layout.len < 1 || layout.heads < 1 || layout.d_out < 1) {
+        fail("N, L, H and D_out must be at least 1 (got N = " + std::to_string(layout.n) + ", L = " +
+             std::to_string(layout.len) + ", H = " + std::to_string(layout.heads) + ", D_out = " +
+             std::to_string(layout.d_out) + ")");
+    }
+    if (layout.gzip_level < 0 || layout.gzip_level > 9) {
+        fail("--compression gzip level " + std::to_string(layout.gzip_level) + ", expected 1-9");
+    }
+    if (layout.save_weights != SaveWeights::none) {
+        const std::int64_t first = layout.weights_first;
+        const std::int64_t last = layout.weights_end();
+        if (first < 0 || first >= last || last > layout.n) {
+            fail("--weights-seqs " + std::to_string(first) + ":" + std::to_string(last) +
+                 ", expected 0 <= A < B <= N = " + std::to_string(layout.n));
+        }
+    }
+}
+
+Dataset make_dataset(const File& file, const std::string& path, const Datatype& type, const Dims& dims,
+                     std::size_t element_size, const OutputLayout& layout, const std::vector<std::string>& labels,
+                     std::optional<double> fill = std::nullopt) {
+    DatasetCreation creation;
+    creation.chunk = chunk_shape(dims, element_size, layout.chunk_bytes);
+    creation.gzip_level = layout.gzip_level;
+    if (fill) {
+        creation.has_fill = true;
+        creation.fill_value = *fill;
+    }
+    Dataset dataset = Dataset::create(file, path, type, dims, creation);
+    set_dimension_labels(dataset, labels);
+    return dataset;
+}
+
+void write_provenance(const File& file, const OutputLayout& layout, const Provenance& provenance) {
+    set_text_attribute(file, "format", "attnbatch-output");
+    set_int_attribute(file, "format_version", 1);
+    set_text_attribute(file, "version", provenance.version);
+    set_text_attribute(file, "creation_time",
+                       provenance.creation_time.empty() ? now_iso8601() : provenance.creation_time);
+    set_text_attribute(file, "input_file", provenance.input_file);
+    set_text_attribute(file, "input_dataset", provenance.input_dataset);
+    set_int_attribute(file, "heads", provenance.heads);
+    set_int_attribute(file, "causal", provenance.causal ? 1 : 0);
+    set_real_attribute(file, "scale", provenance.scale);
+    set_text_attribute(file, "save_weights", name_of(layout.save_weights));
+    set_text_attribute(file, "weights_dtype", name_of(layout.weights_dtype));
+    set_int_array_attribute(file, "weights_sequences", {layout.weights_first, layout.weights_end()});
+    set_int_attribute(file, "ranks", provenance.ranks);
+    set_int_attribute(file, "threads", provenance.threads);
+    set_text_attribute(file, "io_mode", provenance.io_mode);
+    set_text_attribute(file, "config_dataset", "/config");
+    // Attributes stop near 64 KiB; the configuration may not.
+    write_text_dataset(file, "/config", provenance.config);
+    set_int_attribute(file, "complete", 0);
+}
+
+void expect_pointer(const void* pointer, const char* name, std::int64_t count) {
+    if (count > 0 && pointer == nullptr) {
+        throw std::invalid_argument(std::string("OutputFile::write_block: ") + name + " is null");
+    }
+}
+
+}  // namespace
+
+const char* name_of(SaveWeights save) {
+    switch (save) {
+        case SaveWeights::none: return "none";
+        case SaveWeights::all: return "all";
+        case SaveWeights::mean: return "mean";
+    }
+    return "?";
+}
+
+const char* name_of(WeightsDtype type) { return type == WeightsDtype::f16 ? "f16" : "f32"; }
+
+std::pair<std::int64_t, std::int64_t> OutputLayout::weights_range(std::int64_t first, std::int64_t last) const noexcept {
+    if (save_weights == SaveWeights::none) return {first, first};
+    const std::int64_t begin = std::max(first, weights_first);
+    const std::int64_t end = std::min(last, weights_end());
+    return begin < end ? std::pair{begin, end} : std::pair{begin, begin};
+}
+
+OutputLayout output_layout_for(const InputSpec& spec) {
+    OutputLayout layout;
+    layout.n = spec.n;
+    layout.len = spec.len;
+    layout.heads = spec.heads;
+    layout.d_out = spec.d_out();
+    return layout;
+}
+
+void prepare_output_path(const std::string& output_path, bool force) {
+    const std::string partial = OutputFile::partial_path_for(output_path);
+    if (!force && exists(output_path)) {
+        usage(output_path + ": the output file exists; hint: --force replaces it once the new run is complete, or "
+                            "choose another --output");
+    }
+    if (exists(partial)) {
+        if (!force) {
+            usage(partial + " exists, left by an interrupted run; hint: --resume continues it, --force starts afresh");
+        }
+        if (::unlink(partial.c_str()) != 0) {
+            throw OutputError(exit_io, partial + ": cannot remove the stale partial output: " + std::strerror(errno));
+        }
+    }
+    const std::string directory = detail::directory_of(output_path);
+    struct stat status {};
+    if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
+        throw OutputError(exit_io, output_path + ": cannot create the output: directory " + directory +
+                                       " does not exist; hint: create it or fix --output");
+    }
+}
+
+std::string OutputFile::partial_path_for(const std::string& output_path) { return output_path + ".partial"; }
+
+OutputFile OutputFile::create(const std::string& output_path, const OutputLayout& layout,
+                              const Provenance& provenance, const OutputOptions& options) {
+    check_layout(layout, output_path);
+    if (!options.paths_prepared) prepare_output_path(output_path, options.force);
+    const std::string partial = partial_path_for(output_path);
+
+    OutputFile out;
+    out.layout_ = layout;
+    out.path_ = output_path;
+    out.force_ = options.force;
+    try {
+        out.file_ = File::create(partial, options.access);
+        const auto n = static_cast<hsize_t>(layout.n);
+        const auto len = static_cast<hsize_t>(layout.len);
+        const auto heads = static_cast<hsize_t>(layout.heads);
+        out.output_ = make_dataset(out.file_, "/output", Datatype::float32(), {n, len, static_cast<hsize_t>(layout.d_out)},
+                                   4, layout, {"N", "L", "D"});
+        out.sequences_per_chunk_ = static_cast<std::int64_t>(out.output_->chunk()[0]);
+        if (layout.save_weights != SaveWeights::none) {
+            const bool half = layout.weights_dtype == WeightsDtype::f16;
+            out.attention_ = make_dataset(
+                out.file_, "/attention", half ? Datatype::float16() : Datatype::float32(),
+                {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
+                half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"});
+            set_int_attribute(*out.attention_, "first_sequence", layout.weights_first);
+            set_int_attribute(*out.attention_, "mean_over_heads", layout.save_weights == SaveWeights::mean ? 1 : 0);
+        }
+        // NaN and -1 mark sequences not yet written (see the header).
+        out.lse_ = make_dataset(out.file_, "/lse", Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
+                                std::numeric_limits<double>::quiet_NaN());
+        out.lengths_ = make_dataset(out.file_, "/lengths", Datatype::int32(), {n}, 4, layout, {"N"}, -1.0);
+        write_provenance(out.file_, layout, provenance);
+        out.file_.flush();
+    } catch (const H5Error& error) {
+        out = OutputFile();  // close every handle before removing the file
+        ::unlink(partial.c_str());
+        throw OutputError(exit_io, partial + ": cannot create the output: " + error.what());
+    }
+    return out;
+}
+
+void OutputFile::write_block(std::int64_t first, std::int64_t last, const OutputBlock& block, hid_t transfer) {
+    if (!file_.is_open()) throw std::logic_error("OutputFile::write_block after close");
+    if (first < 0 || first > last || last > layout_.n) {
+        throw std::invalid_argument("OutputFile::write_block: sequences [" + std::to_string(first) + ", " +
+                                    std::to_string(last) + ") outside [0, " + std::to_string(layout_.n) + ")");
+    }
+    const std::int64_t count = last - first;
+    const auto [weights_begin, weights_end] = layout_.weights_range(first, last);
+    const std::int64_t weights_count = weights_end - weights_begin;
+    expect_pointer(block.output, "output", count);
+    expect_pointer(block.lse, "lse", count);
+    expect_pointer(block.lengths, "lengths", count);
+    const auto rows = [](std::int64_t value) { return static_cast<hsize_t>(value); };
+    const auto size = [](std::int64_t value) { return static_cast<std::size_t>(value); };
+    const std::size_t len = size(layout_.len);
+    try {
+        write_rows(*output_, rows(first), rows(count), block.output, size(count) * len * size(layout_.d_out), transfer);
+        write_rows(*lse_, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
+        if (attention_) {
+            // Called even when empty: collective writes need every rank.
+            const hsize_t offset = weights_count > 0 ? rows(weights_begin - layout_.weights_first) : 0;
+            const std::size_t elements = size(weights_count) * size(layout_.weights_heads()) * len * len;
+            if (layout_.weights_dtype == WeightsDtype::f16) {
+                expect_pointer(block.attention_f16, "attention_f16", weights_count);
+                write_rows(*attention_, offset, rows(weights_count), block.attention_f16, elements, transfer);
+            } else {
+                expect_pointer(block.attention_f32, "attention_f32", weights_count);
+                write_rows(*attention_, offset, rows(weights_count), block.attention_f32, elements, transfer);
+            }
+        }
+        write_rows(*lengths_, rows(first), rows(count), block.lengths, size(count), transfer);
+    } catch (const H5Error& error) {
+        throw OutputError(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
+                                       std::to_string(last) + "): " + error.what());
+    }
+}
+
+void OutputFile::flush() {
+    try {
+        file_.flush();
+    } catch (const H5Error& error) {
+        throw OutputError(exit_io, partial_path() + ": cannot flush the output: " + error.what());
+    }
+}
+
+void OutputFile::close_complete() {
+    try {
+        set_int_attribute(file_, "complete", 1);
+        file_.flush();
+        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_}) {
+            if (*dataset) (*dataset)->close();
+        }
+        file_.close();
+    } catch (const H5Error& error) {
+        throw OutputError(exit_io, partial_path() + ": cannot complete the output: " + error.what());
+    }
+}
+
+void OutputFile::finalize() {
+    close_complete();
+    publish_output(path_, force_);
+}
+
+}  // namespace attnbatch::io

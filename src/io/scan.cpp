@@ -1,0 +1,85 @@
+// Bounded-memory scans over whole datasets.
+#include "attnbatch/io/scan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace attnbatch::io {
+
+Dims unravel_index(std::uint64_t flat, const Dims& dims) {
+    Dims index(dims.size(), 0);
+    for (std::size_t axis = dims.size(); axis-- > 0;) {
+        if (dims[axis] == 0) continue;
+        index[axis] = flat % dims[axis];
+        flat /= dims[axis];
+    }
+    return index;
+}
+
+void scan_blocks(const Dataset& dataset, std::size_t max_bytes, MemType type,
+                 const std::function<bool(const Slab& block, const void* data, std::size_t count)>& visit) {
+    const Dims dims = dataset.dims();
+    const std::size_t element = mem_type_size(type);
+    const std::size_t budget = std::max(max_bytes, element);
+    if (dims.empty()) {
+        std::vector<unsigned char> buffer(element);
+        read_slab(dataset, Slab{}, type, buffer.data(), 1);
+        visit(Slab{}, buffer.data(), 1);
+        return;
+    }
+    if (element_count(dims) == 0) return;
+
+    // The outermost axis whose trailing box (that axis's single index times every inner
+    // axis) fits the budget: blocks span several indices along it and all inner axes whole.
+    const std::size_t rank = dims.size();
+    std::size_t axis = 0;
+    std::size_t inner = element_count(Dims(dims.begin() + 1, dims.end()));
+    while (inner * element > budget && axis + 1 < rank) {
+        ++axis;
+        inner /= static_cast<std::size_t>(dims[axis]);
+    }
+    const hsize_t step = std::min<hsize_t>(dims[axis], std::max<std::size_t>(1, budget / (inner * element)));
+    std::vector<unsigned char> buffer(static_cast<std::size_t>(step) * inner * element);
+
+    Slab block{Dims(rank, 0), dims};
+    for (std::size_t outer = 0; outer < axis; ++outer) block.count[outer] = 1;
+    while (true) {
+        for (hsize_t start = 0; start < dims[axis]; start += step) {
+            block.offset[axis] = start;
+            block.count[axis] = std::min(step, dims[axis] - start);
+            const std::size_t count = static_cast<std::size_t>(block.count[axis]) * inner;
+            read_slab(dataset, block, type, buffer.data(), count);
+            if (!visit(block, buffer.data(), count)) return;
+        }
+        // Advance the odometer over the axes outside the block.
+        std::size_t outer = axis;
+        while (outer > 0) {
+            --outer;
+            if (++block.offset[outer] < dims[outer]) break;
+            block.offset[outer] = 0;
+            if (outer == 0) return;
+        }
+        if (axis == 0) return;
+    }
+}
+
+std::optional<BadValue> find_first_non_finite(const Dataset& dataset, std::size_t max_bytes, double max_magnitude) {
+    const Dims dims = dataset.dims();
+    std::optional<BadValue> found;
+    scan_blocks(dataset, max_bytes, MemType::f64, [&](const Slab& block, const void* data, std::size_t count) {
+        const auto* values = static_cast<const double*>(data);
+        for (std::size_t i = 0; i < count; ++i) {
+            if (std::isfinite(values[i]) && std::fabs(values[i]) <= max_magnitude) continue;
+            // Blocks are boxes: offset the block's own multi-index by its corner.
+            Dims index = unravel_index(i, block.count);
+            for (std::size_t axis = 0; axis < index.size(); ++axis) index[axis] += block.offset[axis];
+            found = BadValue{std::move(index), values[i]};
+            return false;
+        }
+        return true;
+    });
+    return found;
+}
+
+}  // namespace attnbatch::io
