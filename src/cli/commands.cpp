@@ -18,6 +18,7 @@ struct Subcommand {
 
 const Subcommand kSubcommands[] = {
     {"run", "the batch job: attention over an HDF5 dataset into an HDF5 output", run_command},
+    {"verify", "recompute sampled sequences of a run in fp64 and check the errors", verify_command},
     {"bench", "time the attention kernel alone on synthetic data", bench_command},
 };
 

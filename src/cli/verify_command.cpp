@@ -1,0 +1,255 @@
+// `attnbatch verify`: recomputes sampled sequences of a finished run with the fp64 reference
+// (projections in double too) and compares /output, /lse and /attention with it.
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "attnbatch/io/errors.hpp"
+#include "attnbatch/io/h5.hpp"
+#include "attnbatch/io/input.hpp"
+#include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/kernels/attention.hpp"
+#include "attnbatch/kernels/half.hpp"
+#include "command_line.hpp"
+#include "commands.hpp"
+
+namespace attnbatch::cli {
+
+namespace {
+
+// "name = value  # default" lines written by describe_options().
+std::map<std::string, std::string> parse_recorded_config(const std::string& text) {
+    std::map<std::string, std::string> values;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto eq = line.find(" = ");
+        if (eq == std::string::npos) continue;
+        std::string value = line.substr(eq + 3);
+        const auto comment = value.find("  # default");
+        if (comment != std::string::npos) value.erase(comment);
+        values[line.substr(0, eq)] = value;
+    }
+    return values;
+}
+
+std::string get(const std::map<std::string, std::string>& config, const std::string& key, const std::string& fallback) {
+    const auto it = config.find(key);
+    return it == config.end() ? fallback : it->second;
+}
+
+// Y (L, out) = X (L, in) W (in, out) + b, in double, rows past `rows` zero.
+std::vector<double> project64(const float* x, std::size_t len, std::size_t rows, std::size_t in,
+                              const std::vector<float>& w, const std::vector<float>& b, std::size_t out) {
+    std::vector<double> y(len * out, 0.0);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < out; ++c) {
+            double s = b.empty() ? 0.0 : b[c];
+            for (std::size_t i = 0; i < in; ++i) s += static_cast<double>(x[r * in + i]) * w[i * out + c];
+            y[r * out + c] = s;
+        }
+    return y;
+}
+
+struct ErrorStat {
+    double max_abs = 0, max_ref = 0;
+    void add(double got, double ref) {
+        if (std::isinf(ref) && got == ref) return;
+        const double e = std::isfinite(got) ? std::fabs(got - ref) : std::numeric_limits<double>::infinity();
+        max_abs = std::max(max_abs, e);
+        max_ref = std::max(max_ref, std::fabs(ref));
+    }
+    double rel() const { return max_ref > 0 ? max_abs / max_ref : max_abs; }
+};
+
+}  // namespace
+
+int verify_command(const std::vector<std::string>& args) {
+    const CommandSpec spec{
+        "verify",
+        "Recomputes sampled sequences of a run with the double-precision reference and reports the max\n"
+        "abs/rel errors of /output, /lse and /attention; exit 0 only within tolerance. The run's options are\n"
+        "read back from the output's recorded configuration.\n"
+        "Tolerances (fp32 kernel vs fp64): output max abs error <= 2e-4 x max|output|; lse <= 2e-5 x max(1,|lse|);\n"
+        "weights <= 1e-5 (f32) or 1e-3 (f16: half's 2^-11 relative rounding on values <= 1).",
+        "  attnbatch verify --input in.h5 --output out.h5\n"
+        "  attnbatch verify --input in.h5 --weights proj.h5 --output out.h5 --samples all\n"};
+    po::options_description options("verify options");
+    options.add_options()
+        ("input", po::value<std::string>()->required(), "the run's input file")
+        ("output", po::value<std::string>()->required(), "the run's output file")
+        ("weights", po::value<std::string>(), "the run's projection weights file, if it had one")
+        ("samples", po::value<std::string>()->default_value("8"), "sequences to recompute, evenly spaced, or 'all'");
+    po::variables_map vm;
+    if (!parse_command_line(spec, options, args, vm)) return exit_ok;
+    const std::string input_path = vm["input"].as<std::string>(), output_path = vm["output"].as<std::string>();
+
+    try {
+        io::File out = io::File::open(output_path, io::FileMode::read_only);
+        if (!io::has_attribute(out, "complete") || io::get_int_attribute(out, "complete") != 1) {
+            throw UserError(exit_invalid_input, output_path + ": attribute complete is not 1 (the run did not finish); expected a complete output");
+        }
+        const auto config = parse_recorded_config(io::read_text_dataset(out, "/config"));
+        io::InputOptions in_opt;
+        in_opt.input_path = input_path;
+        const bool qkv = config.count("query") > 0;
+        if (!qkv) in_opt.dataset = get(config, "dataset", "/embeddings");
+        if (config.count("lengths")) in_opt.lengths = config.at("lengths");
+        if (qkv) {
+            in_opt.query = get(config, "query", "");
+            in_opt.key = get(config, "key", "");
+            in_opt.value = get(config, "value", "");
+        }
+        if (vm.count("weights")) in_opt.weights_path = vm["weights"].as<std::string>();
+        else if (config.count("weights")) in_opt.weights_path = config.at("weights");
+        const auto heads_it = config.find("heads");
+        in_opt.heads = heads_it != config.end() && get(config, "heads", "1") != "1" ? std::stoi(heads_it->second) : 0;
+        in_opt.check_finite = false;  // the run checked it; verify compares numbers
+        const io::InputSpec in = io::describe_input(in_opt);
+        const bool causal = get(config, "causal", "false") == "true";
+        double scale = std::stod(get(config, "scale", "0"));
+        if (scale <= 0) scale = 1.0 / std::sqrt(static_cast<double>(in.d_k));
+        const std::string save = get(config, "save-weights", "all");
+        const bool f16 = get(config, "weights-dtype", "f32") == "f16";
+
+        const std::size_t n = in.n, len = in.len, heads = in.heads, dk = in.d_k, dv = in.d_v;
+        const std::size_t d_out = in.d_out();
+        io::Dataset output_ds = io::Dataset::open(out, "/output"), lse_ds = io::Dataset::open(out, "/lse");
+        std::optional<io::Dataset> attention_ds;
+        std::int64_t w_first = 0, w_count = 0;
+        if (save != "none") {
+            attention_ds = io::Dataset::open(out, "/attention");
+            w_count = static_cast<std::int64_t>(attention_ds->dims()[0]);
+            if (io::has_attribute(*attention_ds, "first_sequence")) w_first = io::get_int_attribute(*attention_ds, "first_sequence");
+        }
+        std::optional<io::ProjectionWeights> proj;
+        if (in.weights) proj = io::read_weights(*in.weights);
+
+        std::vector<std::int64_t> samples;
+        const std::string samples_text = vm["samples"].as<std::string>();
+        if (samples_text == "all") {
+            for (std::size_t s = 0; s < n; ++s) samples.push_back(static_cast<std::int64_t>(s));
+        } else {
+            long k = 0;
+            try {
+                k = std::stol(samples_text);
+            } catch (const std::exception&) {
+                k = 0;
+            }
+            if (k < 1) throw UserError(exit_usage, "--samples: '" + samples_text + "' is not a positive count or 'all'");
+            const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(k), n);
+            for (std::size_t i = 0; i < count; ++i)
+                samples.push_back(count == 1 ? 0 : static_cast<std::int64_t>(i * (n - 1) / (count - 1)));
+        }
+
+        io::InputReader reader(in);
+        io::InputBlock block;
+        ErrorStat e_out, e_lse, e_w;
+        double lse_rel = 0;
+        for (const std::int64_t s : samples) {
+            reader.read(s, s + 1, block);
+            const std::size_t rows = static_cast<std::size_t>(block.lengths[0]);
+            // Q, K, V of this sequence in float (the kernel's input precision), (L, H*d) packed.
+            std::vector<float> q, k, v;
+            kernels::AttentionParams p;
+            if (proj) {
+                auto to_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+                q = to_float(project64(block.x.data(), len, rows, in.d, proj->w_q, proj->b_q, heads * dk));
+                k = to_float(project64(block.x.data(), len, rows, in.d, proj->w_k, proj->b_k, heads * dk));
+                v = to_float(project64(block.x.data(), len, rows, in.d, proj->w_v, proj->b_v, heads * dv));
+            } else if (in.mode == io::InputMode::embeddings) {
+                q = k = v = block.x;
+            } else {
+                q = block.q;
+                k = block.k;
+                v = block.v;
+            }
+            const bool split = in.mode == io::InputMode::qkv && in.layout == io::QkvLayout::split && !proj;
+            auto strides = [&](std::size_t d) {
+                return split ? kernels::TensorStrides{0, static_cast<std::ptrdiff_t>(len * d), static_cast<std::ptrdiff_t>(d)}
+                             : kernels::TensorStrides{0, static_cast<std::ptrdiff_t>(d), static_cast<std::ptrdiff_t>(heads * d)};
+            };
+            p.q = q.data();
+            p.k = k.data();
+            p.v = v.data();
+            p.q_strides = p.k_strides = strides(dk);
+            p.v_strides = strides(dv);
+            p.batch = 1;
+            p.heads = static_cast<int>(heads);
+            p.len_q = p.len_k = static_cast<int>(len);
+            p.dim_k = static_cast<int>(dk);
+            p.dim_v = static_cast<int>(dv);
+            p.scale = static_cast<float>(scale);
+            p.causal = causal;
+            p.lengths = block.lengths.data();
+            const bool has_w = attention_ds && s >= w_first && s < w_first + w_count;
+            const std::size_t w_heads = save == "mean" ? 1 : heads;
+            std::vector<double> ref_out(heads * len * dv), ref_lse(heads * len), ref_w(has_w ? w_heads * len * len : 0);
+            kernels::ReferenceOutputs ro;
+            ro.out = ref_out.data();
+            ro.lse = ref_lse.data();
+            ro.weights = has_w ? ref_w.data() : nullptr;
+            ro.weights_mean_over_heads = save == "mean";
+            kernels::reference_attention_f64(p, ro);
+
+            // (H, L, d_v) -> (L, H*d_v), then the output projection in double.
+            std::vector<double> attended(len * heads * dv);
+            for (std::size_t h = 0; h < heads; ++h)
+                for (std::size_t i = 0; i < len; ++i)
+                    for (std::size_t c = 0; c < dv; ++c) attended[i * heads * dv + h * dv + c] = ref_out[(h * len + i) * dv + c];
+            std::vector<double> expected = attended;
+            if (proj && in.weights->has_w_o) {
+                expected.assign(len * d_out, 0.0);
+                for (std::size_t r = 0; r < rows; ++r)
+                    for (std::size_t c = 0; c < d_out; ++c) {
+                        double acc = proj->b_o.empty() ? 0.0 : proj->b_o[c];
+                        for (std::size_t i = 0; i < heads * dv; ++i) acc += attended[r * heads * dv + i] * proj->w_o[i * d_out + c];
+                        expected[r * d_out + c] = acc;
+                    }
+            }
+            std::vector<float> got_out(len * d_out), got_lse(heads * len);
+            io::read_rows(output_ds, static_cast<hsize_t>(s), 1, got_out.data(), got_out.size());
+            io::read_rows(lse_ds, static_cast<hsize_t>(s), 1, got_lse.data(), got_lse.size());
+            for (std::size_t i = 0; i < expected.size(); ++i) e_out.add(got_out[i], expected[i]);
+            for (std::size_t i = 0; i < ref_lse.size(); ++i) {
+                e_lse.add(got_lse[i], ref_lse[i]);
+                if (std::isfinite(ref_lse[i])) lse_rel = std::max(lse_rel, std::fabs(got_lse[i] - ref_lse[i]) / std::max(1.0, std::fabs(ref_lse[i])));
+                else if (!(std::isinf(got_lse[i]) && got_lse[i] < 0)) lse_rel = std::numeric_limits<double>::infinity();
+            }
+            if (has_w) {
+                const hsize_t row = static_cast<hsize_t>(s - w_first);
+                std::vector<float> got_w(ref_w.size());
+                if (f16) {
+                    std::vector<std::uint16_t> bits(ref_w.size());
+                    io::read_rows(*attention_ds, row, 1, bits.data(), bits.size());
+                    for (std::size_t i = 0; i < bits.size(); ++i) got_w[i] = kernels::half_to_float(bits[i]);
+                } else {
+                    io::read_rows(*attention_ds, row, 1, got_w.data(), got_w.size());
+                }
+                for (std::size_t i = 0; i < ref_w.size(); ++i) e_w.add(got_w[i], ref_w[i]);
+            }
+        }
+        const double out_tol = 2e-4 * std::max(e_out.max_ref, 1e-30);
+        const double w_tol = f16 ? 1e-3 : 1e-5;
+        const bool ok = e_out.max_abs <= out_tol && lse_rel <= 2e-5 && e_w.max_abs <= w_tol;
+        std::cout << std::scientific << std::setprecision(3) << "attnbatch verify: " << samples.size() << " of " << n
+                  << " sequences recomputed in fp64\n"
+                  << "  output     max abs " << e_out.max_abs << "  max rel " << e_out.rel() << "  (tolerance " << out_tol << ")\n"
+                  << "  lse        max abs " << e_lse.max_abs << "  max rel " << lse_rel << "  (tolerance 2e-05 relative)\n";
+        if (attention_ds) {
+            std::cout << "  attention  max abs " << e_w.max_abs << "  (tolerance " << w_tol << ", " << (f16 ? "f16" : "f32") << ")\n";
+        }
+        std::cout << (ok ? "  OK: within tolerance\n" : "  FAILED: outside tolerance\n");
+        return ok ? exit_ok : exit_invalid_input;
+    } catch (const io::H5Error& e) {
+        throw UserError(exit_io, e.what());
+    } catch (const io::Error& e) {
+        throw UserError(e.exit_code(), e.what());
+    }
+}
+
+}  // namespace attnbatch::cli
