@@ -40,6 +40,10 @@ std::string check_attention_params(const AttentionParams& p) {
     if (!strides_cover(p.k_strides, p.len_k, p.dim_k)) return "attention kernel: k strides overlap rows (row stride < d_k) or are negative";
     if (!strides_cover(p.v_strides, p.len_k, p.dim_v)) return "attention kernel: v strides overlap rows (row stride < d_v) or are negative";
     if (!strides_cover(p.out_strides, p.len_q, p.dim_v)) return "attention kernel: out strides overlap rows (row stride < d_v) or are negative";
+    // Outputs are written by many threads: heads or sequences sharing rows would race.
+    if ((p.heads > 1 && p.out_strides.head < p.dim_v) || (p.batch > 1 && p.out_strides.seq == 0)) {
+        return "attention kernel: out strides make heads or sequences share rows (head stride < d_v or sequence stride 0)";
+    }
     if (p.weights_mode != WeightsMode::none && p.weights == nullptr && p.batch > 0) {
         return "attention kernel: weights requested but the weights pointer is null";
     }

@@ -1,0 +1,130 @@
+// The FileAccess seam under MPI-IO: every rank creates the output collectively, writes its
+// own sequences with collective transfers (extra ranks with empty shares), and rank 0
+// publishes. Run under mpiexec with 2 or more ranks (see CMakeLists.txt).
+#include "test_support.hpp"
+
+#include "attnbatch/io/output.hpp"
+
+#include <mpi.h>
+
+namespace attnbatch::io {
+namespace {
+
+int rank() {
+    int value = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &value);
+    return value;
+}
+
+int ranks() {
+    int value = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &value);
+    return value;
+}
+
+// One scratch directory for all ranks: rank 0 makes it, everyone learns its name.
+std::string shared_directory(std::unique_ptr<testing::TempDir>& owner) {
+    char path[4096] = {};
+    if (rank() == 0) {
+        owner = std::make_unique<testing::TempDir>();
+        owner->path().copy(path, sizeof path - 1);
+    }
+    MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+    return path;
+}
+
+void collective_run(int gzip_level) {
+    std::unique_ptr<testing::TempDir> owner;
+    const std::string path = shared_directory(owner) + "/out.h5";
+    OutputLayout layout;
+    layout.n = 10;
+    layout.len = 4;
+    layout.heads = 2;
+    layout.d_out = 3;
+    layout.gzip_level = gzip_level;
+    layout.weights_first = 2;
+    layout.weights_last = 9;
+    layout.chunk_bytes = 48;  // one sequence of /output per chunk: no chunk is shared by two ranks
+    Provenance provenance;
+    provenance.creation_time = "2024-01-01T00:00:00Z";  // identical on every rank
+    provenance.ranks = ranks();
+    provenance.config = "io = parallel\n";
+
+    int prepared = 1;
+    if (rank() == 0) {
+        try {
+            prepare_output_path(path, false);
+        } catch (const OutputError&) {
+            prepared = 0;
+        }
+    }
+    MPI_Bcast(&prepared, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    ASSERT_EQ(prepared, 1);
+
+    OutputOptions options;
+    options.paths_prepared = true;
+    options.access.configure = [](hid_t fapl) {
+        ASSERT_GE(H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL), 0);
+    };
+    OutputFile out = OutputFile::create(path, layout, provenance, options);
+    PropertyListHandle transfer(H5Pcreate(H5P_DATASET_XFER));
+    ASSERT_GE(H5Pset_dxpl_mpio(transfer.id(), H5FD_MPIO_COLLECTIVE), 0);
+
+    // Ranks 0 and 1 split the sequences; any further rank writes empty ranges, in the same
+    // number of calls (two blocks each).
+    const std::int64_t first = rank() == 0 ? 0 : (rank() == 1 ? 5 : 10);
+    const std::int64_t last = rank() <= 1 ? first + 5 : 10;
+    const auto value = static_cast<float>(rank() + 1);
+    std::vector<float> output(5 * 4 * 3, value), lse(5 * 2 * 4, value), attention(5 * 2 * 16, value);
+    std::vector<std::int32_t> lengths(5, rank() + 1);
+    std::int64_t at = first;
+    for (const std::int64_t count : {3, 2}) {
+        const std::int64_t end = std::min(at + count, last);
+        const std::size_t offset = static_cast<std::size_t>(at - first);
+        OutputBlock block;
+        block.output = output.data() + offset * 12;
+        block.lse = lse.data() + offset * 8;
+        block.lengths = lengths.data() + offset;
+        block.attention_f32 = attention.data();  // same value everywhere: any offset would do
+        out.write_block(at, end, block, transfer.id());
+        at = end;
+    }
+    out.close_complete();
+    if (rank() == 0) publish_output(path, false);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    if (rank() == 0) {
+        const File file = File::open(path, FileMode::read_only);
+        EXPECT_EQ(get_int_attribute(file, "complete"), 1);
+        EXPECT_EQ(get_int_attribute(file, "ranks"), ranks());
+        EXPECT_EQ(read_all<std::int32_t>(Dataset::open(file, "/lengths")),
+                  (std::vector<std::int32_t>{1, 1, 1, 1, 1, 2, 2, 2, 2, 2}));
+        const std::vector<float> weights = read_all<float>(Dataset::open(file, "/attention"));
+        ASSERT_EQ(weights.size(), 7u * 32u);
+        EXPECT_EQ(weights.front(), 1.0f);  // sequence 2, from rank 0
+        EXPECT_EQ(weights.back(), 2.0f);   // sequence 8, from rank 1
+        EXPECT_EQ(read_text_dataset(file, "/config"), "io = parallel\n");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(MpiOutput, CollectiveWritesWithoutCompression) { collective_run(0); }
+TEST(MpiOutput, CollectiveWritesWithGzip) { collective_run(4); }
+
+}  // namespace
+}  // namespace attnbatch::io
+
+int main(int argc, char** argv) {
+    MPI_Init(&argc, &argv);
+    ::testing::InitGoogleTest(&argc, argv);
+    if (attnbatch::io::rank() != 0) {
+        // One report is enough; failures still show in the exit code of every rank.
+        delete ::testing::UnitTest::GetInstance()->listeners().Release(
+            ::testing::UnitTest::GetInstance()->listeners().default_result_printer());
+    }
+    const int failed = RUN_ALL_TESTS();
+    int any_failed = 0;
+    MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return any_failed;
+}

@@ -1,0 +1,363 @@
+// The output file: schema (read back by h5py), completion marker, .partial and rename,
+// never overwriting without force, weights subsets, sizes.
+#include "test_support.hpp"
+
+#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/output_size.hpp"
+#include "attnbatch/kernels/half.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+namespace attnbatch::io {
+namespace {
+
+OutputLayout small_layout() {
+    OutputLayout layout;
+    layout.n = 4;
+    layout.len = 3;
+    layout.heads = 2;
+    layout.d_out = 5;
+    return layout;
+}
+
+Provenance provenance() {
+    Provenance p;
+    p.version = "0.1.0";
+    p.input_file = "in.h5";
+    p.input_dataset = "/embeddings";
+    p.heads = 2;
+    p.causal = true;
+    p.scale = 0.5;
+    p.ranks = 3;
+    p.threads = 8;
+    p.io_mode = "parallel";
+    p.config = "[run]\ninput = in.h5\nheads = 2\n";
+    return p;
+}
+
+// Whole-run buffers for a layout, with values derived from the sequence index so any
+// misplaced row shows.
+struct RunData {
+    std::vector<float> output, lse, attention;
+    std::vector<std::uint16_t> attention_half;
+    std::vector<std::int32_t> lengths;
+    explicit RunData(const OutputLayout& layout) {
+        const auto n = static_cast<std::size_t>(layout.n);
+        const auto len = static_cast<std::size_t>(layout.len);
+        output.resize(n * len * static_cast<std::size_t>(layout.d_out));
+        for (std::size_t i = 0; i < output.size(); ++i) output[i] = static_cast<float>(i) * 0.5f;
+        lse.resize(n * static_cast<std::size_t>(layout.heads) * len);
+        for (std::size_t i = 0; i < lse.size(); ++i) lse[i] = -static_cast<float>(i);
+        const std::size_t per_sequence = static_cast<std::size_t>(layout.weights_heads()) * len * len;
+        attention.resize(n * per_sequence);
+        for (std::size_t i = 0; i < attention.size(); ++i) attention[i] = static_cast<float>(i % 64) / 64.0f;
+        for (const float value : attention) attention_half.push_back(kernels::float_to_half(value));
+        for (std::size_t s = 0; s < n; ++s) lengths.push_back(static_cast<std::int32_t>(s % (len + 1)));
+    }
+    // Sequences [first, last) of the run; attention from the weights range.
+    OutputBlock block(const OutputLayout& layout, std::int64_t first) const {
+        const auto len = static_cast<std::size_t>(layout.len);
+        const auto f = static_cast<std::size_t>(first);
+        const auto w = static_cast<std::size_t>(layout.weights_range(first, layout.n).first);
+        const std::size_t per_sequence = static_cast<std::size_t>(layout.weights_heads()) * len * len;
+        OutputBlock b;
+        b.output = output.data() + f * len * static_cast<std::size_t>(layout.d_out);
+        b.lse = lse.data() + f * static_cast<std::size_t>(layout.heads) * len;
+        b.lengths = lengths.data() + f;
+        b.attention_f32 = attention.data() + w * per_sequence;
+        b.attention_f16 = attention_half.data() + w * per_sequence;
+        return b;
+    }
+};
+
+void write_all(OutputFile& out, const RunData& data, std::int64_t step) {
+    const OutputLayout& layout = out.layout();
+    for (std::int64_t first = 0; first < layout.n; first += step) {
+        out.write_block(first, std::min(first + step, layout.n), data.block(layout, first));
+    }
+}
+
+class Output : public ::testing::Test {
+protected:
+    testing::TempDir dir;
+    const std::string path = dir.file("out.h5");
+    const std::string partial = path + ".partial";
+    static bool exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
+    static void expect_error(const std::function<void()>& action, int code, const std::vector<std::string>& fragments) {
+        try {
+            action();
+            ADD_FAILURE() << "no OutputError";
+        } catch (const OutputError& error) {
+            EXPECT_EQ(error.exit_code(), code) << error.what();
+            for (const auto& fragment : fragments) {
+                EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos) << error.what();
+            }
+        }
+    }
+};
+
+TEST_F(Output, SchemaAsH5pySeesIt) {
+    if (!testing::h5py_available()) GTEST_SKIP() << "no h5py for " ATTNBATCH_H5PY_PYTHON;
+    const OutputLayout layout = small_layout();
+    const RunData data(layout);
+    {
+        OutputFile out = OutputFile::create(path, layout, provenance());
+        write_all(out, data, 3);
+        out.finalize();
+    }
+    const testing::PythonResult result = testing::run_python(R"(
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], 'r') as f:
+    def check(name, shape, dtype, labels):
+        ds = f[name]
+        assert ds.shape == shape, (name, ds.shape)
+        assert ds.dtype == np.dtype(dtype), (name, ds.dtype)
+        assert [d.label for d in ds.dims] == labels, (name, [d.label for d in ds.dims])
+    check('output', (4, 3, 5), 'float32', ['N', 'L', 'D'])
+    check('attention', (4, 2, 3, 3), 'float32', ['N', 'H', 'L_q', 'L_k'])
+    check('lse', (4, 2, 3), 'float32', ['N', 'H', 'L'])
+    check('lengths', (4,), 'int32', ['N'])
+    assert np.array_equal(f['output'][()].ravel(), np.arange(60, dtype=np.float32) * 0.5)
+    assert np.array_equal(f['lse'][()].ravel(), -np.arange(24, dtype=np.float32))
+    assert list(f['lengths'][()]) == [0, 1, 2, 3]
+    assert int(f['attention'].attrs['first_sequence']) == 0
+    a = f.attrs
+    assert int(a['complete']) == 1
+    assert a['version'] == '0.1.0' and a['input_file'] == 'in.h5' and a['input_dataset'] == '/embeddings'
+    assert int(a['heads']) == 2 and int(a['causal']) == 1 and float(a['scale']) == 0.5
+    assert a['weights_dtype'] == 'f32' and a['save_weights'] == 'all'
+    assert int(a['ranks']) == 3 and int(a['threads']) == 8 and a['io_mode'] == 'parallel'
+    assert len(a['creation_time']) == 20 and a['creation_time'].endswith('Z')
+    assert f['config'].asstr()[()] == '[run]\ninput = in.h5\nheads = 2\n'
+print('ok')
+)",
+                                                             {path});
+    EXPECT_EQ(result.status, 0) << result.output;
+}
+
+TEST_F(Output, HalfWeightsSubsetAndMeanAsH5pySeesThem) {
+    if (!testing::h5py_available()) GTEST_SKIP() << "no h5py for " ATTNBATCH_H5PY_PYTHON;
+    OutputLayout layout = small_layout();
+    layout.save_weights = SaveWeights::mean;
+    layout.weights_dtype = WeightsDtype::f16;
+    layout.weights_first = 1;
+    layout.weights_last = 3;
+    layout.gzip_level = 5;
+    const RunData data(layout);
+    {
+        OutputFile out = OutputFile::create(path, layout, provenance());
+        write_all(out, data, 1);
+        out.finalize();
+    }
+    const testing::PythonResult result = testing::run_python(R"(
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], 'r') as f:
+    a = f['attention']
+    assert a.shape == (2, 1, 3, 3) and a.dtype == np.float16, (a.shape, a.dtype)
+    assert int(a.attrs['first_sequence']) == 1
+    expected = (np.arange(9, 27) % 64 / 64.0).astype(np.float16).reshape(2, 1, 3, 3)
+    assert np.array_equal(a[()], expected), a[()]
+    assert a.compression == 'gzip' and a.shuffle
+    assert f.attrs['weights_dtype'] == 'f16' and f.attrs['save_weights'] == 'mean'
+    assert list(f.attrs['weights_sequences']) == [1, 3]
+print('ok')
+)",
+                                                             {path});
+    EXPECT_EQ(result.status, 0) << result.output;
+}
+
+TEST_F(Output, CompleteIsZeroUntilFinalizeThenTheFileIsRenamed) {
+    const OutputLayout layout = small_layout();
+    const RunData data(layout);
+    OutputFile out = OutputFile::create(path, layout, provenance());
+    EXPECT_TRUE(exists(partial));
+    EXPECT_FALSE(exists(path));
+    EXPECT_EQ(get_int_attribute(out.file(), "complete"), 0);
+    write_all(out, data, 2);
+    out.finalize();
+    EXPECT_FALSE(exists(partial));
+    ASSERT_TRUE(exists(path));
+    const File file = File::open(path, FileMode::read_only);
+    EXPECT_EQ(get_int_attribute(file, "complete"), 1);
+    EXPECT_EQ(read_all<float>(Dataset::open(file, "/output")), data.output);
+    EXPECT_EQ(read_all<float>(Dataset::open(file, "/attention")), data.attention);
+    EXPECT_EQ(read_all<std::int32_t>(Dataset::open(file, "/lengths")), data.lengths);
+}
+
+TEST_F(Output, AnInterruptedRunLeavesAPartialWithCompleteZeroAndMarkers) {
+    if (!testing::h5py_available()) GTEST_SKIP() << "no h5py for " ATTNBATCH_H5PY_PYTHON;
+    const OutputLayout layout = small_layout();
+    const RunData data(layout);
+    {
+        OutputFile out = OutputFile::create(path, layout, provenance());
+        out.write_block(0, 2, data.block(layout, 0));
+        out.flush();
+    }  // destroyed without finalize, as by an exception
+    EXPECT_FALSE(exists(path));
+    const testing::PythonResult result = testing::run_python(R"(
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], 'r') as f:
+    assert int(f.attrs['complete']) == 0
+    assert list(f['lengths'][()]) == [0, 1, -1, -1], f['lengths'][()]
+    lse = f['lse'][()]
+    assert not np.isnan(lse[:2]).any() and np.isnan(lse[2:]).all()
+print('ok')
+)",
+                                                             {partial});
+    EXPECT_EQ(result.status, 0) << result.output;
+}
+
+TEST_F(Output, ExistingOutputIsNeverOverwrittenWithoutForce) {
+    testing::write_text(path, "previous result");
+    expect_error([&] { OutputFile::create(path, small_layout(), provenance()); }, exit_usage,
+                 {path, "exists", "--force"});
+    EXPECT_EQ(testing::read_text(path), "previous result");
+    EXPECT_FALSE(exists(partial));
+}
+
+TEST_F(Output, ForceReplacesOnlyAtTheFinalRename) {
+    testing::write_text(path, "previous result");
+    const OutputLayout layout = small_layout();
+    const RunData data(layout);
+    OutputOptions options;
+    options.force = true;
+    {
+        OutputFile failed = OutputFile::create(path, layout, provenance(), options);
+        failed.write_block(0, 1, data.block(layout, 0));
+    }  // a run that died: the old result must survive it
+    EXPECT_EQ(testing::read_text(path), "previous result");
+    EXPECT_TRUE(exists(partial));
+
+    OutputFile out = OutputFile::create(path, layout, provenance(), options);  // force: the stale .partial goes
+    write_all(out, data, 4);
+    EXPECT_EQ(testing::read_text(path), "previous result");
+    out.finalize();
+    EXPECT_TRUE(is_hdf5_file(path));
+    EXPECT_FALSE(exists(partial));
+}
+
+TEST_F(Output, StalePartialNeedsResumeOrForce) {
+    testing::write_text(partial, "half a run");
+    expect_error([&] { OutputFile::create(path, small_layout(), provenance()); }, exit_usage,
+                 {partial, "--resume", "--force"});
+    EXPECT_EQ(testing::read_text(partial), "half a run");
+}
+
+TEST_F(Output, OutputAppearingDuringTheRunIsNotReplaced) {
+    const OutputLayout layout = small_layout();
+    const RunData data(layout);
+    OutputFile out = OutputFile::create(path, layout, provenance());
+    write_all(out, data, 4);
+    testing::write_text(path, "someone else's file");
+    expect_error([&] { out.finalize(); }, exit_usage, {path, partial});
+    EXPECT_EQ(testing::read_text(path), "someone else's file");
+    EXPECT_TRUE(exists(partial));
+}
+
+TEST_F(Output, PreparingPathsIsAStepOfItsOwn) {
+    // Under MPI one rank prepares, then every rank creates with paths_prepared.
+    testing::write_text(partial, "stale");
+    EXPECT_THROW(prepare_output_path(path, false), OutputError);
+    prepare_output_path(path, true);
+    EXPECT_FALSE(exists(partial));
+    OutputOptions options;
+    options.paths_prepared = true;
+    OutputFile out = OutputFile::create(path, small_layout(), provenance(), options);
+    EXPECT_TRUE(exists(partial));
+}
+
+TEST_F(Output, MissingDirectoryIsAnIoError) {
+    expect_error([&] { OutputFile::create(dir.file("no/such/dir/out.h5"), small_layout(), provenance()); }, exit_io,
+                 {"no/such/dir", "does not exist"});
+}
+
+TEST_F(Output, UnusableLayoutsAreUsageErrors) {
+    OutputLayout layout = small_layout();
+    layout.weights_first = 2;
+    layout.weights_last = 2;
+    expect_error([&] { OutputFile::create(path, layout, provenance()); }, exit_usage, {"--weights-seqs 2:2"});
+    layout = small_layout();
+    layout.gzip_level = 12;
+    expect_error([&] { OutputFile::create(path, layout, provenance()); }, exit_usage, {"gzip level 12"});
+    EXPECT_FALSE(exists(partial));
+}
+
+TEST_F(Output, NoWeightsMeansNoAttentionDataset) {
+    OutputLayout layout = small_layout();
+    layout.save_weights = SaveWeights::none;
+    const RunData data(layout);
+    OutputFile out = OutputFile::create(path, layout, provenance());
+    OutputBlock block = data.block(layout, 0);
+    block.attention_f32 = nullptr;
+    out.write_block(0, 4, block);
+    out.finalize();
+    const File file = File::open(path, FileMode::read_only);
+    EXPECT_EQ(object_kind(file, "/attention"), ObjectKind::missing);
+}
+
+TEST_F(Output, WriteBlockChecksItsArguments) {
+    const OutputLayout layout = small_layout();
+    const RunData data(layout);
+    OutputFile out = OutputFile::create(path, layout, provenance());
+    EXPECT_THROW(out.write_block(3, 5, data.block(layout, 0)), std::invalid_argument);
+    OutputBlock missing = data.block(layout, 0);
+    missing.lse = nullptr;
+    EXPECT_THROW(out.write_block(0, 1, missing), std::invalid_argument);
+    EXPECT_NO_THROW(out.write_block(2, 2, OutputBlock{}));  // an empty share, as collective I/O needs
+}
+
+TEST_F(Output, ChunksHoldWholeSequences) {
+    OutputLayout layout = small_layout();
+    layout.n = 1000;
+    layout.len = 128;
+    layout.d_out = 64;
+    layout.save_weights = SaveWeights::none;
+    OutputFile out = OutputFile::create(path, layout, provenance());
+    EXPECT_EQ(out.sequences_per_chunk(), 32);
+    EXPECT_EQ(Dataset::open(out.file(), "/output").chunk(), (Dims{32, 128, 64}));
+}
+
+TEST(OutputSize, EstimatesAndFreeSpace) {
+    OutputLayout layout;
+    layout.n = 10;
+    layout.len = 100;
+    layout.heads = 8;
+    layout.d_out = 64;
+    OutputSizes sizes = estimate_output_bytes(layout);
+    EXPECT_EQ(sizes.output, 10u * 100 * 64 * 4);
+    EXPECT_EQ(sizes.attention, 10u * 8 * 100 * 100 * 4);
+    EXPECT_EQ(sizes.lse, 10u * 8 * 100 * 4);
+    EXPECT_EQ(sizes.lengths, 40u);
+    EXPECT_EQ(sizes.total(), sizes.output + sizes.attention + sizes.lse + sizes.lengths);
+    layout.save_weights = SaveWeights::mean;
+    layout.weights_dtype = WeightsDtype::f16;
+    layout.weights_first = 5;
+    EXPECT_EQ(estimate_output_bytes(layout).attention, 5u * 1 * 100 * 100 * 2);
+    layout.save_weights = SaveWeights::none;
+    EXPECT_EQ(estimate_output_bytes(layout).attention, 0u);
+
+    const testing::TempDir dir;
+    EXPECT_GT(free_bytes_at(dir.file("not-yet.h5")), 0u);
+    EXPECT_GT(free_bytes_at(dir.path()), 0u);
+    EXPECT_THROW(free_bytes_at("/no/such/dir/out.h5"), OutputError);
+}
+
+TEST(OutputLayoutFor, TakesShapesFromTheInput) {
+    InputSpec spec;
+    spec.n = 7;
+    spec.len = 9;
+    spec.heads = 3;
+    spec.d_v = 4;
+    const OutputLayout layout = output_layout_for(spec);
+    EXPECT_EQ(layout.n, 7);
+    EXPECT_EQ(layout.len, 9);
+    EXPECT_EQ(layout.heads, 3);
+    EXPECT_EQ(layout.d_out, 12);
+    EXPECT_EQ(layout.weights_range(2, 5), (std::pair<std::int64_t, std::int64_t>{2, 5}));
+}
+
+}  // namespace
+}  // namespace attnbatch::io
