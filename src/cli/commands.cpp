@@ -19,6 +19,8 @@ struct Subcommand {
 const Subcommand kSubcommands[] = {
     {"run", "the batch job: attention over an HDF5 dataset into an HDF5 output", run_command},
     {"verify", "recompute sampled sequences of a run in fp64 and check the errors", verify_command},
+    {"generate", "write a seeded synthetic input file (embeddings or Q/K/V, lengths, projection weights)", generate_command},
+    {"inspect", "print an HDF5 file's schema and validate it as an attnbatch input or output", inspect_command},
     {"bench", "time the attention kernel alone on synthetic data", bench_command},
 };
 

@@ -7,6 +7,8 @@
 namespace attnbatch::cli {
 
 int bench_command(const std::vector<std::string>& args);
+int generate_command(const std::vector<std::string>& args);
+int inspect_command(const std::vector<std::string>& args);
 int run_command(const std::vector<std::string>& args);
 int verify_command(const std::vector<std::string>& args);
 

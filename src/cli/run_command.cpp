@@ -132,6 +132,7 @@ int run_command(const std::vector<std::string>& args) {
     std::int64_t unit = 0;
     try {
         unit = dist::sequences_per_unit(memory, o.max_memory, spec.n, 1);
+        if (o.unit_sequences > 0) unit = std::min<std::int64_t>(unit, o.unit_sequences);
     } catch (const io::Error& e) {
         throw UserError(e.exit_code(), e.what());
     }
@@ -193,7 +194,7 @@ int run_command(const std::vector<std::string>& args) {
         io::OutputFile output = io::OutputFile::create(o.output, layout, provenance, output_options);
         io::InputReader reader(spec);
         const std::int64_t chunk = output.sequences_per_chunk();
-        if (unit > chunk) unit = unit / chunk * chunk;
+        if (unit > chunk && o.unit_sequences == 0) unit = unit / chunk * chunk;
         times = dist::run_sequences(spec, weights, settings, reader, output, 0, spec.n, unit);
         const double t0 = MPI_Wtime();
         output.finalize();

@@ -105,6 +105,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("kernel", po::value<std::string>()->default_value("blocked"), "blocked|reference (fp64, slow)")
         ("isa", po::value<std::string>()->default_value("best"), "best|portable|avx2|avx512")
         ("max-memory", po::value<std::string>(), "resident memory bound per rank, e.g. 8G [a quarter of RAM]")
+        ("unit-sequences", po::value<long>()->default_value(0), "sequences per work unit [auto: from --max-memory]")
         ("resume", po::bool_switch(), "continue OUTPUT.partial; with a complete OUTPUT do nothing")
         ("force", po::bool_switch(), "replace an existing OUTPUT (only once the new one is complete)")
         ("dry-run", po::bool_switch(), "validate and print the plan and sizes; write nothing")
@@ -159,6 +160,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         throw UserError(exit_usage, std::string("--isa: ") + kernels::isa_name(o.kernel.isa) + " is not available on this CPU or in this build");
     }
     o.max_memory = vm.count("max-memory") ? parse_bytes(vm["max-memory"].as<std::string>(), "--max-memory") : quarter_of_ram();
+    if (vm["unit-sequences"].as<long>() < 0) throw UserError(exit_usage, "--unit-sequences: expected 0 (automatic) or more");
+    o.unit_sequences = vm["unit-sequences"].as<long>();
     o.resume = vm["resume"].as<bool>();
     o.force = vm["force"].as<bool>();
     o.dry_run = vm["dry-run"].as<bool>();

@@ -27,6 +27,7 @@ struct RunOptions {
     std::string schedule = "static";
     kernels::KernelOptions kernel;
     std::size_t max_memory = 0;
+    std::int64_t unit_sequences = 0;  // 0: as many as --max-memory allows
     bool resume = false, force = false, dry_run = false;
     std::string report, progress = "auto";
     std::string resolved_config;  // every option as resolved, recorded in the output

@@ -1,0 +1,557 @@
+// `attnbatch generate`: a seeded synthetic input file (embeddings, or Q/K/V, with optional
+// ragged lengths) and optionally a projection weights file. The numbers come from a
+// counter-based generator (random_field.hpp), so a file's content depends on the seed and the
+// shapes only, never on how it was written; memory stays bounded whatever N is.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attnbatch/io/chunking.hpp"
+#include "attnbatch/io/h5_attribute.hpp"
+#include "attnbatch/io/h5_dataset.hpp"
+#include "attnbatch/io/h5_file.hpp"
+#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/output_size.hpp"
+#include "command_line.hpp"
+#include "commands.hpp"
+#include "io_errors.hpp"
+#include "random_field.hpp"
+#include "slab_writer.hpp"
+
+namespace attnbatch::cli {
+namespace {
+
+// The independent random streams of one seed. The numbers are part of the file format's
+// reproducibility: renumbering one changes every file generated from then on.
+enum Stream : std::uint64_t {
+    stream_embeddings = 1,
+    stream_lengths = 2,
+    stream_query = 3,
+    stream_key = 4,
+    stream_value = 5,
+    stream_w_q = 6,
+    stream_w_k = 7,
+    stream_w_v = 8,
+    stream_w_o = 9,
+    stream_b_q = 10,
+    stream_b_k = 11,
+    stream_b_v = 12,
+    stream_b_o = 13,
+};
+
+struct Plan {
+    std::string output;
+    std::string weights_out;  // empty: no weights file
+    bool force = false;
+    std::int64_t n = 0, len = 0, dim = 0, heads = 1;
+    std::int64_t head_dim = 0, value_dim = 0, out_dim = 0;  // d_k, d_v, d_out
+    std::optional<std::int64_t> min_len;
+    bool qkv = false;
+    bool split = false;
+    bool float64 = false;
+    std::uint64_t seed = 0;
+    double scale = 1.0;
+    std::string dataset;
+    bool output_projection = true;
+    bool bias = true;
+    std::size_t slab_bytes = default_slab_bytes;
+
+    std::size_t element_size() const { return float64 ? 8 : 4; }
+    io::MemType mem_type() const { return float64 ? io::MemType::f64 : io::MemType::f32; }
+    const char* dtype_name() const { return float64 ? "float64" : "float32"; }
+};
+
+[[noreturn]] void usage(const std::string& message) { throw UserError(exit_usage, message); }
+
+std::int64_t positive(const po::variables_map& vm, const char* name) {
+    const int value = vm[name].as<int>();
+    if (value < 1) {
+        usage(std::string("--") + name + ": " + std::to_string(value) + " is out of range, expected 1.." +
+              std::to_string(INT_MAX));
+    }
+    return value;
+}
+
+std::optional<std::int64_t> optional_positive(const po::variables_map& vm, const char* name) {
+    if (!vm.count(name)) return std::nullopt;
+    return positive(vm, name);
+}
+
+std::string divisors(std::int64_t value) {
+    std::string text;
+    int listed = 0;
+    for (std::int64_t h = 1; h <= value && listed < 8; ++h) {
+        if (value % h != 0) continue;
+        text += (listed ? " " : "") + std::to_string(h);
+        ++listed;
+    }
+    return listed == 8 ? text + " ..." : text;
+}
+
+std::uint64_t parse_seed(const std::string& text) {
+    std::uint64_t seed = 0;
+    const char* end = text.data() + text.size();
+    const auto [stop, error] = std::from_chars(text.data(), end, seed);
+    if (text.empty() || error != std::errc() || stop != end || seed > static_cast<std::uint64_t>(INT64_MAX)) {
+        usage("--seed: '" + text + "' is not an integer in 0.." + std::to_string(INT64_MAX));
+    }
+    return seed;
+}
+
+// A valid absolute HDF5 object path, or a usage error naming the option.
+std::string object_path(const std::string& option, std::string path) {
+    if (!path.empty() && path[0] != '/') path = "/" + path;
+    if (path.size() < 2 || path.back() == '/' || path.find("//") != std::string::npos) {
+        usage(option + ": '" + path + "' is not a dataset path, expected e.g. /embeddings");
+    }
+    return path;
+}
+
+std::string shape_text(const io::Dims& dims) {
+    std::string text = "[";
+    for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+    return text + "]";
+}
+
+// Every option alone, then every combination; nothing is created before this returns.
+Plan plan_from(const po::variables_map& vm) {
+    Plan plan;
+    plan.output = vm.count("output") ? vm["output"].as<std::string>() : std::string();
+    if (plan.output.empty()) usage("--output is required: the HDF5 file to write (e.g. --output data.h5)");
+    plan.force = vm["force"].as<bool>();
+    plan.n = positive(vm, "num-seqs");
+    plan.len = positive(vm, "seq-len");
+    plan.dim = positive(vm, "dim");
+    plan.heads = positive(vm, "heads");
+    if (vm.count("min-len")) {
+        const int min_len = vm["min-len"].as<int>();
+        if (min_len < 0) usage("--min-len: " + std::to_string(min_len) + " is negative, expected 0 <= M <= --seq-len");
+        if (min_len > plan.len) {
+            usage("--min-len " + std::to_string(min_len) + " exceeds --seq-len " + std::to_string(plan.len) +
+                  ", expected 0 <= M <= L");
+        }
+        plan.min_len = min_len;
+    }
+    const std::string dtype = vm["dtype"].as<std::string>();
+    if (dtype == "float32" || dtype == "f32") {
+        plan.float64 = false;
+    } else if (dtype == "float64" || dtype == "f64") {
+        plan.float64 = true;
+    } else {
+        usage("--dtype: '" + dtype + "' is not one of float32|float64");
+    }
+    plan.qkv = vm["qkv"].as<bool>();
+    const std::string layout = vm["qkv-layout"].as<std::string>();
+    if (layout != "packed" && layout != "split") usage("--qkv-layout: '" + layout + "' is not one of packed|split");
+    if (!vm["qkv-layout"].defaulted() && !plan.qkv) usage("--qkv-layout applies only with --qkv");
+    plan.split = layout == "split";
+    plan.seed = parse_seed(vm["seed"].as<std::string>());
+    plan.scale = vm["scale-values"].as<double>();
+    if (!std::isfinite(plan.scale) || std::fabs(plan.scale) > 1e30) {
+        std::ostringstream found;
+        found << plan.scale;
+        usage("--scale-values: " + found.str() + " is out of range, expected a finite number with |S| <= 1e30");
+    }
+    const long long slab_bytes = vm["slab-bytes"].as<long long>();
+    if (slab_bytes < 1) usage("--slab-bytes: " + std::to_string(slab_bytes) + " is out of range, expected at least 1");
+    plan.slab_bytes = static_cast<std::size_t>(slab_bytes);
+
+    plan.weights_out = vm.count("weights-out") ? vm["weights-out"].as<std::string>() : std::string();
+    const bool weights = !plan.weights_out.empty();
+    if (plan.qkv && weights) {
+        usage("--weights-out writes projections of embeddings and cannot go with --qkv; hint: drop one of them");
+    }
+    if (plan.qkv && !vm["dataset"].defaulted()) {
+        usage("--dataset names the embeddings and cannot go with --qkv (which writes /query, /key, /value)");
+    }
+    plan.dataset = object_path("--dataset", vm["dataset"].as<std::string>());
+    if (plan.min_len && plan.dataset == "/lengths") usage("--dataset /lengths collides with the lengths of --min-len");
+    if (weights && plan.weights_out == plan.output) usage("--weights-out must differ from --output (" + plan.output + ")");
+
+    const std::optional<std::int64_t> head_dim = optional_positive(vm, "head-dim");
+    const std::optional<std::int64_t> value_dim = optional_positive(vm, "value-dim");
+    const std::optional<std::int64_t> out_dim = optional_positive(vm, "out-dim");
+    const bool projects = weights || plan.qkv;
+    if (head_dim && !projects) usage("--head-dim applies only with --weights-out or --qkv");
+    if (value_dim && !projects) usage("--value-dim applies only with --weights-out or --qkv");
+    if (out_dim && !weights) usage("--out-dim applies only with --weights-out");
+    plan.output_projection = !vm["no-output-projection"].as<bool>();
+    plan.bias = !vm["no-bias"].as<bool>();
+    if (!plan.output_projection && !weights) usage("--no-output-projection applies only with --weights-out");
+    if (!plan.bias && !weights) usage("--no-bias applies only with --weights-out");
+    if (out_dim && !plan.output_projection) usage("--out-dim and --no-output-projection exclude each other");
+    if (!head_dim && plan.dim % plan.heads != 0) {
+        usage("--heads " + std::to_string(plan.heads) + " does not divide --dim " + std::to_string(plan.dim) +
+              "; hint: choose among " + divisors(plan.dim) + ", or give --head-dim");
+    }
+    plan.head_dim = head_dim ? *head_dim : plan.dim / plan.heads;
+    plan.value_dim = value_dim ? *value_dim : plan.head_dim;
+    plan.out_dim = out_dim ? *out_dim : plan.dim;
+    for (const auto& [option, width] : {std::pair{"--head-dim", plan.head_dim}, std::pair{"--value-dim", plan.value_dim}}) {
+        if (plan.heads * width > INT_MAX) {
+            usage(std::string("--heads ") + std::to_string(plan.heads) + " x " + option + " " + std::to_string(width) +
+                  " = " + std::to_string(plan.heads * width) + " exceeds " + std::to_string(INT_MAX));
+        }
+    }
+    return plan;
+}
+
+// Payload bytes of the input file (the datasets, uncompressed), in double: it may exceed 2^64.
+double input_bytes(const Plan& plan) {
+    const double width = plan.qkv ? static_cast<double>(plan.heads) * (2.0 * static_cast<double>(plan.head_dim) + static_cast<double>(plan.value_dim))
+                                  : static_cast<double>(plan.dim);
+    return static_cast<double>(plan.n) * static_cast<double>(plan.len) * width * static_cast<double>(plan.element_size()) +
+           (plan.min_len ? 4.0 * static_cast<double>(plan.n) : 0.0);
+}
+
+double weights_bytes(const Plan& plan) {
+    const double qk = static_cast<double>(plan.heads * plan.head_dim);
+    const double v = static_cast<double>(plan.heads * plan.value_dim);
+    const double d = static_cast<double>(plan.dim), d_out = static_cast<double>(plan.out_dim);
+    double elements = d * (2 * qk + v) + (plan.bias ? 2 * qk + v : 0.0);
+    if (plan.output_projection) elements += v * d_out + (plan.bias ? d_out : 0.0);
+    return elements * static_cast<double>(plan.element_size());
+}
+
+bool path_exists(const std::string& path) {
+    struct stat status {};
+    return ::lstat(path.c_str(), &status) == 0;
+}
+
+std::string directory_of(const std::string& path) {
+    const std::size_t slash = path.find_last_of('/');
+    if (slash == std::string::npos) return ".";
+    return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// The checks before writing `path` (given by `option`): no overwrite without --force, no
+// stale partial file, an existing directory, room for `bytes`.
+void check_target(const std::string& option, const std::string& path, bool force, double bytes) {
+    struct stat target {};
+    if (::stat(path.c_str(), &target) == 0 && S_ISDIR(target.st_mode)) {
+        usage(option + " " + path + ": is a directory, expected the path of an HDF5 file to write");
+    }
+    if (path_exists(path) && !force) {
+        usage(option + " " + path + ": the file exists; hint: --force replaces it, or choose another name");
+    }
+    const std::string partial = io::OutputFile::partial_path_for(path);
+    if (path_exists(partial)) {
+        if (!force) {
+            usage(option + " " + path + ": " + partial +
+                  " exists, left by an interrupted (or still running) generate; hint: --force removes it");
+        }
+        if (::unlink(partial.c_str()) != 0) {
+            throw UserError(exit_io, partial + ": cannot remove the stale partial file: " + std::strerror(errno));
+        }
+    }
+    const std::string directory = directory_of(path);
+    struct stat status {};
+    if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
+        throw UserError(exit_io, option + " " + path + ": directory " + directory + " does not exist");
+    }
+    if (bytes > 0x1p62) usage(option + " " + path + ": the requested sizes make a file beyond 2^62 bytes");
+    const std::uint64_t free_bytes = with_io_errors([&] { return io::free_bytes_at(path); });
+    if (bytes > static_cast<double>(free_bytes)) {
+        std::ostringstream message;
+        message << option << " " << path << ": needs about " << static_cast<std::uint64_t>(bytes)
+                << " bytes but its file system has " << free_bytes << " free";
+        throw UserError(exit_io, message.str());
+    }
+}
+
+// PATH is written as PATH.partial and renamed when whole (publish), so an interrupted generate
+// never leaves a truncated file under the name the user asked for; otherwise the partial file
+// is removed.
+class PendingFile {
+public:
+    explicit PendingFile(std::string path) : path_(std::move(path)) {}
+    PendingFile(const PendingFile&) = delete;
+    PendingFile& operator=(const PendingFile&) = delete;
+    ~PendingFile() {
+        if (!published_) ::unlink(io::OutputFile::partial_path_for(path_).c_str());
+    }
+    io::File create() const { return io::File::create(io::OutputFile::partial_path_for(path_)); }
+    void publish(bool force) {
+        io::publish_output(path_, force);
+        published_ = true;
+    }
+
+private:
+    std::string path_;
+    bool published_ = false;
+};
+
+// Lengths uniform in [M, L]; L for every sequence without --min-len.
+class LengthDraw {
+public:
+    explicit LengthDraw(const Plan& plan)
+        : field_(plan.seed, stream_lengths),
+          min_(plan.min_len.value_or(plan.len)),
+          span_(plan.len - min_ + 1) {}
+    std::int64_t operator()(std::uint64_t sequence) const {
+        if (span_ == 1) return min_;
+        const auto draw = static_cast<std::int64_t>(field_.unit(sequence).uniform(0) * static_cast<double>(span_));
+        return min_ + std::min(draw, span_ - 1);
+    }
+
+private:
+    RandomField field_;
+    std::int64_t min_;
+    std::int64_t span_;
+};
+
+// Sequence data of packed width W: the value at (n, l, c) of the packed view [N, L, W] is
+// number l*W + c of unit n. The split view [N, H, L, W/H] holds the same numbers with the
+// head axis moved forward, so a split file is the transpose of the packed one. Tokens at or
+// beyond the sequence's length are zeros.
+RunFill sequence_values(const Plan& plan, std::uint64_t stream, std::uint64_t width, bool split) {
+    const RandomField field(plan.seed, stream);
+    const LengthDraw length(plan);
+    const double scale = plan.scale;
+    const std::uint64_t head_width = width / static_cast<std::uint64_t>(plan.heads);
+    return [=](const io::Dims& index, std::size_t count, double* out) {
+        const std::uint64_t sequence = index[0];
+        const std::uint64_t token = split ? index[2] : index[1];
+        if (static_cast<std::int64_t>(token) >= length(sequence)) {
+            std::fill(out, out + count, 0.0);
+            return;
+        }
+        const std::uint64_t first = split ? token * width + index[1] * head_width + index[3] : token * width + index[2];
+        const RandomField::Unit unit = field.unit(sequence);
+        for (std::size_t i = 0; i < count; ++i) out[i] = scale * unit.normal(first + i);
+    };
+}
+
+// A weights matrix [rows, columns] (unit = row) or bias [columns] (unit 0), N(0, stddev^2).
+RunFill weight_values(const Plan& plan, std::uint64_t stream, double stddev) {
+    const RandomField field(plan.seed, stream);
+    return [=](const io::Dims& index, std::size_t count, double* out) {
+        const RandomField::Unit unit = field.unit(index.size() == 2 ? index[0] : 0);
+        const std::uint64_t first = index.back();
+        for (std::size_t i = 0; i < count; ++i) out[i] = stddev * unit.normal(first + i);
+    };
+}
+
+struct Written {
+    std::string path;
+    std::string type;
+    io::Dims dims;
+};
+
+// Creates a dataset chunked about 1 MiB along whole sequences (rows), labels its axes and
+// fills it in bounded slabs.
+Written write_dataset(const io::File& file, const std::string& path, io::MemType type, const io::Dims& dims,
+                      const std::vector<std::string>& labels, std::size_t slab_bytes, const RunFill& fill) {
+    io::DatasetCreation creation;
+    creation.chunk = io::chunk_shape(dims, io::mem_type_size(type));
+    const io::Datatype file_type = type == io::MemType::f64   ? io::Datatype::float64()
+                                   : type == io::MemType::i32 ? io::Datatype::int32()
+                                                              : io::Datatype::float32();
+    io::Dataset dataset = io::Dataset::create(file, path, file_type, dims, creation);
+    io::set_dimension_labels(dataset, labels);
+    write_computed(dataset, type, slab_bytes, fill);
+    dataset.close();
+    const char* name = type == io::MemType::f64 ? "float64" : type == io::MemType::i32 ? "int32" : "float32";
+    return Written{path, name, dims};
+}
+
+void write_common_attributes(const io::File& file, const Plan& plan, const std::string& format) {
+    io::set_text_attribute(file, "format", format);
+    io::set_text_attribute(file, "generator", std::string("attnbatch generate ") + ATTNBATCH_VERSION);
+    io::set_int_attribute(file, "seed", static_cast<std::int64_t>(plan.seed));
+    io::set_int_attribute(file, "heads", plan.heads);
+    io::set_text_attribute(file, "dtype", plan.dtype_name());
+}
+
+struct LengthRange {
+    std::int64_t min = INT64_MAX;
+    std::int64_t max = INT64_MIN;
+};
+
+std::vector<Written> write_input(const io::File& file, const Plan& plan, LengthRange& range) {
+    const auto n = static_cast<hsize_t>(plan.n), len = static_cast<hsize_t>(plan.len);
+    const auto heads = static_cast<hsize_t>(plan.heads);
+    std::vector<Written> written;
+    if (!plan.qkv) {
+        written.push_back(write_dataset(file, plan.dataset, plan.mem_type(), {n, len, static_cast<hsize_t>(plan.dim)},
+                                        {"N", "L", "d"}, plan.slab_bytes,
+                                        sequence_values(plan, stream_embeddings, static_cast<std::uint64_t>(plan.dim), false)));
+    } else {
+        const struct {
+            const char* path;
+            std::uint64_t stream;
+            std::int64_t head_width;
+            const char* width_label;
+        } tensors[] = {{"/query", stream_query, plan.head_dim, "d_k"},
+                       {"/key", stream_key, plan.head_dim, "d_k"},
+                       {"/value", stream_value, plan.value_dim, "d_v"}};
+        for (const auto& t : tensors) {
+            const auto head_width = static_cast<hsize_t>(t.head_width);
+            const io::Dims dims = plan.split ? io::Dims{n, heads, len, head_width} : io::Dims{n, len, heads * head_width};
+            const std::vector<std::string> labels =
+                plan.split ? std::vector<std::string>{"N", "H", "L", t.width_label}
+                           : std::vector<std::string>{"N", "L", std::string("H*") + t.width_label};
+            written.push_back(write_dataset(file, t.path, plan.mem_type(), dims, labels, plan.slab_bytes,
+                                            sequence_values(plan, t.stream, heads * head_width, plan.split)));
+        }
+    }
+    if (plan.min_len) {
+        const LengthDraw length(plan);
+        written.push_back(write_dataset(file, "/lengths", io::MemType::i32, {n}, {"N"}, plan.slab_bytes,
+                                        [&](const io::Dims& index, std::size_t count, double* out) {
+                                            for (std::size_t i = 0; i < count; ++i) {
+                                                const std::int64_t value = length(index[0] + i);
+                                                range.min = std::min(range.min, value);
+                                                range.max = std::max(range.max, value);
+                                                out[i] = static_cast<double>(value);
+                                            }
+                                        }));
+    }
+    write_common_attributes(file, plan, "attnbatch-input");
+    io::set_text_attribute(file, "layout", !plan.qkv ? "embeddings" : plan.split ? "qkv-split" : "qkv-packed");
+    io::set_real_attribute(file, "scale_values", plan.scale);
+    if (plan.min_len) io::set_int_attribute(file, "min_len", *plan.min_len);
+    if (plan.qkv) {
+        io::set_int_attribute(file, "head_dim", plan.head_dim);
+        io::set_int_attribute(file, "value_dim", plan.value_dim);
+    }
+    return written;
+}
+
+// Weights N(0, 1/fan_in), biases too: with standard-normal embeddings the projections stay
+// near unit variance and the scaled logits in range.
+std::vector<Written> write_weights(const io::File& file, const Plan& plan) {
+    const auto d = static_cast<hsize_t>(plan.dim);
+    const auto qk = static_cast<hsize_t>(plan.heads * plan.head_dim);
+    const auto v = static_cast<hsize_t>(plan.heads * plan.value_dim);
+    const auto d_out = static_cast<hsize_t>(plan.out_dim);
+    const double in_scale = 1.0 / std::sqrt(static_cast<double>(plan.dim));
+    const double out_scale = 1.0 / std::sqrt(static_cast<double>(v));
+    const io::MemType type = plan.mem_type();
+    const std::size_t slab = plan.slab_bytes;
+    std::vector<Written> written;
+    written.push_back(write_dataset(file, "/w_q", type, {d, qk}, {"d", "H*d_k"}, slab, weight_values(plan, stream_w_q, in_scale)));
+    written.push_back(write_dataset(file, "/w_k", type, {d, qk}, {"d", "H*d_k"}, slab, weight_values(plan, stream_w_k, in_scale)));
+    written.push_back(write_dataset(file, "/w_v", type, {d, v}, {"d", "H*d_v"}, slab, weight_values(plan, stream_w_v, in_scale)));
+    if (plan.output_projection) {
+        written.push_back(write_dataset(file, "/w_o", type, {v, d_out}, {"H*d_v", "d_out"}, slab,
+                                        weight_values(plan, stream_w_o, out_scale)));
+    }
+    if (plan.bias) {
+        written.push_back(write_dataset(file, "/b_q", type, {qk}, {"H*d_k"}, slab, weight_values(plan, stream_b_q, in_scale)));
+        written.push_back(write_dataset(file, "/b_k", type, {qk}, {"H*d_k"}, slab, weight_values(plan, stream_b_k, in_scale)));
+        written.push_back(write_dataset(file, "/b_v", type, {v}, {"H*d_v"}, slab, weight_values(plan, stream_b_v, in_scale)));
+        if (plan.output_projection) {
+            written.push_back(write_dataset(file, "/b_o", type, {d_out}, {"d_out"}, slab, weight_values(plan, stream_b_o, out_scale)));
+        }
+    }
+    write_common_attributes(file, plan, "attnbatch-weights");
+    io::set_int_attribute(file, "head_dim", plan.head_dim);
+    io::set_int_attribute(file, "value_dim", plan.value_dim);
+    if (plan.output_projection) io::set_int_attribute(file, "out_dim", plan.out_dim);
+    return written;
+}
+
+std::string summary(const std::string& path, const std::vector<Written>& written, const std::string& extra) {
+    struct stat status {};
+    const long long bytes = ::stat(path.c_str(), &status) == 0 ? static_cast<long long>(status.st_size) : -1;
+    std::string text = "attnbatch generate: wrote " + path + " (" + std::to_string(bytes) + " bytes):";
+    for (std::size_t i = 0; i < written.size(); ++i) {
+        text += (i ? ", " : " ") + written[i].path + " " + written[i].type + " " + shape_text(written[i].dims);
+    }
+    return text + extra;
+}
+
+}  // namespace
+
+int generate_command(const std::vector<std::string>& args) {
+    const CommandSpec spec{
+        "generate",
+        "Writes a synthetic input file: standard-normal embeddings [N, L, d] (or Q, K, V with --qkv),\n"
+        "ragged lengths with --min-len, and projection weights with --weights-out. The content depends\n"
+        "only on the seed and the shapes: the same options give the same numbers, in any slab size.\n"
+        "Without --min-len no /lengths is written (every sequence has L tokens). Tokens at or beyond a\n"
+        "sequence's length are zeros. Weights and biases are N(0, 1/fan_in). The file is written as\n"
+        "FILE.partial and renamed when whole; an existing FILE is replaced only with --force.",
+        "  attnbatch generate --output data.h5 --num-seqs 1000 --seq-len 256 --dim 64 --seed 7\n"
+        "  attnbatch generate --output ragged.h5 --num-seqs 64 --seq-len 512 --min-len 32 --heads 8 --weights-out w.h5\n"
+        "  attnbatch generate --output qkv.h5 --qkv --qkv-layout split --heads 4 --head-dim 32 --dtype float64\n"
+        "  attnbatch generate --output big-logits.h5 --scale-values 30 --force\n"};
+    po::options_description options("generate options");
+    options.add_options()
+        ("output", po::value<std::string>()->value_name("FILE"), "the input file to write (required)")
+        ("force", po::bool_switch(), "replace an existing --output / --weights-out")
+        ("num-seqs", po::value<int>()->default_value(16), "sequences N")
+        ("seq-len", po::value<int>()->default_value(128), "tokens per sequence L (padded length)")
+        ("dim", po::value<int>()->default_value(64), "embedding width d")
+        ("min-len", po::value<int>()->value_name("M"),
+         "ragged lengths: each sequence's length uniform in [M, L], written as int32 /lengths [N]")
+        ("heads", po::value<int>()->default_value(1), "heads H (must divide --dim unless --head-dim is given)")
+        ("weights-out", po::value<std::string>()->value_name("FILE"),
+         "also write projections /w_q /w_k [d, H*d_k], /w_v [d, H*d_v], /w_o [H*d_v, d_out], /b_q /b_k /b_v /b_o")
+        ("head-dim", po::value<int>()->value_name("d_k"), "per-head width of queries and keys [d/H]")
+        ("value-dim", po::value<int>()->value_name("d_v"), "per-head width of values [d_k]")
+        ("out-dim", po::value<int>()->value_name("d_out"), "columns of /w_o [d]")
+        ("no-output-projection", po::bool_switch(), "omit /w_o and /b_o")
+        ("no-bias", po::bool_switch(), "omit the biases /b_q /b_k /b_v /b_o")
+        ("qkv", po::bool_switch(), "write /query /key [N, L, H*d_k] and /value [N, L, H*d_v] instead of embeddings")
+        ("qkv-layout", po::value<std::string>()->default_value("packed"),
+         "packed: [N, L, H*d] (heads side by side); split: [N, H, L, d] (same numbers, transposed)")
+        ("dtype", po::value<std::string>()->default_value("float32"), "float32|float64, for data and weights")
+        ("seed", po::value<std::string>()->default_value("0"), "random seed, 0..2^63-1")
+        ("scale-values", po::value<double>()->default_value(1.0),
+         "multiply the data by S (large S gives large logits)")
+        ("dataset", po::value<std::string>()->default_value("/embeddings"), "path of the embeddings dataset")
+        ("slab-bytes", po::value<long long>()->default_value(static_cast<long long>(default_slab_bytes)),
+         "memory bound of one write; the content does not depend on it");
+    po::variables_map vm;
+    if (!parse_command_line(spec, options, args, vm)) return exit_ok;
+    const Plan plan = plan_from(vm);
+
+    check_target("--output", plan.output, plan.force, input_bytes(plan));
+    if (!plan.weights_out.empty()) check_target("--weights-out", plan.weights_out, plan.force, weights_bytes(plan));
+
+    PendingFile input(plan.output);
+    std::optional<PendingFile> weights;
+    if (!plan.weights_out.empty()) weights.emplace(plan.weights_out);
+    LengthRange range;
+    std::vector<Written> input_written, weights_written;
+    with_io_errors([&] {
+        io::File file = input.create();
+        input_written = write_input(file, plan, range);
+        file.close();
+        if (weights) {
+            io::File weights_file = weights->create();
+            weights_written = write_weights(weights_file, plan);
+            weights_file.close();
+        }
+        input.publish(plan.force);
+        if (weights) weights->publish(plan.force);
+    });
+
+    std::string extra;
+    if (plan.min_len) extra += ", lengths " + std::to_string(range.min) + ".." + std::to_string(range.max);
+    if (plan.scale != 1.0) {
+        std::ostringstream scale;
+        scale << plan.scale;
+        extra += ", values x " + scale.str();
+    }
+    extra += ", seed " + std::to_string(plan.seed);
+    std::cout << summary(plan.output, input_written, extra) << '\n';
+    if (weights) std::cout << summary(plan.weights_out, weights_written, ", seed " + std::to_string(plan.seed)) << '\n';
+    return exit_ok;
+}
+
+}  // namespace attnbatch::cli

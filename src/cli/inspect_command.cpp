@@ -1,0 +1,299 @@
+// `attnbatch inspect FILE`: prints any HDF5 file's schema, decides whether it is an input or an
+// output of `run`, and validates it as such. Exit 0 only when valid (and, for an output,
+// complete); 3 when invalid or incomplete; 4 when unreadable; 2 for usage errors.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attnbatch/io/errors.hpp"
+#include "attnbatch/io/h5_error.hpp"
+#include "attnbatch/io/h5_file.hpp"
+#include "attnbatch/io/input.hpp"
+#include "command_line.hpp"
+#include "commands.hpp"
+#include "inspect_report.hpp"
+#include "io_errors.hpp"
+
+namespace attnbatch::cli {
+namespace {
+
+// The shared parser takes no positionals, so `inspect FILE` becomes `inspect --file FILE`. A
+// token is positional unless it is an option or the value of the option before it.
+std::vector<std::string> positional_as_file(const std::vector<std::string>& args, const po::options_description& options) {
+    const auto takes_value = [&](const std::string& token) {
+        if (token.rfind("--", 0) != 0 || token.find('=') != std::string::npos) return false;
+        const std::string name = token.substr(2);
+        if (name == "config") return true;
+        try {
+            const po::option_description* option = options.find_nothrow(name, true);
+            return option && option->semantic()->max_tokens() > 0;
+        } catch (const po::error&) {
+            return false;  // ambiguous: the parser proper will say so
+        }
+    };
+    std::vector<std::string> rewritten;
+    bool options_ended = false;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& token = args[i];
+        if (!options_ended && token == "--") {
+            options_ended = true;
+        } else if (!options_ended && token.size() > 1 && token[0] == '-') {
+            rewritten.push_back(token);
+            if (takes_value(token) && i + 1 < args.size()) rewritten.push_back(args[++i]);
+        } else {
+            rewritten.push_back("--file");
+            rewritten.push_back(token);
+        }
+    }
+    return rewritten;
+}
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Opens `path` read-only: exit 4 when it cannot be read at all, 3 when it is not HDF5 or is
+// the partial output a running process holds locked.
+io::File open_file(const std::string& path) {
+    struct stat status {};
+    if (::stat(path.c_str(), &status) != 0) {
+        throw UserError(exit_io, path + ": cannot open: " + std::strerror(errno) + "; hint: check the path");
+    }
+    if (S_ISDIR(status.st_mode)) throw UserError(exit_io, path + ": is a directory, expected an HDF5 file");
+    if (::access(path.c_str(), R_OK) != 0) {
+        throw UserError(exit_io, path + ": cannot read: " + std::strerror(errno) + "; hint: check the permissions");
+    }
+    bool hdf5 = false;
+    try {
+        hdf5 = io::is_hdf5_file(path);
+    } catch (const io::H5Error& error) {
+        throw UserError(exit_io, path + ": cannot read: " + error.what());
+    }
+    if (!hdf5) throw UserError(exit_invalid_input, path + ": not an HDF5 file (no HDF5 signature found)");
+    try {
+        return io::File::open(path, io::FileMode::read_only);
+    } catch (const io::H5Error& error) {
+        if (error.is_lock_failure() && ends_with(path, ".partial")) {
+            throw UserError(exit_invalid_input, "output in progress: " + path +
+                                                    " is locked by the process writing it (a running attnbatch run); "
+                                                    "hint: inspect the final OUTPUT once the run ends");
+        }
+        throw UserError(exit_io, path + ": cannot open: " + error.what());
+    }
+}
+
+bool given(const po::variables_map& vm, const char* name) { return vm.count(name) && !vm[name].defaulted(); }
+
+std::string text_option(const po::variables_map& vm, const char* name) {
+    return vm.count(name) ? vm[name].as<std::string>() : std::string();
+}
+
+FileKind decide_kind(const FileSchema& schema, const po::variables_map& vm) {
+    const std::string as = vm["as"].as<std::string>();
+    if (as == "input") return FileKind::input;
+    if (as == "output") return FileKind::output;
+    if (as == "weights") return FileKind::weights;
+    for (const char* option : {"dataset", "lengths", "query", "key", "value", "weights"}) {
+        if (given(vm, option)) return FileKind::input;
+    }
+    if (schema.dataset("/output") || schema.dataset("/lse")) return FileKind::output;
+    if (schema.dataset("/embeddings") ||
+        (schema.dataset("/query") && schema.dataset("/key") && schema.dataset("/value"))) {
+        return FileKind::input;
+    }
+    const AttributeValue* format = schema.attribute("format");
+    if (format && format->text == "attnbatch-output") return FileKind::output;
+    if (format && format->text == "attnbatch-input") return FileKind::input;
+    if (schema.dataset("/w_q") || schema.dataset("/w_k") || schema.dataset("/w_v")) return FileKind::weights;
+    return FileKind::unknown;
+}
+
+// The rules `run` applies (io::describe_input with the same options), so "valid" here means
+// `run` accepts the file with these options.
+void validate_input(InspectReport& report, const FileSchema& schema, const po::variables_map& vm) {
+    io::InputOptions options;
+    options.input_path = report.path;
+    options.dataset = text_option(vm, "dataset");
+    options.lengths = text_option(vm, "lengths");
+    options.query = text_option(vm, "query");
+    options.key = text_option(vm, "key");
+    options.value = text_option(vm, "value");
+    options.weights_path = text_option(vm, "weights");
+    options.heads = vm.count("heads") ? vm["heads"].as<int>() : 0;
+    if (vm.count("heads") && options.heads < 1) {
+        throw UserError(exit_usage, "--heads: " + std::to_string(options.heads) + " is not a positive number of heads");
+    }
+    options.check_finite = !vm["quick"].as<bool>();
+    const bool found_qkv = options.dataset.empty() && options.query.empty() && options.key.empty() &&
+                           options.value.empty() && !schema.dataset("/embeddings") && schema.dataset("/query") &&
+                           schema.dataset("/key") && schema.dataset("/value");
+    if (found_qkv) {
+        options.query = "/query";
+        options.key = "/key";
+        options.value = "/value";
+        report.notes.push_back("Q/K/V found by name; run needs --query /query --key /key --value /value");
+    }
+    try {
+        report.input = io::describe_input(options);
+    } catch (const io::Error& error) {
+        report.code = error.exit_code();
+        report.verdict = std::string("invalid input: ") + error.what();
+        return;
+    }
+    const io::InputSpec& spec = *report.input;
+    std::ostringstream line;
+    line << "valid input: N=" << spec.n << ", L=" << spec.len;
+    if (spec.mode == io::InputMode::embeddings) line << ", d=" << spec.d;
+    line << ", H=" << spec.heads << " (d_k=" << spec.d_k << ", d_v=" << spec.d_v << ", " << io::name_of(spec.dtype);
+    if (spec.mode == io::InputMode::embeddings) {
+        line << ", embeddings " << spec.dataset;
+    } else {
+        line << ", Q/K/V " << spec.query << " " << spec.key << " " << spec.value
+             << (spec.layout == io::QkvLayout::split ? " split [N, H, L, d]" : " packed [N, L, H*d]");
+    }
+    line << (spec.lengths.empty() ? ", no lengths: every sequence has L tokens" : ", lengths " + spec.lengths);
+    if (spec.weights) line << ", weights " << spec.weights->path << " giving D_out=" << spec.d_out();
+    line << ")";
+    if (!options.check_finite) line << "; values not scanned (--quick)";
+    report.verdict = line.str();
+}
+
+void validate_output(InspectReport& report, const io::File& file, const FileSchema& schema) {
+    report.output = with_io_errors([&] { return check_output(file, schema); });
+    const OutputCheck& check = *report.output;
+    const std::string written =
+        check.written >= 0 ? std::to_string(check.written) + " of " + std::to_string(check.n) + " sequences written" : "";
+    if (!check.valid()) {
+        report.code = exit_invalid_input;
+        report.verdict = "invalid output: " + check.problems.front();
+        if (check.problems.size() > 1) report.verdict += " (and " + std::to_string(check.problems.size() - 1) + " more)";
+        return;
+    }
+    const std::string incomplete =
+        check.complete == 1 ? "complete" : "INCOMPLETE (attribute complete = " + std::to_string(check.complete.value_or(0)) + ")";
+    if (report.in_progress) {
+        report.code = exit_invalid_input;
+        report.verdict = "output in progress: " + report.path + " is the partial file of a run that is going or was "
+                         "interrupted, " + incomplete + ", " + written + "; hint: attnbatch run --resume continues it";
+        return;
+    }
+    if (check.complete != 1) {
+        report.code = exit_invalid_input;
+        report.verdict = incomplete + ": " + written;
+        return;
+    }
+    std::ostringstream line;
+    line << "valid output: N=" << check.n << ", L=" << check.len << ", D_out=" << check.d_out << ", H=" << check.heads;
+    if (check.has_attention) {
+        line << ", attention " << check.attention_dtype << " for sequences [" << check.attention_first << ", "
+             << check.attention_first + check.attention_count << ")" << (check.attention_heads == 1 && check.heads > 1 ? " (mean over heads)" : "");
+    } else {
+        line << ", no attention weights";
+    }
+    line << "; complete";
+    report.verdict = line.str();
+}
+
+void validate_weights(InspectReport& report, const FileSchema& schema, const po::variables_map& vm) {
+    report.weights = check_weights(report.path, schema, vm.count("heads") ? vm["heads"].as<int>() : 0);
+    const WeightsCheck& check = *report.weights;
+    if (!check.valid()) {
+        report.code = exit_invalid_input;
+        report.verdict = "invalid weights: " + check.problems.front();
+        if (check.problems.size() > 1) report.verdict += " (and " + std::to_string(check.problems.size() - 1) + " more)";
+        return;
+    }
+    std::ostringstream line;
+    line << "valid weights: d=" << check.d << ", H*d_k=" << check.qk_width << ", H*d_v=" << check.v_width;
+    if (check.d_out > 0) line << ", d_out=" << check.d_out;
+    line << " (";
+    for (std::size_t i = 0; i < check.present.size(); ++i) line << (i ? " " : "") << check.present[i];
+    line << "); check it against an input with: attnbatch inspect INPUT --weights "
+         << report.path;
+    report.verdict = line.str();
+}
+
+void inspect(InspectReport& report, const po::variables_map& vm) {
+    report.in_progress = ends_with(report.path, ".partial");
+    const io::File file = open_file(report.path);
+    report.schema = with_io_errors([&] { return read_schema(file); });
+    report.kind = decide_kind(*report.schema, vm);
+    switch (report.kind) {
+        case FileKind::input: validate_input(report, *report.schema, vm); break;
+        case FileKind::output: validate_output(report, file, *report.schema); break;
+        case FileKind::weights: validate_weights(report, *report.schema, vm); break;
+        case FileKind::unknown:
+            report.code = exit_invalid_input;
+            report.verdict = report.path + ": neither an attnbatch input nor an output: no /embeddings, no /query /key "
+                             "/value, no /output, no /w_q; hint: --dataset NAME names the embeddings, --as forces a kind";
+            break;
+    }
+}
+
+}  // namespace
+
+int inspect_command(const std::vector<std::string>& args) {
+    const CommandSpec spec{
+        "inspect",
+        "FILE may also be given as the first argument: attnbatch inspect FILE [options].\n"
+        "Prints an HDF5 file's schema (every dataset: dtype, shape, chunks, filters, dimension labels,\n"
+        "attributes; the root attributes), then validates it: as an input of `run` when it has /embeddings\n"
+        "(or --dataset) or /query /key /value, with the rules `run` applies; as an output when it has\n"
+        "/output or /lse, against SPEC.md's output schema and its `complete` attribute; as a projection\n"
+        "weights file when it has /w_q /w_k /w_v.\n"
+        "Exit 0 when valid (an output also complete), 3 when invalid, incomplete or in progress (.partial),\n"
+        "4 when the file cannot be read, 2 for usage errors.",
+        "  attnbatch inspect data.h5\n"
+        "  attnbatch inspect data.h5 --heads 8 --weights w.h5\n"
+        "  attnbatch inspect qkv.h5 --query /q --key /k --value /v --quick\n"
+        "  attnbatch inspect out.h5 --json\n"};
+    po::options_description options("inspect options");
+    options.add_options()
+        ("file", po::value<std::string>()->value_name("FILE"), "the HDF5 file (or give it as the first argument)")
+        ("as", po::value<std::string>()->default_value("auto"), "validate as auto|input|output|weights")
+        ("dataset", po::value<std::string>(), "input: the embeddings [N, L, d] [/embeddings]")
+        ("lengths", po::value<std::string>(), "input: valid tokens per sequence, integer [N] [/lengths if present]")
+        ("query", po::value<std::string>(), "input: queries [N, L, H*d_k] or [N, H, L, d_k] [/query when found]")
+        ("key", po::value<std::string>(), "input: keys, like --query [/key when found]")
+        ("value", po::value<std::string>(), "input: values [N, L, H*d_v] or [N, H, L, d_v] [/value when found]")
+        ("heads", po::value<int>(), "input: attention heads H, as `run --heads` [1, or from [N, H, L, d] data]")
+        ("weights", po::value<std::string>()->value_name("FILE"), "input: also check this projection weights file")
+        ("quick", po::bool_switch(), "input: skip the full read for NaN/inf (shapes, types and lengths only)")
+        ("json", po::bool_switch(), "print one JSON object (schema, verdict, sizes) instead of text");
+    po::variables_map vm;
+    if (!parse_command_line(spec, options, positional_as_file(args, options), vm)) return exit_ok;
+    if (!vm.count("file") || vm["file"].as<std::string>().empty()) {
+        throw UserError(exit_usage, "FILE is required: attnbatch inspect FILE (or --file FILE)");
+    }
+    const std::string as = vm["as"].as<std::string>();
+    if (as != "auto" && as != "input" && as != "output" && as != "weights") {
+        throw UserError(exit_usage, "--as: '" + as + "' is not one of auto|input|output|weights");
+    }
+
+    InspectReport report;
+    report.path = vm["file"].as<std::string>();
+    try {
+        inspect(report, vm);
+    } catch (const UserError& error) {
+        if (error.code() == exit_usage) throw;  // options at fault, not the file: no report
+        report.code = error.code();
+        report.verdict = error.what();
+    }
+    if (vm["json"].as<bool>()) {
+        print_json(std::cout, report);
+    } else {
+        print_text(std::cout, report);
+    }
+    if (report.code != exit_ok) throw UserError(report.code, report.verdict);
+    return exit_ok;
+}
+
+}  // namespace attnbatch::cli

@@ -1,0 +1,41 @@
+// What `inspect` found about one file, and its two renderings: text for people (the schema
+// as a table, then one verdict line) and one JSON object for scripts (--json).
+#pragma once
+
+#include "attnbatch/io/input.hpp"
+#include "command_line.hpp"
+#include "file_schema.hpp"
+#include "output_check.hpp"
+#include "weights_check.hpp"
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace attnbatch::cli {
+
+enum class FileKind { unknown, input, output, weights };
+
+const char* name_of(FileKind kind);
+
+struct InspectReport {
+    std::string path;
+    std::optional<FileSchema> schema;  // absent when the file could not be read
+    FileKind kind = FileKind::unknown;
+    int code = exit_ok;
+    std::string verdict;  // one line: "valid input: ...", "INCOMPLETE ...", or the error
+    std::vector<std::string> notes;
+    std::optional<io::InputSpec> input;      // a valid input
+    std::optional<OutputCheck> output;       // any output that was checked
+    std::optional<WeightsCheck> weights;     // any weights file that was checked
+    bool in_progress = false;                // an output named *.partial
+};
+
+// The schema (when read), warnings, the problems when more than one, notes, the verdict.
+void print_text(std::ostream& out, const InspectReport& report);
+// One line: {"file", "kind", "valid", "exit_code", "message", "in_progress", "notes", "schema",
+// "input", "output", "weights"}; absent parts are null.
+void print_json(std::ostream& out, const InspectReport& report);
+
+}  // namespace attnbatch::cli

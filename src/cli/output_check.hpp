@@ -1,0 +1,32 @@
+// Whether a file is a well-formed output of `run`, as SPEC.md "Output file" describes it:
+// dtypes, shapes consistent with each other, the first_sequence of a weights subset, /config,
+// the `complete` attribute, and /lengths (which doubles as the written-sequence marker: -1
+// until a sequence is written).
+#pragma once
+
+#include "file_schema.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnbatch::cli {
+
+struct OutputCheck {
+    std::int64_t n = 0, len = 0, d_out = 0, heads = 0;  // 0 where the datasets do not say
+    bool has_attention = false;
+    std::string attention_dtype;  // "float32" or "float16"
+    std::int64_t attention_first = 0, attention_count = 0, attention_heads = 0;
+    std::optional<std::int64_t> complete;  // the root attribute, when present and an integer
+    std::int64_t written = -1;             // sequences with /lengths >= 0; -1 when not counted
+    std::vector<std::string> problems;     // each makes the file invalid; one line each
+    std::vector<std::string> warnings;     // worth saying, not invalidating
+
+    bool valid() const { return problems.empty(); }
+};
+
+// io::H5Error when /lengths cannot be read.
+OutputCheck check_output(const io::File& file, const FileSchema& schema);
+
+}  // namespace attnbatch::cli
