@@ -44,6 +44,11 @@ constexpr int kLanes = ATTNBATCH_VECTOR_BYTES / 4;
 constexpr int kMR = ATTNBATCH_MR;            // query rows per micro-tile
 constexpr int kNV = ATTNBATCH_NV;            // vectors per micro-tile row
 constexpr int kNR = kNV * kLanes;            // columns per micro-tile
+#if !defined(ATTNBATCH_NV_PV)
+#define ATTNBATCH_NV_PV ATTNBATCH_NV
+#endif
+constexpr int kNVpv = ATTNBATCH_NV_PV;       // vectors per row of the P.V micro-tile
+constexpr int kNRpv = kNVpv * kLanes;        // value columns per P.V micro-tile
 constexpr std::size_t kAlign = 64;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr double kLn2 = 0.6931471805599453;
@@ -191,32 +196,32 @@ inline void micro_qk(const float* __restrict a, int lda, const float* __restrict
         for (int n = 0; n < kNV; ++n) store(c + m * ldc + n * kLanes, acc[m][n]);
 }
 
-// o[MR x NR] = o * alpha[m] + p[MR x count] . v[count x NR]
+// o[MR x NRpv] = o * alpha[m] + p[MR x count] . v[count x NRpv]
 inline void micro_pv(float* __restrict o, int ldo, const float* __restrict alpha,
                      const float* __restrict p, int ldp, const float* __restrict v, int ldv,
                      int count) {
-    Vec acc[kMR][kNV];
+    Vec acc[kMR][kNVpv];
 #pragma GCC unroll 16
     for (int m = 0; m < kMR; ++m) {
         const Vec am = splat(alpha[m]);
 #pragma GCC unroll 8
-        for (int n = 0; n < kNV; ++n) acc[m][n] = load(o + m * ldo + n * kLanes) * am;
+        for (int n = 0; n < kNVpv; ++n) acc[m][n] = load(o + m * ldo + n * kLanes) * am;
     }
     for (int j = 0; j < count; ++j) {
-        Vec bv[kNV];
+        Vec bv[kNVpv];
 #pragma GCC unroll 8
-        for (int n = 0; n < kNV; ++n) bv[n] = load(v + j * ldv + n * kLanes);
+        for (int n = 0; n < kNVpv; ++n) bv[n] = load(v + j * ldv + n * kLanes);
 #pragma GCC unroll 16
         for (int m = 0; m < kMR; ++m) {
             const Vec pm = splat(p[m * ldp + j]);
 #pragma GCC unroll 8
-            for (int n = 0; n < kNV; ++n) acc[m][n] += pm * bv[n];
+            for (int n = 0; n < kNVpv; ++n) acc[m][n] += pm * bv[n];
         }
     }
 #pragma GCC unroll 16
     for (int m = 0; m < kMR; ++m)
 #pragma GCC unroll 8
-        for (int n = 0; n < kNV; ++n) store(o + m * ldo + n * kLanes, acc[m][n]);
+        for (int n = 0; n < kNVpv; ++n) store(o + m * ldo + n * kLanes, acc[m][n]);
 }
 
 inline void store_half_row(const float* src, float factor, std::uint16_t* dst, int count) {
@@ -235,7 +240,7 @@ inline void store_half_row(const float* src, float factor, std::uint16_t* dst, i
 // Per-thread scratch, carved from the caller's workspace in this order, each 64-byte aligned.
 struct Layout {
     int bq = 0, bk = 0;         // tile sizes (multiples of MR and NR)
-    int dvp = 0;                // d_v padded to NR
+    int dvp = 0;                // d_v padded to NRpv
     int lk_panels = 0;          // key panels of NR keys covering Lk
     int lkp = 0;                // Lk padded to a whole key tile
     int key_tiles = 0;
@@ -252,7 +257,7 @@ Layout make_layout(const AttentionParams& p, int block_q, int block_k) {
     const int lk_rounded = static_cast<int>(round_up(static_cast<std::size_t>(imax(p.len_k, 1)), kNR));
     l.bq = imin(static_cast<int>(round_up(static_cast<std::size_t>(imax(block_q, 1)), kMR)), lq_rounded);
     l.bk = imin(static_cast<int>(round_up(static_cast<std::size_t>(imax(block_k, 1)), kNR)), lk_rounded);
-    l.dvp = static_cast<int>(round_up(static_cast<std::size_t>(p.dim_v), kNR));
+    l.dvp = static_cast<int>(round_up(static_cast<std::size_t>(p.dim_v), kNRpv));
     l.lk_panels = lk_rounded / kNR;
     l.key_tiles = (p.len_k + l.bk - 1) / l.bk;
     l.lkp = l.key_tiles * l.bk;
@@ -512,7 +517,7 @@ void attend_tile(const Task& t, int b, int h, int i0) {
                                 sizeof(float) * count);
                 }
             }
-            for (int c0 = 0; c0 < layout.dvp; c0 += kNR) {
+            for (int c0 = 0; c0 < layout.dvp; c0 += kNRpv) {
                 micro_pv(s.o_acc + static_cast<std::size_t>(r0) * layout.dvp + c0, layout.dvp,
                          s.alpha + r0, s.s_tile + static_cast<std::size_t>(r0) * layout.bk, layout.bk,
                          s.v_pack + static_cast<std::size_t>(k0) * layout.dvp + c0, layout.dvp, block_count);

@@ -49,9 +49,11 @@ struct Tiles {
 
 Tiles default_tiles(Isa isa) {
     switch (isa) {
-        case Isa::avx512: return {96, 128};
-        case Isa::avx2: return {48, 128};
-        default: return {48, 64};
+        // Long key tiles: the per-row softmax bookkeeping (row max, rescale, sums) is paid once
+        // per key tile, and a 96 x 512 S tile (192 KiB) still sits in L2.
+        case Isa::avx512: return {96, 512};
+        case Isa::avx2: return {48, 256};
+        default: return {48, 128};
     }
 }
 

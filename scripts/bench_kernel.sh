@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The kernel benchmark matrix of the foundation issue: each configuration run REPEAT times as
+# separate processes (the machine is shared and noisy), reporting the median of the runs'
+# attention GFLOP/s and of their paired fraction of peak.
+#   scripts/bench_kernel.sh [REPEAT]        (default 5)   BIN=build/attnbatch by default
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repeat=${1:-5}
+bin=${BIN:-build/attnbatch}
+configs=(
+  "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1"
+  "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 2"
+  "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1 --causal"
+  "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1 --save-weights"
+  "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1 --save-weights mean --weights-dtype f16"
+  "--batch 8 --heads 8 --seq-len 2048 --dim 64 --threads 1 --repeats 3"
+  "--batch 8 --heads 8 --seq-len 2048 --dim 64 --threads 1 --causal --repeats 3"
+  "--batch 8 --heads 8 --seq-len 256 --dim 128 --threads 1"
+  "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1 --isa avx2"
+)
+printf '%-84s %9s %9s %8s\n' configuration GFLOP/s peak/core fraction
+for c in "${configs[@]}"; do
+  for _ in $(seq "$repeat"); do
+    # shellcheck disable=SC2086  # the configuration is a list of options
+    "$bin" bench $c --json
+  done | /usr/bin/python3 -c '
+import json, statistics, sys
+runs = [json.loads(line) for line in sys.stdin]
+med = lambda k: statistics.median(r[k] for r in runs)
+print("%-84s %9.1f %9.1f %8.3f" % (sys.argv[1], med("gflops"), med("peak_gflops_per_core"), med("fraction_of_peak")))
+' "$c"
+done
