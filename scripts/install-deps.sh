@@ -10,6 +10,7 @@ packages=(
   libboost-program-options-dev
   libgtest-dev
   python3 python3-h5py python3-numpy python3-mpi4py
+  time
 )
 
 missing=()

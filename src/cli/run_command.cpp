@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "attnbatch/dist/pipeline.hpp"
@@ -80,12 +81,31 @@ void write_report(const std::string& path, const RunOptions& o, const dist::Phas
         << ", \"compute_gflops\": " << gflops << "}],\n  \"imbalance\": 0\n}\n";
 }
 
+// The output must be a new file path, never the input or the weights (--force would otherwise
+// replace them) and never a directory (found out only at the final rename, after the work).
+void check_output_path(const RunOptions& o) {
+    struct stat out {};
+    if (::stat(o.output.c_str(), &out) != 0) return;
+    if (S_ISDIR(out.st_mode)) {
+        throw UserError(exit_usage, "--output " + o.output + " is a directory, expected a file path; hint: e.g. " + o.output + "/out.h5");
+    }
+    for (const std::string* input : {&o.input.input_path, &o.input.weights_path}) {
+        struct stat in {};
+        if (input->empty() || ::stat(input->c_str(), &in) != 0) continue;
+        if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+            throw UserError(exit_usage, "--output " + o.output + " is the same file as " + *input +
+                                            ", expected a different path (inputs are never overwritten, even with --force)");
+        }
+    }
+}
+
 }  // namespace
 
 int run_command(const std::vector<std::string>& args) {
     MpiSession mpi;
     const RunOptions o = parse_run_options(args);
     if (o.stop) return exit_ok;
+    check_output_path(o);
     if (mpi.size() > 1) {
         throw UserError(exit_usage, "running on " + std::to_string(mpi.size()) +
                                         " MPI ranks is not supported by this build yet (expected 1 rank); "

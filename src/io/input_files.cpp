@@ -43,7 +43,11 @@ File open_input_file(const std::string& path, const std::string& option, const F
     try {
         return File::open(path, FileMode::read_only, access);
     } catch (const H5Error& error) {
-        throw InputError(exit_io, path + ": cannot open: " + error.what());
+        // The file exists, is readable and has the HDF5 signature: unless another process
+        // holds a lock on it, HDF5 refusing it means damaged content (a truncated copy, say).
+        if (error.is_lock_failure()) throw InputError(exit_io, path + ": cannot open: " + error.what());
+        throw InputError(exit_invalid_input, path + ": damaged HDF5 file, it cannot be opened (" + std::string(error.what()) +
+                                                 "); hint: a truncated or partial copy? regenerate or copy it again");
     }
 }
 
