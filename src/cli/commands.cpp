@@ -21,6 +21,7 @@ const Subcommand kSubcommands[] = {
     {"verify", "recompute sampled sequences of a run in fp64 and check the errors", verify_command},
     {"generate", "write a seeded synthetic input file (embeddings or Q/K/V, lengths, projection weights)", generate_command},
     {"inspect", "print an HDF5 file's schema and validate it as an attnbatch input or output", inspect_command},
+    {"weights", "recompute attention maps of chosen sequences from /lse and the inputs", weights_command},
     {"bench", "time the attention kernel alone on synthetic data", bench_command},
 };
 

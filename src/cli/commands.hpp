@@ -11,6 +11,7 @@ int generate_command(const std::vector<std::string>& args);
 int inspect_command(const std::vector<std::string>& args);
 int run_command(const std::vector<std::string>& args);
 int verify_command(const std::vector<std::string>& args);
+int weights_command(const std::vector<std::string>& args);
 
 // Dispatches argv to a subcommand; turns every error into a one-line message and an exit code.
 int run_cli(int argc, char** argv);

@@ -16,44 +16,11 @@
 #include "attnbatch/kernels/half.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
+#include "recorded_run.hpp"
 
 namespace attnbatch::cli {
 
 namespace {
-
-// "name = value  # default" lines written by describe_options().
-std::map<std::string, std::string> parse_recorded_config(const std::string& text) {
-    std::map<std::string, std::string> values;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        const auto eq = line.find(" = ");
-        if (eq == std::string::npos) continue;
-        std::string value = line.substr(eq + 3);
-        const auto comment = value.find("  # default");
-        if (comment != std::string::npos) value.erase(comment);
-        values[line.substr(0, eq)] = value;
-    }
-    return values;
-}
-
-std::string get(const std::map<std::string, std::string>& config, const std::string& key, const std::string& fallback) {
-    const auto it = config.find(key);
-    return it == config.end() ? fallback : it->second;
-}
-
-// Y (L, out) = X (L, in) W (in, out) + b, in double, rows past `rows` zero.
-std::vector<double> project64(const float* x, std::size_t len, std::size_t rows, std::size_t in,
-                              const std::vector<float>& w, const std::vector<float>& b, std::size_t out) {
-    std::vector<double> y(len * out, 0.0);
-    for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t c = 0; c < out; ++c) {
-            double s = b.empty() ? 0.0 : b[c];
-            for (std::size_t i = 0; i < in; ++i) s += static_cast<double>(x[r * in + i]) * w[i * out + c];
-            y[r * out + c] = s;
-        }
-    return y;
-}
 
 struct ErrorStat {
     double max_abs = 0, max_ref = 0;
@@ -93,30 +60,13 @@ int verify_command(const std::vector<std::string>& args) {
         if (!io::has_attribute(out, "complete") || io::get_int_attribute(out, "complete") != 1) {
             throw UserError(exit_invalid_input, output_path + ": attribute complete is not 1 (the run did not finish); expected a complete output");
         }
-        const auto config = parse_recorded_config(io::read_text_dataset(out, "/config"));
-        io::InputOptions in_opt;
-        in_opt.input_path = input_path;
-        const bool qkv = config.count("query") > 0;
-        if (!qkv) in_opt.dataset = get(config, "dataset", "/embeddings");
-        if (config.count("lengths")) in_opt.lengths = config.at("lengths");
-        if (qkv) {
-            in_opt.query = get(config, "query", "");
-            in_opt.key = get(config, "key", "");
-            in_opt.value = get(config, "value", "");
-        }
-        if (vm.count("weights")) in_opt.weights_path = vm["weights"].as<std::string>();
-        else if (config.count("weights")) in_opt.weights_path = config.at("weights");
-        const auto heads_it = config.find("heads");
-        in_opt.heads = heads_it != config.end() && get(config, "heads", "1") != "1" ? std::stoi(heads_it->second) : 0;
-        in_opt.check_finite = false;  // the run checked it; verify compares numbers
-        const io::InputSpec in = io::describe_input(in_opt);
-        const bool causal = get(config, "causal", "false") == "true";
-        double scale = std::stod(get(config, "scale", "0"));
-        if (scale <= 0) scale = 1.0 / std::sqrt(static_cast<double>(in.d_k));
-        const std::string save = get(config, "save-weights", "all");
-        const bool f16 = get(config, "weights-dtype", "f32") == "f16";
+        const RecordedRun run = read_recorded_run(out, input_path, vm.count("weights") ? vm["weights"].as<std::string>() : "");
+        const io::InputSpec& in = run.input;
+        const std::string& save = run.save_weights;
+        const bool f16 = run.weights_f16;
+        const auto& proj = run.projections;
 
-        const std::size_t n = in.n, len = in.len, heads = in.heads, dk = in.d_k, dv = in.d_v;
+        const std::size_t n = in.n, len = in.len, heads = in.heads, dv = in.d_v;
         const std::size_t d_out = in.d_out();
         io::Dataset output_ds = io::Dataset::open(out, "/output"), lse_ds = io::Dataset::open(out, "/lse");
         std::optional<io::Dataset> attention_ds;
@@ -126,9 +76,6 @@ int verify_command(const std::vector<std::string>& args) {
             w_count = static_cast<std::int64_t>(attention_ds->dims()[0]);
             if (io::has_attribute(*attention_ds, "first_sequence")) w_first = io::get_int_attribute(*attention_ds, "first_sequence");
         }
-        std::optional<io::ProjectionWeights> proj;
-        if (in.weights) proj = io::read_weights(*in.weights);
-
         std::vector<std::int64_t> samples;
         const std::string samples_text = vm["samples"].as<std::string>();
         if (samples_text == "all") {
@@ -147,45 +94,13 @@ int verify_command(const std::vector<std::string>& args) {
         }
 
         io::InputReader reader(in);
-        io::InputBlock block;
+        SequenceInputs seq;
         ErrorStat e_out, e_lse, e_w;
         double lse_rel = 0;
         for (const std::int64_t s : samples) {
-            reader.read(s, s + 1, block);
-            const std::size_t rows = static_cast<std::size_t>(block.lengths[0]);
-            // Q, K, V of this sequence in float (the kernel's input precision), (L, H*d) packed.
-            std::vector<float> q, k, v;
-            kernels::AttentionParams p;
-            if (proj) {
-                auto to_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
-                q = to_float(project64(block.x.data(), len, rows, in.d, proj->w_q, proj->b_q, heads * dk));
-                k = to_float(project64(block.x.data(), len, rows, in.d, proj->w_k, proj->b_k, heads * dk));
-                v = to_float(project64(block.x.data(), len, rows, in.d, proj->w_v, proj->b_v, heads * dv));
-            } else if (in.mode == io::InputMode::embeddings) {
-                q = k = v = block.x;
-            } else {
-                q = block.q;
-                k = block.k;
-                v = block.v;
-            }
-            const bool split = in.mode == io::InputMode::qkv && in.layout == io::QkvLayout::split && !proj;
-            auto strides = [&](std::size_t d) {
-                return split ? kernels::TensorStrides{0, static_cast<std::ptrdiff_t>(len * d), static_cast<std::ptrdiff_t>(d)}
-                             : kernels::TensorStrides{0, static_cast<std::ptrdiff_t>(d), static_cast<std::ptrdiff_t>(heads * d)};
-            };
-            p.q = q.data();
-            p.k = k.data();
-            p.v = v.data();
-            p.q_strides = p.k_strides = strides(dk);
-            p.v_strides = strides(dv);
-            p.batch = 1;
-            p.heads = static_cast<int>(heads);
-            p.len_q = p.len_k = static_cast<int>(len);
-            p.dim_k = static_cast<int>(dk);
-            p.dim_v = static_cast<int>(dv);
-            p.scale = static_cast<float>(scale);
-            p.causal = causal;
-            p.lengths = block.lengths.data();
+            load_sequence(run, reader, s, seq);
+            const std::size_t rows = static_cast<std::size_t>(seq.length);
+            const kernels::AttentionParams& p = seq.params;
             const bool has_w = attention_ds && s >= w_first && s < w_first + w_count;
             const std::size_t w_heads = save == "mean" ? 1 : heads;
             std::vector<double> ref_out(heads * len * dv), ref_lse(heads * len), ref_w(has_w ? w_heads * len * len : 0);

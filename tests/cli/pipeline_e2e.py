@@ -146,7 +146,45 @@ def qkv_case(work, layout, N=5, L=33, heads=4, dk=8, dv=6, causal=False, seed=1)
                  qkv=tuple(t.astype(np.float64) for t in (q, k, v)))
 
 
+def weights_subcommand_case(work, causal):
+    """A run without stored weights, then `weights` recomputes maps from /lse: compared with
+    numpy float64 maps, as HDF5 and as CSV."""
+    rng = np.random.default_rng(5)
+    N, L, d, heads = 4, 24, 12, 3
+    X = rng.standard_normal((N, L, d)).astype(np.float32)
+    lengths = np.array([L, 1, 0, 13], np.int32)
+    inp, out = os.path.join(work, "in.h5"), os.path.join(work, "out.h5")
+    maps, table = os.path.join(work, "maps.h5"), os.path.join(work, "maps.csv")
+    for path in (maps, table):
+        if os.path.exists(path):
+            os.remove(path)
+    with h5py.File(inp, "w") as f:
+        f["embeddings"] = X
+        f["lengths"] = lengths
+    run("run", "--input", inp, "--output", out, "--heads", str(heads), "--save-weights", "none",
+        *(["--causal"] if causal else []))
+    run("weights", "--input", inp, "--output", out, "--sequences", "0,3,1", "--heads", "2,0", "--to", maps)
+    run("weights", "--input", inp, "--output", out, "--sequences", "3", "--heads", "1", "--to", table)
+    run("weights", "--input", inp, "--output", out, "--sequences", "9", "--to", maps, expect=2)
+    x = X.astype(np.float64)
+    with h5py.File(maps, "r") as f:
+        got = f["attention"][...]
+        assert got.shape == (3, 2, L, L) and list(f["attention"].attrs["sequences"]) == [0, 3, 1]
+    for si, n in enumerate((0, 3, 1)):
+        q = x[n].reshape(L, heads, -1).transpose(1, 0, 2)
+        for hi, h in enumerate((2, 0)):
+            _, _, w = attention64(q[h], q[h], q[h], lengths[n], causal, 1 / np.sqrt(d // heads))
+            np.testing.assert_allclose(got[si, hi], w, atol=1e-5)
+    rows = np.genfromtxt(table, delimiter=",", names=True)
+    q = x[3].reshape(L, heads, -1).transpose(1, 0, 2)
+    _, _, w = attention64(q[1], q[1], q[1], lengths[3], causal, 1 / np.sqrt(d // heads))
+    assert len(rows) == np.count_nonzero(w), "one CSV row per visible pair"
+    np.testing.assert_allclose(rows["weight"], w[rows["query"].astype(int), rows["key"].astype(int)], atol=1e-5)
+
+
 CASES = {
+    "weights_subcommand": lambda w: weights_subcommand_case(w, causal=False),
+    "weights_subcommand_causal": lambda w: weights_subcommand_case(w, causal=True),
     "x_ragged_all_f32": lambda w: embeddings_case(w),
     "x_causal_mean_f16": lambda w: embeddings_case(w, causal=True, save="mean", dtype="f16", heads=4),
     "x_all_f16": lambda w: embeddings_case(w, save="all", dtype="f16"),

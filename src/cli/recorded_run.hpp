@@ -1,0 +1,47 @@
+// A finished run read back from its output: its options (from /config) and input, and the
+// Q, K, V of any of its sequences as the kernel saw them (float; projections in double,
+// then rounded). `verify` and `weights` recompute from this.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnbatch/io/h5.hpp"
+#include "attnbatch/io/input.hpp"
+#include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/kernels/attention.hpp"
+
+namespace attnbatch::cli {
+
+struct RecordedRun {
+    io::InputSpec input;
+    std::optional<io::ProjectionWeights> projections;
+    bool causal = false;
+    double scale = 0;
+    std::string save_weights = "all";
+    bool weights_f16 = false;
+};
+
+// `weights_path` overrides the projections file the run recorded (empty: the recorded one).
+RecordedRun read_recorded_run(const io::File& output, const std::string& input_path, const std::string& weights_path);
+
+// One sequence's inputs; `params` (batch 1, no outputs set) points into q, k, v.
+struct SequenceInputs {
+    SequenceInputs() = default;
+    SequenceInputs(const SequenceInputs&) = delete;
+    SequenceInputs& operator=(const SequenceInputs&) = delete;
+    std::vector<float> q, k, v;
+    std::vector<float> x;  // the embeddings as read (for the output projection's rows)
+    std::int32_t length = 0;
+    kernels::AttentionParams params;
+};
+
+void load_sequence(const RecordedRun& run, io::InputReader& reader, std::int64_t sequence, SequenceInputs& out);
+
+// Y (L, out) = X (L, in) W (in, out) + b in double; rows past `rows` zero.
+std::vector<double> project64(const float* x, std::size_t len, std::size_t rows, std::size_t in,
+                              const std::vector<float>& w, const std::vector<float>& b, std::size_t out);
+
+}  // namespace attnbatch::cli

@@ -1,0 +1,164 @@
+// `attnbatch weights`: attention maps of chosen sequences and heads, recomputed on demand from
+// a finished run's /lse and its inputs, for runs that did not store them (or stored only the
+// head mean): P[i, j] = exp(scale * q_i . k_j - lse[i]) for visible keys, else 0.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "attnbatch/io/errors.hpp"
+#include "attnbatch/io/h5.hpp"
+#include "command_line.hpp"
+#include "commands.hpp"
+#include "recorded_run.hpp"
+
+namespace attnbatch::cli {
+
+namespace {
+
+// "3", "2:5" (half-open) or "0,4,9"; every index must be below `limit`.
+std::vector<std::int64_t> parse_index_list(const std::string& text, std::int64_t limit, const std::string& option) {
+    std::vector<std::int64_t> values;
+    auto fail = [&]() -> std::vector<std::int64_t> {
+        throw UserError(exit_usage, option + ": '" + text + "' is not an index, a range A:B or a list i,j,k within [0, " +
+                                        std::to_string(limit) + ")");
+    };
+    try {
+        const auto colon = text.find(':');
+        if (colon != std::string::npos) {
+            const long long a = std::stoll(text.substr(0, colon)), b = std::stoll(text.substr(colon + 1));
+            if (a < 0 || b <= a || b > limit) return fail();
+            for (long long i = a; i < b; ++i) values.push_back(i);
+            return values;
+        }
+        std::istringstream in(text);
+        std::string item;
+        while (std::getline(in, item, ',')) {
+            std::size_t used = 0;
+            const long long v = std::stoll(item, &used);
+            if (used != item.size() || v < 0 || v >= limit) return fail();
+            values.push_back(v);
+        }
+    } catch (const UserError&) {
+        throw;
+    } catch (const std::exception&) {
+        return fail();
+    }
+    if (values.empty()) return fail();
+    return values;
+}
+
+}  // namespace
+
+int weights_command(const std::vector<std::string>& args) {
+    const CommandSpec spec{
+        "weights",
+        "Recomputes attention maps of chosen sequences and heads from a run's /lse and its inputs, into a\n"
+        "new HDF5 file (/attention float32 [S, H_sel, L, L] with attributes sequences and heads) or a CSV of\n"
+        "sequence,head,query,key,weight for every visible (unmasked) pair.",
+        "  attnbatch weights --input in.h5 --output out.h5 --sequences 0:4 --to maps.h5\n"
+        "  attnbatch weights --input in.h5 --output out.h5 --sequences 7 --heads 0,2 --to seq7.csv\n"};
+    po::options_description options("weights options");
+    options.add_options()
+        ("input", po::value<std::string>()->required(), "the run's input file")
+        ("output", po::value<std::string>()->required(), "the run's (complete) output file")
+        ("weights", po::value<std::string>(), "the run's projection weights file [the one it recorded]")
+        ("sequences", po::value<std::string>()->default_value("0"), "sequences: n, A:B or i,j,k")
+        ("heads", po::value<std::string>()->default_value("all"), "heads: all, h, A:B or i,j,k")
+        ("to", po::value<std::string>()->required(), "result file: .h5/.hdf5 for HDF5, .csv for CSV")
+        ("force", po::bool_switch(), "replace an existing --to file");
+    po::variables_map vm;
+    if (!parse_command_line(spec, options, args, vm)) return exit_ok;
+    const std::string to = vm["to"].as<std::string>();
+    const bool csv = to.size() > 4 && to.compare(to.size() - 4, 4, ".csv") == 0;
+    const bool h5 = (to.size() > 3 && to.compare(to.size() - 3, 3, ".h5") == 0) ||
+                    (to.size() > 5 && to.compare(to.size() - 5, 5, ".hdf5") == 0);
+    if (!csv && !h5) throw UserError(exit_usage, "--to: '" + to + "' must end in .h5, .hdf5 or .csv");
+    struct stat existing {};
+    if (::stat(to.c_str(), &existing) == 0 && !vm["force"].as<bool>()) {
+        throw UserError(exit_usage, "--to: " + to + " exists; hint: --force replaces it");
+    }
+    try {
+        io::File out = io::File::open(vm["output"].as<std::string>(), io::FileMode::read_only);
+        if (!io::has_attribute(out, "complete") || io::get_int_attribute(out, "complete") != 1) {
+            throw UserError(exit_invalid_input, vm["output"].as<std::string>() + ": attribute complete is not 1; expected a finished run's output");
+        }
+        const RecordedRun run = read_recorded_run(out, vm["input"].as<std::string>(),
+                                                  vm.count("weights") ? vm["weights"].as<std::string>() : "");
+        const io::InputSpec& in = run.input;
+        const std::vector<std::int64_t> sequences = parse_index_list(vm["sequences"].as<std::string>(), in.n, "--sequences");
+        const std::string heads_text = vm["heads"].as<std::string>();
+        const std::vector<std::int64_t> heads =
+            heads_text == "all" ? parse_index_list("0:" + std::to_string(in.heads), in.heads, "--heads")
+                                : parse_index_list(heads_text, in.heads, "--heads");
+        const std::size_t len = in.len, dk = in.d_k;
+        io::Dataset lse_ds = io::Dataset::open(out, "/lse");
+        io::InputReader reader(in);
+        SequenceInputs seq;
+        std::vector<float> lse(in.heads * len);
+        std::vector<float> maps(sequences.size() * heads.size() * len * len, 0.0f);  // (S, H_sel, L, L)
+        for (std::size_t si = 0; si < sequences.size(); ++si) {
+            const std::int64_t s = sequences[si];
+            load_sequence(run, reader, s, seq);
+            io::read_rows(lse_ds, static_cast<hsize_t>(s), 1, lse.data(), lse.size());
+            const kernels::AttentionParams& p = seq.params;
+            for (std::size_t hi = 0; hi < heads.size(); ++hi) {
+                const std::int64_t h = heads[hi];
+                float* map = maps.data() + (si * heads.size() + hi) * len * len;
+                for (std::int64_t i = 0; i < seq.length; ++i) {
+                    const float* q = p.q + h * p.q_strides.head + i * p.q_strides.row;
+                    const std::int64_t keys = run.causal ? std::min<std::int64_t>(seq.length, i + 1) : seq.length;
+                    const double row_lse = lse[static_cast<std::size_t>(h) * len + static_cast<std::size_t>(i)];
+                    for (std::int64_t j = 0; j < keys; ++j) {
+                        const float* k = p.k + h * p.k_strides.head + j * p.k_strides.row;
+                        double dot = 0;
+                        for (std::size_t c = 0; c < dk; ++c) dot += static_cast<double>(q[c]) * k[c];
+                        map[static_cast<std::size_t>(i) * len + static_cast<std::size_t>(j)] =
+                            static_cast<float>(std::exp(dot * run.scale - row_lse));
+                    }
+                }
+            }
+        }
+        if (h5) {
+            const std::string partial = to + ".partial";
+            std::remove(partial.c_str());
+            {
+                io::File file = io::File::create(partial);
+                io::Dataset ds = io::Dataset::create(
+                    file, "/attention", io::Datatype::float32(),
+                    io::Dims{sequences.size(), heads.size(), len, len});
+                io::write_slab(ds, io::Slab{}, maps.data(), maps.size());
+                io::set_int_array_attribute(ds, "sequences", sequences);
+                io::set_int_array_attribute(ds, "heads", heads);
+                io::set_text_attribute(file, "source", vm["output"].as<std::string>());
+                ds.close();
+                file.close();
+            }
+            if (std::rename(partial.c_str(), to.c_str()) != 0) throw UserError(exit_io, to + ": cannot rename " + partial + " into place");
+        } else {
+            std::ofstream csv_out(to);
+            if (!csv_out) throw UserError(exit_io, "--to: cannot write " + to);
+            csv_out << "sequence,head,query,key,weight\n";
+            csv_out.precision(9);
+            for (std::size_t si = 0; si < sequences.size(); ++si)
+                for (std::size_t hi = 0; hi < heads.size(); ++hi)
+                    for (std::size_t i = 0; i < len; ++i)
+                        for (std::size_t j = 0; j < len; ++j) {
+                            const float w = maps[((si * heads.size() + hi) * len + i) * len + j];
+                            if (w != 0.0f) csv_out << sequences[si] << ',' << heads[hi] << ',' << i << ',' << j << ',' << w << '\n';
+                        }
+            if (!csv_out) throw UserError(exit_io, "--to: writing " + to + " failed");
+        }
+        std::cout << "attnbatch weights: " << sequences.size() << " sequence(s) x " << heads.size() << " head(s) of L = " << len
+                  << " -> " << to << '\n';
+        return exit_ok;
+    } catch (const io::H5Error& e) {
+        throw UserError(exit_io, e.what());
+    } catch (const io::Error& e) {
+        throw UserError(e.exit_code(), e.what());
+    }
+}
+
+}  // namespace attnbatch::cli
