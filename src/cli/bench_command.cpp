@@ -16,6 +16,7 @@
 #include "attnbatch/kernels/fma_peak.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
+#include "run_options.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -36,14 +37,6 @@ Buffer allocate(std::size_t bytes) {
     void* p = std::aligned_alloc(64, std::max<std::size_t>(64, (bytes + 63) / 64 * 64));
     if (!p) throw std::bad_alloc();
     return Buffer(p);
-}
-
-k::Isa parse_isa(const std::string& s) {
-    if (s == "best") return k::Isa::best;
-    if (s == "portable") return k::Isa::portable;
-    if (s == "avx2") return k::Isa::avx2;
-    if (s == "avx512") return k::Isa::avx512;
-    throw UserError(exit_usage, "--isa: '" + s + "' is not one of best|portable|avx2|avx512");
 }
 
 k::WeightsMode parse_weights_mode(const std::string& s) {

@@ -31,6 +31,8 @@
 #include "slab_writer.hpp"
 
 namespace attnbatch::cli {
+
+using io::shape_text;
 namespace {
 
 // The independent random streams of one seed. The numbers are part of the file format's
@@ -117,12 +119,6 @@ std::string object_path(const std::string& option, std::string path) {
         usage(option + ": '" + path + "' is not a dataset path, expected e.g. /embeddings");
     }
     return path;
-}
-
-std::string shape_text(const io::Dims& dims) {
-    std::string text = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
-    return text + "]";
 }
 
 // Every option alone, then every combination; nothing is created before this returns.

@@ -22,6 +22,7 @@
 #include "attnbatch/kernels/attention.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
+#include "io_errors.hpp"
 #include "run_options.hpp"
 
 #if defined(_OPENMP)
@@ -120,8 +121,8 @@ int run_command(const std::vector<std::string>& args) {
         spec = io::describe_input(o.input);
         if (spec.weights) weights = io::read_weights(*spec.weights);
         layout = io::output_layout_for(spec);
-    } catch (const io::Error& e) {
-        throw UserError(e.exit_code(), e.what());
+    } catch (...) {
+        rethrow_as_user_error();
     }
     layout.save_weights = o.save_weights;
     layout.weights_dtype = o.weights_dtype;
@@ -153,8 +154,8 @@ int run_command(const std::vector<std::string>& args) {
     try {
         unit = dist::sequences_per_unit(memory, o.max_memory, spec.n, 1);
         if (o.unit_sequences > 0) unit = std::min<std::int64_t>(unit, o.unit_sequences);
-    } catch (const io::Error& e) {
-        throw UserError(e.exit_code(), e.what());
+    } catch (...) {
+        rethrow_as_user_error();
     }
     std::cout << "attnbatch run: " << spec.path << " N=" << spec.n << " L=" << spec.len << " H=" << spec.heads
               << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (o.causal ? " causal" : "") << " -> " << o.output << '\n'
@@ -172,8 +173,8 @@ int run_command(const std::vector<std::string>& args) {
         std::uint64_t free_bytes = 0;
         try {
             free_bytes = io::free_bytes_at(o.output);
-        } catch (const io::Error& e) {
-            throw UserError(e.exit_code(), e.what());
+        } catch (...) {
+            rethrow_as_user_error();
         }
         if (sizes.total() > free_bytes) {
             throw UserError(exit_usage, o.output + ": the output needs " + dist::format_bytes(static_cast<double>(sizes.total())) +
@@ -219,8 +220,8 @@ int run_command(const std::vector<std::string>& args) {
         const double t0 = MPI_Wtime();
         output.finalize();
         times.write += MPI_Wtime() - t0;
-    } catch (const io::Error& e) {
-        throw UserError(e.exit_code(), e.what());
+    } catch (...) {
+        rethrow_as_user_error();
     }
     const double total = MPI_Wtime() - t_start;
     const double flops = times.attention_flops + times.projection_flops;

@@ -15,14 +15,6 @@ std::size_t quarter_of_ram() {
     return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 4 : std::size_t{1} << 30;
 }
 
-kernels::Isa parse_isa(const std::string& s) {
-    if (s == "best") return kernels::Isa::best;
-    if (s == "portable") return kernels::Isa::portable;
-    if (s == "avx2") return kernels::Isa::avx2;
-    if (s == "avx512") return kernels::Isa::avx512;
-    throw UserError(exit_usage, "--isa: '" + s + "' is not one of best|portable|avx2|avx512");
-}
-
 void parse_weights_seqs(const std::string& text, RunOptions& o) {
     const auto colon = text.find(':');
     try {
@@ -47,6 +39,14 @@ int parse_compression(const std::string& text) {
 }
 
 }  // namespace
+
+kernels::Isa parse_isa(const std::string& s) {
+    if (s == "best") return kernels::Isa::best;
+    if (s == "portable") return kernels::Isa::portable;
+    if (s == "avx2") return kernels::Isa::avx2;
+    if (s == "avx512") return kernels::Isa::avx512;
+    throw UserError(exit_usage, "--isa: '" + s + "' is not one of best|portable|avx2|avx512");
+}
 
 std::size_t parse_bytes(const std::string& text, const std::string& option) {
     std::size_t used = 0;

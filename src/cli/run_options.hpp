@@ -35,6 +35,9 @@ struct RunOptions {
 
 RunOptions parse_run_options(const std::vector<std::string>& args);
 
+// --isa: best|portable|avx2|avx512 (shared by run and bench).
+kernels::Isa parse_isa(const std::string& text);
+
 // "4G", "512M", "1.5GiB", "1000000": bytes; throws UserError naming `option`.
 std::size_t parse_bytes(const std::string& text, const std::string& option);
 

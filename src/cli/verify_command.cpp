@@ -16,6 +16,7 @@
 #include "attnbatch/kernels/half.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
+#include "io_errors.hpp"
 #include "recorded_run.hpp"
 
 namespace attnbatch::cli {
@@ -160,10 +161,8 @@ int verify_command(const std::vector<std::string>& args) {
         }
         std::cout << (ok ? "  OK: within tolerance\n" : "  FAILED: outside tolerance\n");
         return ok ? exit_ok : exit_invalid_input;
-    } catch (const io::H5Error& e) {
-        throw UserError(exit_io, e.what());
-    } catch (const io::Error& e) {
-        throw UserError(e.exit_code(), e.what());
+    } catch (...) {
+        rethrow_as_user_error();
     }
 }
 

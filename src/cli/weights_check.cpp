@@ -3,13 +3,9 @@
 #include <optional>
 
 namespace attnbatch::cli {
-namespace {
 
-std::string shape_text(const io::Dims& dims) {
-    std::string text = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
-    return text + "]";
-}
+using io::shape_text;
+namespace {
 
 }  // namespace
 

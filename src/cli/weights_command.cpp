@@ -12,6 +12,7 @@
 #include "attnbatch/io/h5.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
+#include "io_errors.hpp"
 #include "recorded_run.hpp"
 
 namespace attnbatch::cli {
@@ -154,10 +155,8 @@ int weights_command(const std::vector<std::string>& args) {
         std::cout << "attnbatch weights: " << sequences.size() << " sequence(s) x " << heads.size() << " head(s) of L = " << len
                   << " -> " << to << '\n';
         return exit_ok;
-    } catch (const io::H5Error& e) {
-        throw UserError(exit_io, e.what());
-    } catch (const io::Error& e) {
-        throw UserError(e.exit_code(), e.what());
+    } catch (...) {
+        rethrow_as_user_error();
     }
 }
 

@@ -9,6 +9,13 @@
 #include <stdexcept>
 
 namespace attnbatch::io {
+
+std::string shape_text(const Dims& dims) {
+    std::string text = "[";
+    for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+    return text + "]";
+}
+
 namespace {
 
 PropertyListHandle intermediate_groups(const Where& where) {
@@ -45,11 +52,6 @@ MemoryType memory_type(MemType type) {
 
 std::string describe(const Where& where) { return where.file + ":" + where.object; }
 
-std::string dims_text(const Dims& dims) {
-    std::string text = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
-    return text + "]";
-}
 
 // The file and memory dataspaces of one transfer, after checking the slab against the
 // dataset's extent and the caller's buffer.
@@ -72,8 +74,8 @@ Selection select(const Dataset& dataset, const Slab& slab, std::size_t capacity)
     }
     for (std::size_t axis = 0; axis < dims.size(); ++axis) {
         if (box.offset[axis] > dims[axis] || box.count[axis] > dims[axis] - box.offset[axis]) {
-            throw std::invalid_argument(describe(where) + ": selection offset " + dims_text(box.offset) + " count " +
-                                        dims_text(box.count) + " exceeds shape " + dims_text(dims));
+            throw std::invalid_argument(describe(where) + ": selection offset " + shape_text(box.offset) + " count " +
+                                        shape_text(box.count) + " exceeds shape " + shape_text(dims));
         }
     }
     const std::size_t elements = element_count(box.count);

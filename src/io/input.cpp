@@ -14,7 +14,6 @@
 namespace attnbatch::io {
 namespace {
 
-using detail::shape_text;
 
 [[noreturn]] void invalid(const std::string& message) { throw InputError(exit_invalid_input, message); }
 [[noreturn]] void usage(const std::string& message) { throw InputError(exit_usage, message); }

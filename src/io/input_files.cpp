@@ -11,11 +11,6 @@
 
 namespace attnbatch::io::detail {
 
-std::string shape_text(const Dims& dims) {
-    std::string text = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
-    return text + "]";
-}
 
 File open_input_file(const std::string& path, const std::string& option, const FileAccess& access) {
     struct stat status {};

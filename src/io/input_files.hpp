@@ -9,8 +9,6 @@
 
 namespace attnbatch::io::detail {
 
-std::string shape_text(const Dims& dims);
-
 // Opens `path` read-only after checking it exists, is readable and is HDF5. `option` is the
 // command-line option that named it ("--input", "--weights"), for the hint.
 File open_input_file(const std::string& path, const std::string& option, const FileAccess& access = {});

@@ -21,6 +21,9 @@ namespace attnbatch::io {
 
 using Dims = std::vector<hsize_t>;
 
+// "[4, 16, 8]": how every message shows a shape.
+std::string shape_text(const Dims& dims);
+
 struct DatasetCreation {
     Dims chunk;           // empty: contiguous layout
     int gzip_level = 0;   // 1-9: shuffle then deflate (needs chunk); 0: no filter
