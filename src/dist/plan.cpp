@@ -1,0 +1,247 @@
+#include "attnbatch/dist/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace attnbatch::dist {
+
+double CostModel::sequence_flops(std::int64_t len) const {
+    const double n = static_cast<double>(len);
+    const double h = static_cast<double>(heads), dk = static_cast<double>(d_k), dv = static_cast<double>(d_v);
+    const double pairs = causal ? n * (n + 1.0) / 2.0 : n * n;
+    double flops = 2.0 * pairs * h * (dk + dv);
+    if (d_in > 0) flops += 2.0 * n * static_cast<double>(d_in) * h * (2.0 * dk + dv);
+    if (d_out > 0) flops += 2.0 * n * h * dv * static_cast<double>(d_out);
+    // Data moved: the inputs as read, the output and the log-sum-exp rows as written.
+    const double in_width = d_in > 0 ? static_cast<double>(d_in) : h * (2.0 * dk + dv);
+    const double out_width = (d_out > 0 ? static_cast<double>(d_out) : h * dv) + h;
+    flops += (n + static_cast<double>(kSequenceOverheadTokens)) * (in_width + out_width) + 1.0;
+    return flops;
+}
+
+std::vector<Unit> form_units(const std::vector<std::int32_t>& lengths, const CostModel& model,
+                             std::int64_t max_sequences) {
+    if (max_sequences < 1) {
+        throw std::invalid_argument("form_units: max_sequences must be at least 1, got " + std::to_string(max_sequences));
+    }
+    std::vector<Unit> units;
+    if (lengths.empty()) return units;
+
+    // First pass: the total and the costliest sequence, which set the cap. The costs are
+    // recomputed in the second pass rather than stored: same arithmetic, same values.
+    double total = 0, costliest = 0;
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+        if (lengths[i] < 0) {
+            throw std::invalid_argument("form_units: lengths[" + std::to_string(i) + "] = " +
+                                        std::to_string(lengths[i]) + " is negative");
+        }
+        const double c = model.sequence_flops(lengths[i]);
+        total += c;
+        costliest = std::max(costliest, c);
+    }
+    const double cap = std::max(total / static_cast<double>(kPlanGranularity), costliest);
+
+    const auto n = static_cast<std::int64_t>(lengths.size());
+    units.reserve(static_cast<std::size_t>(
+        std::min<std::int64_t>(n, 2 * kPlanGranularity + n / max_sequences + 1)));
+    Unit unit;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::int32_t len = lengths[static_cast<std::size_t>(i)];
+        unit.cost += model.sequence_flops(len);
+        unit.tokens += len;
+        unit.last = i + 1;
+        if (unit.last - unit.first == max_sequences || unit.cost >= cap) {
+            units.push_back(unit);
+            unit = Unit{i + 1, i + 1, 0.0, 0};
+        }
+    }
+    if (unit.last > unit.first) units.push_back(unit);
+    return units;
+}
+
+namespace {
+
+void check_units(const std::vector<Unit>& units, int ranks, const char* who) {
+    if (ranks < 1) throw std::invalid_argument(std::string(who) + ": ranks must be at least 1, got " + std::to_string(ranks));
+    for (std::size_t u = 0; u < units.size(); ++u) {
+        if (!(units[u].cost >= 0) || !std::isfinite(units[u].cost)) {
+            throw std::invalid_argument(std::string(who) + ": unit " + std::to_string(u) +
+                                        " has a negative or non-finite cost");
+        }
+    }
+}
+
+// Fills cost, sequences and tokens of every share (sums in ascending unit order) and the
+// imbalance.
+void finish_plan(const std::vector<Unit>& units, Plan& plan) {
+    double total = 0, highest = 0;
+    for (RankShare& share : plan.ranks) {
+        share.cost = 0;
+        share.sequences = share.tokens = 0;
+        for (const std::int64_t u : share.units) {
+            const Unit& unit = units[static_cast<std::size_t>(u)];
+            share.cost += unit.cost;
+            share.sequences += unit.last - unit.first;
+            share.tokens += unit.tokens;
+        }
+        total += share.cost;
+        highest = std::max(highest, share.cost);
+    }
+    const double mean = total / static_cast<double>(plan.ranks.size());
+    plan.imbalance = total > 0 ? highest / mean - 1.0 : 0.0;
+}
+
+// Shares from an owner per unit: each rank's list comes out ascending.
+Plan plan_from_owners(const std::vector<Unit>& units, const std::vector<int>& owner, int ranks) {
+    Plan plan;
+    plan.ranks.resize(static_cast<std::size_t>(ranks));
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(ranks), 0);
+    for (const int r : owner) ++counts[static_cast<std::size_t>(r)];
+    for (std::size_t r = 0; r < counts.size(); ++r) plan.ranks[r].units.reserve(static_cast<std::size_t>(counts[r]));
+    for (std::size_t u = 0; u < owner.size(); ++u) {
+        plan.ranks[static_cast<std::size_t>(owner[u])].units.push_back(static_cast<std::int64_t>(u));
+    }
+    finish_plan(units, plan);
+    return plan;
+}
+
+// Min-heap of (load, rank): the top is the least loaded rank, the lowest rank among equals.
+class LoadHeap {
+public:
+    explicit LoadHeap(int ranks) {
+        heap_.reserve(static_cast<std::size_t>(ranks));
+        for (int r = 0; r < ranks; ++r) heap_.emplace_back(0.0, r);  // already a heap
+    }
+    int top_rank() const { return heap_.front().second; }
+    // Adds `cost` to the top rank's load and restores the heap.
+    void charge_top(double cost) {
+        Entry moving{heap_.front().first + cost, heap_.front().second};
+        const std::size_t n = heap_.size();
+        std::size_t i = 0;
+        for (;;) {
+            std::size_t child = 2 * i + 1;
+            if (child >= n) break;
+            if (child + 1 < n && heap_[child + 1] < heap_[child]) ++child;
+            if (!(heap_[child] < moving)) break;
+            heap_[i] = heap_[child];
+            i = child;
+        }
+        heap_[i] = moving;
+    }
+
+private:
+    using Entry = std::pair<double, int>;
+    std::vector<Entry> heap_;
+};
+
+Plan plan_contiguous(const std::vector<Unit>& units, int ranks) {
+    const std::size_t count = units.size();
+    std::vector<double> prefix(count + 1, 0.0);
+    for (std::size_t u = 0; u < count; ++u) prefix[u + 1] = prefix[u] + units[u].cost;
+    const double total = prefix[count];
+
+    // bounds[r]: first unit of rank r. Each boundary is the unit boundary nearest to its
+    // target (the lower one on a tie), never before the previous boundary.
+    std::vector<std::size_t> bounds(static_cast<std::size_t>(ranks) + 1, 0);
+    bounds[static_cast<std::size_t>(ranks)] = count;
+    for (int r = 1; r < ranks; ++r) {
+        const std::size_t previous = bounds[static_cast<std::size_t>(r) - 1];
+        std::size_t b;
+        if (total > 0) {
+            const double target = total * (static_cast<double>(r) / static_cast<double>(ranks));
+            b = static_cast<std::size_t>(std::lower_bound(prefix.begin() + static_cast<std::ptrdiff_t>(previous),
+                                                          prefix.end(), target) -
+                                         prefix.begin());
+            if (b > count) b = count;
+            if (b > previous && target - prefix[b - 1] <= prefix[b] - target) --b;
+        } else {
+            // Nothing costs anything: share the units by count.
+            b = static_cast<std::size_t>(static_cast<unsigned long long>(count) * static_cast<unsigned>(r) /
+                                         static_cast<unsigned>(ranks));
+        }
+        bounds[static_cast<std::size_t>(r)] = std::max(b, previous);
+    }
+
+    Plan plan;
+    plan.ranks.resize(static_cast<std::size_t>(ranks));
+    for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
+        std::vector<std::int64_t>& mine = plan.ranks[r].units;
+        mine.reserve(bounds[r + 1] - bounds[r]);
+        for (std::size_t u = bounds[r]; u < bounds[r + 1]; ++u) mine.push_back(static_cast<std::int64_t>(u));
+    }
+    finish_plan(units, plan);
+    return plan;
+}
+
+Plan plan_lpt(const std::vector<Unit>& units, int ranks) {
+    // Costliest first, the lower index first among equal costs: a total order, so the
+    // result does not depend on the sort's stability.
+    std::vector<std::pair<double, std::int64_t>> order(units.size());
+    for (std::size_t u = 0; u < units.size(); ++u) order[u] = {units[u].cost, static_cast<std::int64_t>(u)};
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
+    std::vector<int> owner(units.size(), 0);
+    LoadHeap loads(ranks);
+    for (const auto& [cost, u] : order) {
+        owner[static_cast<std::size_t>(u)] = loads.top_rank();
+        loads.charge_top(cost);
+    }
+    return plan_from_owners(units, owner, ranks);
+}
+
+}  // namespace
+
+Plan plan_static(const std::vector<Unit>& units, int ranks, StaticStrategy strategy) {
+    check_units(units, ranks, "plan_static");
+    return strategy == StaticStrategy::contiguous ? plan_contiguous(units, ranks) : plan_lpt(units, ranks);
+}
+
+Plan simulate_dynamic(const std::vector<Unit>& units, int ranks) {
+    check_units(units, ranks, "simulate_dynamic");
+    std::vector<int> owner(units.size(), 0);
+    LoadHeap finish(ranks);  // the time each rank becomes free
+    for (std::size_t u = 0; u < units.size(); ++u) {
+        owner[u] = finish.top_rank();
+        finish.charge_top(units[u].cost);
+    }
+    return plan_from_owners(units, owner, ranks);
+}
+
+std::vector<Step> merge_into_steps(const std::vector<Unit>& units, const std::vector<std::int64_t>& unit_indices,
+                                   std::int64_t max_sequences) {
+    if (max_sequences < 1) {
+        throw std::invalid_argument("merge_into_steps: max_sequences must be at least 1, got " +
+                                    std::to_string(max_sequences));
+    }
+    std::vector<Step> steps;
+    const auto count = static_cast<std::int64_t>(units.size());
+    for (const std::int64_t u : unit_indices) {
+        if (u < 0 || u >= count) {
+            throw std::invalid_argument("merge_into_steps: unit index " + std::to_string(u) + " is outside [0, " +
+                                        std::to_string(count) + ")");
+        }
+        const Unit& unit = units[static_cast<std::size_t>(u)];
+        if (unit.last - unit.first > max_sequences) {
+            throw std::invalid_argument("merge_into_steps: unit " + std::to_string(u) + " holds " +
+                                        std::to_string(unit.last - unit.first) + " sequences, more than " +
+                                        std::to_string(max_sequences));
+        }
+        if (!steps.empty()) {
+            Step& step = steps.back();
+            if (u == step.first_unit + step.unit_count && unit.first == step.last &&
+                unit.last - step.first <= max_sequences) {
+                step.last = unit.last;
+                ++step.unit_count;
+                continue;
+            }
+        }
+        steps.push_back(Step{unit.first, unit.last, u, 1});
+    }
+    return steps;
+}
+
+}  // namespace attnbatch::dist
