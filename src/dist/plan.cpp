@@ -137,34 +137,85 @@ private:
     std::vector<Entry> heap_;
 };
 
-Plan plan_contiguous(const std::vector<Unit>& units, int ranks) {
-    const std::size_t count = units.size();
-    std::vector<double> prefix(count + 1, 0.0);
-    for (std::size_t u = 0; u < count; ++u) prefix[u + 1] = prefix[u] + units[u].cost;
-    const double total = prefix[count];
-
-    // bounds[r]: first unit of rank r. Each boundary is the unit boundary nearest to its
-    // target (the lower one on a tie), never before the previous boundary.
-    std::vector<std::size_t> bounds(static_cast<std::size_t>(ranks) + 1, 0);
-    bounds[static_cast<std::size_t>(ranks)] = count;
-    for (int r = 1; r < ranks; ++r) {
-        const std::size_t previous = bounds[static_cast<std::size_t>(r) - 1];
-        std::size_t b;
-        if (total > 0) {
-            const double target = total * (static_cast<double>(r) / static_cast<double>(ranks));
-            b = static_cast<std::size_t>(std::lower_bound(prefix.begin() + static_cast<std::ptrdiff_t>(previous),
-                                                          prefix.end(), target) -
-                                         prefix.begin());
-            if (b > count) b = count;
-            if (b > previous && target - prefix[b - 1] <= prefix[b] - target) --b;
-        } else {
-            // Nothing costs anything: share the units by count.
-            b = static_cast<std::size_t>(static_cast<unsigned long long>(count) * static_cast<unsigned>(r) /
-                                         static_cast<unsigned>(ranks));
-        }
-        bounds[static_cast<std::size_t>(r)] = std::max(b, previous);
+// Contiguous runs of units over cost prefix sums. The cost of units [i, j) is taken as
+// prefix[j] - prefix[i] everywhere, one expression, so that every decision below agrees.
+class PrefixCosts {
+public:
+    explicit PrefixCosts(const std::vector<Unit>& units) : prefix_(units.size() + 1, 0.0) {
+        for (std::size_t u = 0; u < units.size(); ++u) prefix_[u + 1] = prefix_[u] + units[u].cost;
+    }
+    std::size_t count() const { return prefix_.size() - 1; }
+    double total() const { return prefix_.back(); }
+    // The furthest j >= i with cost [i, j) <= bound.
+    std::size_t reach_forward(std::size_t i, double bound) const {
+        const auto it = std::partition_point(prefix_.begin() + static_cast<std::ptrdiff_t>(i), prefix_.end(),
+                                             [&](double p) { return p - prefix_[i] <= bound; });
+        return static_cast<std::size_t>(it - prefix_.begin()) - 1;
+    }
+    // The nearest i <= j with cost [i, j) <= bound.
+    std::size_t reach_backward(std::size_t j, double bound) const {
+        const auto it = std::partition_point(prefix_.begin(), prefix_.begin() + static_cast<std::ptrdiff_t>(j) + 1,
+                                             [&](double p) { return prefix_[j] - p > bound; });
+        return static_cast<std::size_t>(it - prefix_.begin());
+    }
+    // Whether `ranks` contiguous runs of cost <= bound each cover all units (greedy).
+    bool feasible(int ranks, double bound) const {
+        std::size_t i = 0;
+        for (int r = 0; r < ranks && i < count(); ++r) i = reach_forward(i, bound);
+        return i == count();
+    }
+    // The unit boundary nearest to a cost target at or after `from` (the lower on a tie).
+    std::size_t nearest(std::size_t from, double target) const {
+        std::size_t b = static_cast<std::size_t>(
+            std::lower_bound(prefix_.begin() + static_cast<std::ptrdiff_t>(from), prefix_.end(), target) -
+            prefix_.begin());
+        if (b > count()) b = count();
+        if (b > from && target - prefix_[b - 1] <= prefix_[b] - target) --b;
+        return b;
     }
 
+private:
+    std::vector<double> prefix_;
+};
+
+// The boundaries between ranks: first the smallest bottleneck B (the costliest run) that
+// `ranks` contiguous runs can achieve, by bisection over greedy covers; then each boundary
+// as near to r/P of the total cost as the bottleneck allows, so that ranks are also even
+// below the costliest one rather than packed to B from the left.
+std::vector<std::size_t> contiguous_bounds(const PrefixCosts& costs, int ranks) {
+    const std::size_t count = costs.count();
+    const auto p = static_cast<std::size_t>(ranks);
+    std::vector<std::size_t> bounds(p + 1, 0);
+    bounds[p] = count;
+    if (!(costs.total() > 0)) {
+        // Nothing costs anything: share the units by count.
+        for (std::size_t r = 1; r < p; ++r) bounds[r] = static_cast<std::size_t>(
+            static_cast<unsigned long long>(count) * r / p);
+        return bounds;
+    }
+    double low = 0, high = costs.total();  // low infeasible (total > 0), high feasible
+    for (int iteration = 0; iteration < 200; ++iteration) {
+        const double mid = low + (high - low) / 2;
+        if (!(mid > low && mid < high)) break;
+        (costs.feasible(ranks, mid) ? high : low) = mid;
+    }
+    const double bound = high;
+    // earliest[r]: the earliest first unit of rank r from which ranks r..P-1 can still
+    // cover the rest within the bound.
+    std::vector<std::size_t> earliest(p + 1, count);
+    for (std::size_t r = p; r-- > 1;) earliest[r] = costs.reach_backward(earliest[r + 1], bound);
+    for (std::size_t r = 1; r < p; ++r) {
+        const std::size_t previous = bounds[r - 1];
+        const double target = costs.total() * (static_cast<double>(r) / static_cast<double>(ranks));
+        const std::size_t lowest = std::max(earliest[r], previous);
+        const std::size_t highest = std::max(costs.reach_forward(previous, bound), lowest);
+        bounds[r] = std::clamp(costs.nearest(previous, target), lowest, highest);
+    }
+    return bounds;
+}
+
+Plan plan_contiguous(const std::vector<Unit>& units, int ranks) {
+    const std::vector<std::size_t> bounds = contiguous_bounds(PrefixCosts(units), ranks);
     Plan plan;
     plan.ranks.resize(static_cast<std::size_t>(ranks));
     for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
