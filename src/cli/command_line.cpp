@@ -10,6 +10,17 @@ namespace attnbatch::cli {
 
 namespace {
 
+ConfigReader& config_reader() {
+    static ConfigReader reader = [](const std::string& path) -> std::optional<std::string> {
+        std::ifstream file(path);
+        if (!file) return std::nullopt;
+        std::ostringstream content;
+        content << file.rdbuf();
+        return content.str();
+    };
+    return reader;
+}
+
 // ATTNBATCH_SEQ_LEN -> seq-len, for the options this command knows; others are ignored
 // (a variable meant for another subcommand must not break this one).
 std::string environment_name_to_option(const std::string& variable, const po::options_description& options) {
@@ -51,6 +62,8 @@ std::string describe_options(const po::variables_map& vm) {
     return out.str();
 }
 
+void set_config_reader(ConfigReader reader) { config_reader() = std::move(reader); }
+
 bool parse_command_line(const CommandSpec& spec, po::options_description& options,
                         const std::vector<std::string>& args, po::variables_map& vm) {
     po::options_description common("Common options");
@@ -75,10 +88,11 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
         }
         if (vm.count("config")) {
             const std::string path = vm["config"].as<std::string>();
-            std::ifstream file(path);
-            if (!file) {
+            const std::optional<std::string> content = config_reader()(path);
+            if (!content) {
                 throw UserError(exit_usage, "--config: cannot open '" + path + "' (expected a readable INI file)");
             }
+            std::istringstream file(*content);
             // Keys before any section apply to every subcommand; a [name] section only to the
             // subcommand of that name, so one file can configure generate, run and verify.
             std::ostringstream flattened;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -42,6 +44,11 @@ struct CommandSpec {
 // when --help or --print-config was handled and the command should stop with exit 0.
 bool parse_command_line(const CommandSpec& spec, po::options_description& options,
                         const std::vector<std::string>& args, po::variables_map& vm);
+
+// How --config files are read: the content, or nullopt when unreadable. Under MPI, rank 0
+// reads the file and broadcasts it, so that every rank parses the same text.
+using ConfigReader = std::function<std::optional<std::string>(const std::string& path)>;
+void set_config_reader(ConfigReader reader);
 
 // The resolved options, one "name = value" line each (defaults marked): what --print-config
 // prints and what a run records in its output.

@@ -1,10 +1,13 @@
-// `attnbatch run`: the batch job. Validates everything before any compute, says how big the
-// output will be, then streams units of sequences through the pipeline into OUTPUT.partial
-// and renames it to OUTPUT once complete.
+// `attnbatch run`: the batch job, on one rank or many. Rank 0 validates the input and
+// broadcasts what it found; the ranks agree on every failure, so that they all exit with the
+// same code; the plan cuts the batch into units independently of the number of ranks, and
+// the coordinator runs them in rounds, overlapping I/O with compute.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -12,9 +15,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "attnbatch/dist/pipeline.hpp"
+#include "attnbatch/dist/comm.hpp"
+#include "attnbatch/dist/coordinator.hpp"
+#include "attnbatch/dist/mpi_comm.hpp"
+#include "attnbatch/dist/plan.hpp"
+#include "attnbatch/dist/rounds.hpp"
+#include "attnbatch/dist/spec_codec.hpp"
+#include "attnbatch/dist/step_io.hpp"
+#include "attnbatch/dist/unit_computer.hpp"
 #include "attnbatch/dist/unit_plan.hpp"
 #include "attnbatch/io/errors.hpp"
+#include "attnbatch/io/h5_error.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
 #include "attnbatch/io/output.hpp"
@@ -22,7 +33,6 @@
 #include "attnbatch/kernels/attention.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
-#include "io_errors.hpp"
 #include "run_options.hpp"
 
 #if defined(_OPENMP)
@@ -33,14 +43,20 @@ namespace attnbatch::cli {
 
 namespace {
 
-// MPI for the lifetime of the command; runs on more than one rank arrive with the
-// distributed coordinator, until then they are refused rather than racing on one file.
+// Rounds wanted at least, so that reading and writing hide behind compute (with R rounds
+// about 1/R of the I/O stays exposed).
+constexpr int kMinRounds = 8;
+
+// MPI for the lifetime of the command.
 class MpiSession {
 public:
     MpiSession() {
         int initialized = 0;
         MPI_Initialized(&initialized);
         if (!initialized) {
+            // The main thread waits in MPI while the compute thread works: waiting must yield
+            // the core rather than spin on it. Only a default; the user's setting wins.
+            ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
             int provided = 0;
             MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
             owned_ = true;
@@ -68,18 +84,30 @@ std::string now_iso8601() {
     return text;
 }
 
-void write_report(const std::string& path, const RunOptions& o, const dist::PhaseTimes& t, double total,
-                  std::int64_t unit_sequences, int threads) {
-    std::ofstream out(path);
-    if (!out) throw UserError(exit_io, "--report: cannot write '" + path + "'");
-    const double gflops = t.compute > 0 ? (t.attention_flops + t.projection_flops) / t.compute * 1e-9 : 0.0;
-    out << std::setprecision(6) << "{\n  \"ranks\": 1,\n  \"threads\": " << threads << ",\n  \"output\": \"" << o.output
-        << "\",\n  \"wall_seconds\": " << total << ",\n  \"unit_sequences\": " << unit_sequences
-        << ",\n  \"per_rank\": [{\"rank\": 0, \"read\": " << t.read << ", \"compute\": " << t.compute
-        << ", \"communicate\": 0, \"write\": " << t.write << ", \"idle\": 0, \"units\": " << t.units
-        << ", \"sequences\": " << t.sequences << ", \"tokens\": " << t.tokens << ", \"attention_gflop\": "
-        << t.attention_flops * 1e-9 << ", \"projection_gflop\": " << t.projection_flops * 1e-9
-        << ", \"compute_gflops\": " << gflops << "}],\n  \"imbalance\": 0\n}\n";
+// Runs `work` where `here` is true, and makes every rank agree on its outcome: a failure on
+// any rank throws AgreedFailure on all of them.
+template <class Work>
+void agreed(dist::Comm& comm, bool here, Work&& work) {
+    int code = 0;
+    std::string message;
+    if (here) {
+        try {
+            work();
+        } catch (const UserError& e) {
+            code = e.code();
+            message = e.what();
+        } catch (const io::Error& e) {
+            code = e.exit_code();
+            message = e.what();
+        } catch (const io::H5Error& e) {
+            code = exit_io;
+            message = e.what();
+        } catch (const std::bad_alloc&) {
+            code = exit_usage;
+            message = "out of memory (lower --max-memory or the problem size)";
+        }
+    }
+    dist::agree_or_throw(comm, code, message);
 }
 
 // The output must be a new file path, never the input or the weights (--force would otherwise
@@ -100,34 +128,167 @@ void check_output_path(const RunOptions& o) {
     }
 }
 
-}  // namespace
-
-int run_command(const std::vector<std::string>& args) {
-    MpiSession mpi;
-    const RunOptions o = parse_run_options(args);
-    if (o.stop) return exit_ok;
-    check_output_path(o);
-    if (mpi.size() > 1) {
-        throw UserError(exit_usage, "running on " + std::to_string(mpi.size()) +
-                                        " MPI ranks is not supported by this build yet (expected 1 rank); "
-                                        "hint: use mpirun -np 1 and --threads for now");
+// Rank 0 reads --config files and every rank parses the same text.
+RunOptions parse_options_everywhere(dist::Comm& comm, const std::vector<std::string>& args) {
+    if (comm.size() > 1) {
+        set_config_reader([&comm](const std::string& path) -> std::optional<std::string> {
+            std::string content;
+            std::int64_t found = 0;
+            if (comm.is_root()) {
+                std::ifstream file(path);
+                if (file) {
+                    std::ostringstream text;
+                    text << file.rdbuf();
+                    content = text.str();
+                    found = 1;
+                }
+            }
+            comm.broadcast(&found, sizeof found, 0);
+            dist::broadcast_string(comm, content, 0);
+            if (!found) return std::nullopt;
+            return content;
+        });
     }
-    const double t_start = MPI_Wtime();
+    RunOptions o;
+    agreed(comm, true, [&] { o = parse_run_options(args); });
+    return o;
+}
 
+dist::CostModel cost_model_for(const io::InputSpec& spec, bool causal) {
+    dist::CostModel model;
+    model.heads = spec.heads;
+    model.d_k = spec.d_k;
+    model.d_v = spec.d_v;
+    model.causal = causal;
+    if (spec.weights) {
+        model.d_in = spec.weights->d_in;
+        model.d_out = spec.weights->has_w_o ? spec.weights->d_out : 0;
+    }
+    return model;
+}
+
+// The sequences a rank's share spans (contiguous shares: exactly its sequences).
+std::pair<std::int64_t, std::int64_t> share_span(const std::vector<dist::Unit>& units, const dist::RankShare& share) {
+    if (share.units.empty()) return {0, 0};
+    return {units[static_cast<std::size_t>(share.units.front())].first,
+            units[static_cast<std::size_t>(share.units.back())].last};
+}
+
+void print_plan(const dist::Plan& plan, const std::vector<dist::Unit>& units, const std::string& schedule,
+                const char* strategy) {
+    const std::size_t ranks = plan.ranks.size();
+    double total = 0, largest = 0;
+    for (const dist::RankShare& share : plan.ranks) {
+        total += share.cost;
+        largest = std::max(largest, share.cost);
+    }
+    std::cout << std::fixed << std::setprecision(3);
+    std::cout << "  plan: " << units.size() << " units on " << ranks << " ranks (" << schedule << ", " << strategy
+              << "), predicted imbalance " << plan.imbalance * 100 << "%\n";
+    // Every rank for small runs; the extremes otherwise (a 4096-rank table helps no one).
+    const std::size_t shown = ranks <= 16 ? ranks : 0;
+    for (std::size_t r = 0; r < shown; ++r) {
+        const dist::RankShare& s = plan.ranks[r];
+        const auto [first, last] = share_span(units, s);
+        std::cout << "    rank " << r << ": " << s.units.size() << " units, sequences [" << first << ", " << last << "), "
+                  << s.tokens << " tokens, predicted " << s.cost * 1e-9 << " GFLOP\n";
+    }
+    if (shown == 0 && ranks > 0) {
+        auto [lo, hi] = std::minmax_element(plan.ranks.begin(), plan.ranks.end(),
+                                            [](const dist::RankShare& a, const dist::RankShare& b) { return a.cost < b.cost; });
+        std::cout << "    per rank: mean " << total / static_cast<double>(ranks) * 1e-9 << " GFLOP, min " << lo->cost * 1e-9
+                  << " (rank " << (lo - plan.ranks.begin()) << "), max " << hi->cost * 1e-9 << " (rank "
+                  << (hi - plan.ranks.begin()) << ")\n";
+    }
+    std::cout << "PLAN ranks=" << ranks << " units=" << units.size() << " schedule=" << schedule << " strategy=" << strategy
+              << " imbalance_percent=" << plan.imbalance * 100 << " max_rank_gflop=" << largest * 1e-9
+              << " mean_rank_gflop=" << (ranks ? total / static_cast<double>(ranks) * 1e-9 : 0.0) << '\n';
+    std::cout.unsetf(std::ios::floatfield);
+}
+
+double imbalance_of(const std::vector<dist::RankTimes>& ranks) {
+    double sum = 0, largest = 0;
+    for (const dist::RankTimes& t : ranks) {
+        sum += t.compute;
+        largest = std::max(largest, t.compute);
+    }
+    return sum > 0 ? largest / (sum / static_cast<double>(ranks.size())) - 1.0 : 0.0;
+}
+
+double hidden_fraction_of(const std::vector<dist::RankTimes>& ranks) {
+    double io = 0, exposed = 0;
+    for (const dist::RankTimes& t : ranks) {
+        const double mine = t.read + t.write + t.communicate;
+        io += mine;
+        exposed += std::min(mine, t.idle);
+    }
+    return io > 0 ? 1.0 - exposed / io : 1.0;
+}
+
+void write_report(const std::string& path, const RunOptions& o, const std::string& io_mode, int threads, double total,
+                  const dist::RunResult& result, std::size_t units, std::int64_t max_sequences) {
+    std::ofstream out(path);
+    if (!out) throw UserError(exit_io, "--report: cannot write '" + path + "'");
+    out << std::setprecision(6) << "{\n  \"ranks\": " << result.ranks.size() << ",\n  \"threads\": " << threads
+        << ",\n  \"io\": \"" << io_mode << "\",\n  \"schedule\": \"" << o.schedule << "\",\n  \"output\": \"" << o.output
+        << "\",\n  \"wall_seconds\": " << total << ",\n  \"units\": " << units << ",\n  \"rounds\": " << result.rounds
+        << ",\n  \"max_sequences_per_step\": " << max_sequences << ",\n  \"imbalance\": " << imbalance_of(result.ranks)
+        << ",\n  \"io_hidden_fraction\": " << hidden_fraction_of(result.ranks) << ",\n  \"collective_fallback\": \""
+        << result.collective_fallback << "\",\n  \"per_rank\": [";
+    for (std::size_t r = 0; r < result.ranks.size(); ++r) {
+        const dist::RankTimes& t = result.ranks[r];
+        const double flops = t.attention_flops + t.projection_flops;
+        out << (r ? "," : "") << "\n    {\"rank\": " << r << ", \"wall\": " << t.wall << ", \"read\": " << t.read
+            << ", \"compute\": " << t.compute << ", \"communicate\": " << t.communicate << ", \"write\": " << t.write
+            << ", \"idle\": " << t.idle << ", \"units\": " << t.units << ", \"steps\": " << t.steps
+            << ", \"sequences\": " << t.sequences << ", \"tokens\": " << t.tokens << ", \"attention_gflop\": "
+            << t.attention_flops * 1e-9 << ", \"projection_gflop\": " << t.projection_flops * 1e-9
+            << ", \"compute_gflops\": " << (t.compute > 0 ? flops / t.compute * 1e-9 : 0.0)
+            << ", \"io_hidden_fraction\": " << t.hidden_fraction() << "}";
+    }
+    out << "\n  ]\n}\n";
+}
+
+struct Job {
+    RunOptions o;
     io::InputSpec spec;
     std::optional<io::ProjectionWeights> weights;
     io::OutputLayout layout;
-    try {
-        spec = io::describe_input(o.input);
-        if (spec.weights) weights = io::read_weights(*spec.weights);
-        layout = io::output_layout_for(spec);
-    } catch (...) {
-        rethrow_as_user_error();
-    }
+    dist::AttentionSettings settings;
+    std::vector<std::int32_t> lengths;
+};
+
+int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
+    const bool root = comm.is_root();
+    Job job;
+    job.o = parse_options_everywhere(comm, args);
+    const RunOptions& o = job.o;
+    if (o.stop) return exit_ok;
+    const double t_start = MPI_Wtime();
+    agreed(comm, root, [&] { check_output_path(o); });
+
+    // Rank 0 validates shapes, types and lengths; the data values are scanned later, each
+    // rank its own share.
+    agreed(comm, root, [&] {
+        io::InputOptions input = o.input;
+        input.check_finite = false;
+        job.spec = io::describe_input(input);
+        if (job.spec.weights) job.weights = io::read_weights(*job.spec.weights);
+        io::InputReader lengths_reader(job.spec);
+        job.lengths = lengths_reader.read_all_lengths();
+    });
+    dist::broadcast_spec(comm, job.spec, 0);
+    dist::broadcast_weights(comm, job.weights, 0);
+    dist::broadcast_vector(comm, job.lengths, 0);
+    const io::InputSpec& spec = job.spec;
+
+    io::OutputLayout& layout = job.layout;
+    layout = io::output_layout_for(spec);
     layout.save_weights = o.save_weights;
     layout.weights_dtype = o.weights_dtype;
     layout.gzip_level = o.gzip_level;
-    if (o.weights_seqs_given) {
+    agreed(comm, true, [&] {
+        if (!o.weights_seqs_given) return;
         if (o.weights_last > spec.n) {
             throw UserError(exit_usage, "--weights-seqs " + std::to_string(o.weights_first) + ":" +
                                             std::to_string(o.weights_last) + " ends past N = " + std::to_string(spec.n) +
@@ -135,105 +296,220 @@ int run_command(const std::vector<std::string>& args) {
         }
         layout.weights_first = o.weights_first;
         layout.weights_last = o.weights_last;
-    }
+    });
 
+    const int ranks = comm.size();
+    const std::string io_mode = o.io_mode != "auto" ? o.io_mode : ranks > 1 ? "parallel" : "gather";
     kernels::KernelOptions kernel = o.kernel;
 #if defined(_OPENMP)
     if (kernel.threads <= 0) kernel.threads = omp_get_max_threads();
 #else
     kernel.threads = 1;
 #endif
-    dist::AttentionSettings settings;
+    dist::AttentionSettings& settings = job.settings;
     settings.causal = o.causal;
     settings.scale = o.scale > 0 ? static_cast<float>(o.scale) : static_cast<float>(1.0 / std::sqrt(static_cast<double>(spec.d_k)));
     settings.kernel = kernel;
 
+    // Units: sized by the memory bound, formed the same way whatever the number of ranks.
+    const int in_flight = io_mode == "gather" && ranks > 1 ? 3 : 2;
+    const dist::MemoryModel memory = dist::memory_model(spec, layout, kernel, in_flight);
+    std::int64_t max_sequences = 0;
+    agreed(comm, true, [&] {
+        max_sequences = dist::sequences_per_unit(memory, o.max_memory, spec.n, 1);
+        if (o.unit_sequences > 0) max_sequences = std::min<std::int64_t>(max_sequences, o.unit_sequences);
+    });
+    const dist::CostModel cost = cost_model_for(spec, o.causal);
+    const std::vector<dist::Unit> units = dist::form_units(job.lengths, cost, max_sequences);
+    const int plan_ranks = o.dry_run && o.simulate_ranks > 0 ? o.simulate_ranks : ranks;
+    const bool dynamic = o.schedule == "dynamic";
+    // The static plan also tells each rank which values to scan under --io parallel.
+    const dist::Plan plan = dist::plan_static(units, plan_ranks, dist::StaticStrategy::contiguous);
+
     const io::OutputSizes sizes = io::estimate_output_bytes(layout);
-    const dist::MemoryModel memory = dist::memory_model(spec, layout, kernel);
-    std::int64_t unit = 0;
-    try {
-        unit = dist::sequences_per_unit(memory, o.max_memory, spec.n, 1);
-        if (o.unit_sequences > 0) unit = std::min<std::int64_t>(unit, o.unit_sequences);
-    } catch (...) {
-        rethrow_as_user_error();
-    }
-    std::cout << "attnbatch run: " << spec.path << " N=" << spec.n << " L=" << spec.len << " H=" << spec.heads
-              << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (o.causal ? " causal" : "") << " -> " << o.output << '\n'
-              << "  output " << dist::format_bytes(static_cast<double>(sizes.output + sizes.lse + sizes.lengths))
-              << ", weights " << dist::format_bytes(static_cast<double>(sizes.attention)) << " ("
-              << io::name_of(layout.save_weights) << ", " << io::name_of(layout.weights_dtype) << ")"
-              << (layout.gzip_level ? " before gzip" : "") << "; units of " << unit << " sequences under --max-memory "
-              << dist::format_bytes(static_cast<double>(o.max_memory)) << '\n';
-    if (o.dry_run) {
-        const std::int64_t units = (spec.n + unit - 1) / unit;
-        std::cout << "  plan: " << units << " units on 1 rank, predicted imbalance 0%; dry run: nothing written\n";
-        return exit_ok;
-    }
-    if (layout.gzip_level == 0) {
-        std::uint64_t free_bytes = 0;
-        try {
-            free_bytes = io::free_bytes_at(o.output);
-        } catch (...) {
-            rethrow_as_user_error();
+    if (root) {
+        std::cout << "attnbatch run: " << spec.path << " N=" << spec.n << " L=" << spec.len << " H=" << spec.heads
+                  << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (o.causal ? " causal" : "") << " -> " << o.output << '\n'
+                  << "  output " << dist::format_bytes(static_cast<double>(sizes.output + sizes.lse + sizes.lengths))
+                  << ", weights " << dist::format_bytes(static_cast<double>(sizes.attention)) << " ("
+                  << io::name_of(layout.save_weights) << ", " << io::name_of(layout.weights_dtype) << ")"
+                  << (layout.gzip_level ? " before gzip" : "") << "; " << ranks << (ranks == 1 ? " rank" : " ranks") << " x "
+                  << kernel.threads << " threads, io " << io_mode << ", steps of at most " << max_sequences
+                  << " sequences under --max-memory " << dist::format_bytes(static_cast<double>(o.max_memory)) << " per rank\n";
+        if (o.dry_run || ranks > 1) {
+            if (dynamic) print_plan(dist::simulate_dynamic(units, plan_ranks), units, o.schedule, "simulated-equal-speed");
+            else print_plan(plan, units, o.schedule, "contiguous");
         }
+        if (o.dry_run) std::cout << "  dry run: shapes, types and lengths validated, values not scanned, nothing written\n";
+        std::cout.flush();
+    }
+    if (o.dry_run) return exit_ok;
+
+    agreed(comm, root, [&] {
+        if (layout.gzip_level != 0) return;
+        const std::uint64_t free_bytes = io::free_bytes_at(o.output);
         if (sizes.total() > free_bytes) {
             throw UserError(exit_usage, o.output + ": the output needs " + dist::format_bytes(static_cast<double>(sizes.total())) +
                                             " but its file system has " + dist::format_bytes(static_cast<double>(free_bytes)) +
                                             " free; hint: --save-weights mean|none, --weights-dtype f16, --weights-seqs A:B or "
                                             "--compression gzip shrink it");
         }
-    }
-    if (o.resume) {
+    });
+    std::int64_t already_complete = 0;
+    agreed(comm, root, [&] {
+        if (!o.resume) return;
         if (::access(o.output.c_str(), F_OK) == 0) {
             std::cout << "  " << o.output << " is already complete; nothing to resume\n";
-            return exit_ok;
+            already_complete = 1;
+            return;
         }
         if (::access(io::OutputFile::partial_path_for(o.output).c_str(), F_OK) == 0) {
             throw UserError(exit_usage, io::OutputFile::partial_path_for(o.output) +
                                             ": continuing a partial output is not supported by this build yet; "
                                             "hint: rerun with --force to start again");
         }
-    }
+    });
+    comm.broadcast(&already_complete, sizeof already_complete, 0);
+    if (already_complete) return exit_ok;
+
+    // Every value checked before any compute: in parallel each rank scans its own share.
+    const bool parallel = io_mode == "parallel";
+    agreed(comm, root || parallel, [&] {
+        io::InputOptions input = o.input;
+        if (parallel) {
+            const auto [first, last] = share_span(units, plan.ranks[static_cast<std::size_t>(comm.rank())]);
+            input.scan_first = first;
+            input.scan_last = last;
+            input.scan_weights = root;
+            if (first == last && !root) return;
+        }
+        io::describe_input(input);
+    });
 
     io::Provenance provenance;
     provenance.version = ATTNBATCH_VERSION;
     provenance.creation_time = now_iso8601();
+    dist::broadcast_string(comm, provenance.creation_time, 0);  // attributes must match on every rank
     provenance.input_file = spec.path;
     provenance.input_dataset = spec.mode == io::InputMode::embeddings ? spec.dataset : spec.query + "," + spec.key + "," + spec.value;
     provenance.heads = spec.heads;
     provenance.causal = o.causal;
     provenance.scale = settings.scale;
-    provenance.ranks = mpi.size();
+    provenance.ranks = ranks;
     provenance.threads = kernel.threads;
-    provenance.io_mode = o.io_mode;
+    provenance.io_mode = io_mode;
     provenance.config = o.resolved_config;
 
-    dist::PhaseTimes times;
+    io::OutputOptions output_options;
+    output_options.force = o.force;
+    std::unique_ptr<io::OutputFile> output;
+    std::unique_ptr<io::InputReader> reader;
+    std::unique_ptr<dist::StepIo> step_io;
+    if (parallel) {
+        agreed(comm, root, [&] { io::prepare_output_path(o.output, o.force); });
+        output_options.paths_prepared = true;
+        output_options.access.configure = [](hid_t fapl) { H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL); };
+        // Collective: a failure here is the same on every rank, or the job cannot go on.
+        int code = 0;
+        std::string message;
+        try {
+            output = std::make_unique<io::OutputFile>(io::OutputFile::create(o.output, layout, provenance, output_options));
+        } catch (const io::Error& e) {
+            code = e.exit_code();
+            message = e.what();
+        }
+        const dist::AgreedError created = dist::agree(comm, code, message);
+        if (created.code != 0 && output) {
+            if (root) std::cerr << "attnbatch run: error: " << created.message << '\n';
+            comm.abort(created.code);
+        }
+        if (created.code != 0) throw dist::AgreedFailure(created.code, created.message);
+        agreed(comm, true, [&] { reader = std::make_unique<io::InputReader>(spec); });
+        step_io = dist::make_parallel_io(comm, spec, std::move(reader), std::move(output), o.force);
+    } else {
+        agreed(comm, root, [&] {
+            output = std::make_unique<io::OutputFile>(io::OutputFile::create(o.output, layout, provenance, output_options));
+            reader = std::make_unique<io::InputReader>(spec);
+        });
+        step_io = dist::make_gather_io(comm, spec, layout, std::move(reader), std::move(output));
+    }
+
+    dist::RunResult result;
     try {
-        io::OutputOptions output_options;
-        output_options.force = o.force;
-        io::OutputFile output = io::OutputFile::create(o.output, layout, provenance, output_options);
-        io::InputReader reader(spec);
-        const std::int64_t chunk = output.sequences_per_chunk();
-        if (unit > chunk && o.unit_sequences == 0) unit = unit / chunk * chunk;
-        times = dist::run_sequences(spec, weights, settings, reader, output, 0, spec.n, unit);
-        const double t0 = MPI_Wtime();
-        output.finalize();
-        times.write += MPI_Wtime() - t0;
-    } catch (...) {
-        rethrow_as_user_error();
+        std::unique_ptr<dist::Scheduler> scheduler =
+            dynamic ? dist::make_dynamic_scheduler(units, ranks, max_sequences, kMinRounds)
+                    : dist::make_static_scheduler(dist::static_rounds(units, plan, max_sequences, kMinRounds));
+        const dist::RunContext context{spec, job.weights, settings, layout};
+        result = dist::run_rounds(comm, context, *scheduler, *step_io);
+        step_io.reset();
+    } catch (const dist::AgreedFailure&) {
+        throw;  // every rank closed the output together and leaves together
+    } catch (const std::exception& e) {
+        if (ranks == 1) throw;
+        // Caught here, before the output's destructor could start a collective close that
+        // the other ranks would never join.
+        std::cerr << "attnbatch run: internal error: rank " << comm.rank() << ": " << e.what() << '\n';
+        comm.abort(exit_internal);
     }
     const double total = MPI_Wtime() - t_start;
-    const double flops = times.attention_flops + times.projection_flops;
-    if (!o.report.empty()) write_report(o.report, o, times, total, unit, kernel.threads);
-    std::cout << std::fixed << std::setprecision(3) << "  done: " << times.units << " units, " << times.sequences
-              << " sequences in " << total << " s (read " << times.read << ", compute " << times.compute << ", write "
-              << times.write << ")\n"
-              << "PERFORMANCE ranks=1 threads=" << kernel.threads << " sequences=" << times.sequences
-              << " tokens=" << times.tokens << " seconds=" << total << " seqs_per_s=" << std::setprecision(1)
-              << static_cast<double>(times.sequences) / total << " compute_gflops=" << (times.compute > 0 ? flops / times.compute * 1e-9 : 0.0)
-              << " end_to_end_gflops=" << flops / total * 1e-9 << '\n';
+    if (!root) return exit_ok;
+
+    dist::RankTimes sum;
+    double slowest_compute = 0;
+    for (const dist::RankTimes& t : result.ranks) {
+        sum.sequences += t.sequences;
+        sum.tokens += t.tokens;
+        sum.attention_flops += t.attention_flops;
+        sum.projection_flops += t.projection_flops;
+        sum.read += t.read;
+        sum.write += t.write;
+        sum.communicate += t.communicate;
+        sum.compute += t.compute;
+        slowest_compute = std::max(slowest_compute, t.compute);
+    }
+    const double flops = sum.attention_flops + sum.projection_flops;
+    if (!o.report.empty()) {
+        write_report(o.report, o, io_mode, kernel.threads, total, result, units.size(), max_sequences);
+    }
+    if (!result.collective_fallback.empty()) {
+        std::cout << "  note: collective writes fell back to independent I/O (" << result.collective_fallback << ")\n";
+    }
+    std::cout << std::fixed << std::setprecision(3) << "  done: " << result.rounds << " rounds, " << units.size() << " units, "
+              << sum.sequences << " sequences in " << total << " s (summed over ranks: read " << sum.read << ", compute "
+              << sum.compute << ", communicate " << sum.communicate << ", write " << sum.write << "; I/O hidden "
+              << std::setprecision(1) << hidden_fraction_of(result.ranks) * 100 << "%)\n"
+              << std::setprecision(3) << "PERFORMANCE ranks=" << ranks << " threads=" << kernel.threads << " io=" << io_mode
+              << " schedule=" << o.schedule << " sequences=" << sum.sequences << " tokens=" << sum.tokens
+              << " seconds=" << total << " seqs_per_s=" << std::setprecision(1) << static_cast<double>(sum.sequences) / total
+              << " compute_gflops=" << (slowest_compute > 0 ? flops / slowest_compute * 1e-9 : 0.0)
+              << " end_to_end_gflops=" << flops / total * 1e-9 << std::setprecision(3)
+              << " imbalance=" << imbalance_of(result.ranks) << " io_hidden=" << hidden_fraction_of(result.ranks) << '\n';
     return exit_ok;
+}
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& args) {
+    MpiSession mpi;
+    std::unique_ptr<dist::Comm> comm = mpi.size() > 1 ? dist::make_mpi_comm(MPI_COMM_WORLD) : dist::make_serial_comm();
+    try {
+        return run_job(*comm, args);
+    } catch (const dist::AgreedFailure& failure) {
+        // Every rank is here with the same code; rank 0 speaks for them.
+        if (comm->is_root()) throw UserError(failure.code(), failure.what());
+        return failure.code();
+    } catch (const UserError& e) {
+        if (mpi.size() == 1) throw;
+        std::cerr << "attnbatch run: error: rank " << mpi.rank() << ": " << e.what() << '\n';
+        comm->abort(e.code());
+        return e.code();  // not reached
+    } catch (const std::exception& e) {
+        if (mpi.size() == 1) throw;
+        // Other ranks may be waiting in a collective for this one: end the job.
+        std::cerr << "attnbatch run: internal error: rank " << mpi.rank() << ": " << e.what() << '\n';
+        comm->abort(exit_internal);
+        return exit_internal;  // not reached
+    }
 }
 
 }  // namespace attnbatch::cli

@@ -99,8 +99,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("weights-dtype", po::value<std::string>()->default_value("f32"), "stored weights as f32|f16 (IEEE half)")
         ("weights-seqs", po::value<std::string>(), "store weights of sequences A <= n < B only, as A:B")
         ("compression", po::value<std::string>()->default_value("none"), "none|gzip|gzip:1-9 (with shuffle)")
-        ("io", po::value<std::string>()->default_value("gather"), "gather|parallel (one rank: the same)")
-        ("schedule", po::value<std::string>()->default_value("static"), "static|dynamic (one rank: the same)")
+        ("io", po::value<std::string>()->default_value("auto"), "auto|gather|parallel [auto: parallel with more than one rank]")
+        ("schedule", po::value<std::string>()->default_value("static"), "static (cost-balanced contiguous shares)|dynamic (rank 0 hands out work)")
         ("threads", po::value<int>()->default_value(0), "OpenMP threads [OMP_NUM_THREADS, else all cores]")
         ("block-q", po::value<int>()->default_value(0), "query tile rows [auto]")
         ("block-k", po::value<int>()->default_value(0), "key tile columns [auto]")
@@ -111,6 +111,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("resume", po::bool_switch(), "continue OUTPUT.partial; with a complete OUTPUT do nothing")
         ("force", po::bool_switch(), "replace an existing OUTPUT (only once the new one is complete)")
         ("dry-run", po::bool_switch(), "validate and print the plan and sizes; write nothing")
+        ("simulate-ranks", po::value<int>()->default_value(0), "with --dry-run: plan for this many ranks without starting them")
         ("report", po::value<std::string>(), "write phase times and rates as JSON")
         ("progress", po::value<std::string>()->default_value("auto"), "auto|always|never");
     po::variables_map vm;
@@ -146,7 +147,9 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     if (vm.count("weights-seqs")) parse_weights_seqs(vm["weights-seqs"].as<std::string>(), o);
     o.gzip_level = parse_compression(vm["compression"].as<std::string>());
     o.io_mode = vm["io"].as<std::string>();
-    if (o.io_mode != "gather" && o.io_mode != "parallel") throw UserError(exit_usage, "--io: '" + o.io_mode + "' is not one of gather|parallel");
+    if (o.io_mode != "auto" && o.io_mode != "gather" && o.io_mode != "parallel") {
+        throw UserError(exit_usage, "--io: '" + o.io_mode + "' is not one of auto|gather|parallel");
+    }
     o.schedule = vm["schedule"].as<std::string>();
     if (o.schedule != "static" && o.schedule != "dynamic") throw UserError(exit_usage, "--schedule: '" + o.schedule + "' is not one of static|dynamic");
     o.kernel.threads = vm["threads"].as<int>();
@@ -167,6 +170,13 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     o.resume = vm["resume"].as<bool>();
     o.force = vm["force"].as<bool>();
     o.dry_run = vm["dry-run"].as<bool>();
+    o.simulate_ranks = vm["simulate-ranks"].as<int>();
+    if (o.simulate_ranks < 0 || o.simulate_ranks > (1 << 24)) {
+        throw UserError(exit_usage, "--simulate-ranks: expected 1 to 16777216 ranks, or 0 for the ranks of this run");
+    }
+    if (o.simulate_ranks > 0 && !o.dry_run) {
+        throw UserError(exit_usage, "--simulate-ranks " + std::to_string(o.simulate_ranks) + " needs --dry-run (it plans without running)");
+    }
     if (vm.count("report")) o.report = vm["report"].as<std::string>();
     o.progress = vm["progress"].as<std::string>();
     if (o.progress != "auto" && o.progress != "always" && o.progress != "never") {

@@ -23,12 +23,13 @@ struct RunOptions {
     bool weights_seqs_given = false;
     std::int64_t weights_first = 0, weights_last = -1;
     int gzip_level = 0;
-    std::string io_mode = "gather";
+    std::string io_mode = "auto";
     std::string schedule = "static";
     kernels::KernelOptions kernel;
     std::size_t max_memory = 0;
     std::int64_t unit_sequences = 0;  // 0: as many as --max-memory allows
     bool resume = false, force = false, dry_run = false;
+    int simulate_ranks = 0;  // --dry-run for this many ranks (0: the ranks of this run)
     std::string report, progress = "auto";
     std::string resolved_config;  // every option as resolved, recorded in the output
 };

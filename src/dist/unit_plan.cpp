@@ -10,12 +10,13 @@ namespace attnbatch::dist {
 
 namespace {
 constexpr std::size_t kFloat = sizeof(float);
-// The process itself: code, MPI and HDF5 libraries, HDF5's chunk cache, the allocator's slack.
-constexpr std::size_t kProcessMargin = std::size_t{96} << 20;
+// The process itself: code, MPI and HDF5 libraries, HDF5's chunk cache, the allocator's slack
+// (one arena per thread: the main thread does I/O while the compute thread works).
+constexpr std::size_t kProcessMargin = std::size_t{128} << 20;
 }  // namespace
 
 MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layout,
-                         const kernels::KernelOptions& kernel) {
+                         const kernels::KernelOptions& kernel, int in_flight) {
     const std::size_t len = spec.len, heads = spec.heads, dk = spec.d_k, dv = spec.d_v;
     const bool projected = spec.weights.has_value();
     MemoryModel m;
@@ -42,15 +43,20 @@ MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layo
                          : layout.save_weights == io::SaveWeights::mean ? kernels::WeightsMode::mean_over_heads
                                                                         : kernels::WeightsMode::all;
     probe.weights = probe.weights_mode == kernels::WeightsMode::none ? nullptr : &m;
-    m.fixed = kernels::attention_workspace_bytes(probe, kernel) + kProcessMargin;
+    std::size_t fixed = kernels::attention_workspace_bytes(probe, kernel);
     if (spec.weights) {
         const int d = static_cast<int>(spec.weights->d_in);
         const int qk = static_cast<int>(spec.weights->qk_width), v = static_cast<int>(spec.weights->v_width);
         std::size_t packed = 2 * kernels::projection_packed_floats(d, qk, kernel.isa) +
                              kernels::projection_packed_floats(d, v, kernel.isa);
         if (spec.weights->has_w_o) packed += kernels::projection_packed_floats(v, static_cast<int>(spec.d_out()), kernel.isa);
-        m.fixed += packed * kFloat + kernels::projection_workspace_bytes(std::max(d, v), kernel.isa, kernel.threads);
+        fixed += packed * kFloat + kernels::projection_workspace_bytes(std::max(d, v), kernel.isa, kernel.threads);
     }
+    // Each block in flight has its own buffers, workspaces and packed weights.
+    const std::size_t copies = static_cast<std::size_t>(std::max(1, in_flight));
+    m.per_sequence *= copies;
+    m.per_weights_sequence *= copies;
+    m.fixed = fixed * copies + kProcessMargin;
     return m;
 }
 

@@ -7,6 +7,7 @@
 #include "paths.hpp"
 
 #include <cfloat>
+#include <limits>
 #include <climits>
 #include <cmath>
 #include <sstream>
@@ -104,10 +105,10 @@ void expect_heads_divide(std::int64_t heads, std::int64_t width, const std::stri
           of + "; hint: " + divisors_hint(width));
 }
 
-void expect_finite(const Data& data, const InputOptions& options) {
+void expect_finite(const Data& data, const InputOptions& options, std::uint64_t first, std::uint64_t last) {
     // Everything is computed in float32: a finite float64 beyond FLT_MAX would become inf.
     const std::optional<BadValue> bad =
-        find_first_non_finite(data.dataset, options.scan_bytes, static_cast<double>(FLT_MAX));
+        find_first_non_finite(data.dataset, options.scan_bytes, static_cast<double>(FLT_MAX), first, last);
     if (!bad) return;
     if (!std::isfinite(bad->value)) {
         invalid(data.at() + " has a non-finite value (" + number_text(bad->value) + ") at " + shape_text(bad->index) +
@@ -348,6 +349,7 @@ InputSpec describe_input(const InputOptions& options) {
         } else {
             describe_qkv(file, options, spec, scanned);
         }
+        const std::size_t sequence_datasets = scanned.size();
 
         // Shapes and types of everything first, then the scans that read whole datasets.
         std::optional<Data> lengths;
@@ -366,7 +368,13 @@ InputSpec describe_input(const InputOptions& options) {
         }
         if (lengths) check_lengths_values(*lengths, spec.len, options);
         if (options.check_finite) {
-            for (const Data& data : scanned) expect_finite(data, options);
+            const std::uint64_t first = static_cast<std::uint64_t>(std::max<std::int64_t>(0, options.scan_first));
+            const std::uint64_t last = options.scan_last < 0 ? std::numeric_limits<std::uint64_t>::max()
+                                                             : static_cast<std::uint64_t>(options.scan_last);
+            for (std::size_t i = 0; i < scanned.size(); ++i) {
+                if (i < sequence_datasets) expect_finite(scanned[i], options, first, last);
+                else if (options.scan_weights) expect_finite(scanned[i], options, 0, std::numeric_limits<std::uint64_t>::max());
+            }
         }
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);

@@ -66,6 +66,17 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
     }
 }
 
+std::vector<std::int32_t> InputReader::read_all_lengths() {
+    std::vector<std::int32_t> lengths(static_cast<std::size_t>(spec_.n), static_cast<std::int32_t>(spec_.len));
+    if (!lengths_ || lengths.empty()) return lengths;
+    try {
+        read_rows(*lengths_, 0, static_cast<hsize_t>(spec_.n), lengths.data(), lengths.size());
+    } catch (const H5Error& error) {
+        detail::rethrow_read_failure(error);
+    }
+    return lengths;
+}
+
 ProjectionWeights read_weights(const WeightsSpec& spec, const FileAccess& access) {
     const File file = detail::open_input_file(spec.path, "--weights", access);
     ProjectionWeights weights;

@@ -250,6 +250,18 @@ void OutputFile::close_complete() {
     }
 }
 
+void OutputFile::close_incomplete() {
+    try {
+        file_.flush();
+        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_}) {
+            if (*dataset) (*dataset)->close();
+        }
+        file_.close();
+    } catch (const H5Error& error) {
+        throw OutputError(exit_io, partial_path() + ": cannot close the output: " + error.what());
+    }
+}
+
 void OutputFile::finalize() {
     close_complete();
     publish_output(path_, force_);

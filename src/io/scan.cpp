@@ -18,8 +18,13 @@ Dims unravel_index(std::uint64_t flat, const Dims& dims) {
 }
 
 void scan_blocks(const Dataset& dataset, std::size_t max_bytes, MemType type,
-                 const std::function<bool(const Slab& block, const void* data, std::size_t count)>& visit) {
-    const Dims dims = dataset.dims();
+                 const std::function<bool(const Slab& block, const void* data, std::size_t count)>& visit,
+                 std::uint64_t first, std::uint64_t last) {
+    const Dims full = dataset.dims();
+    // The scan covers rows [first, last) of the first axis; offsets stay those of the dataset.
+    Dims dims = full;
+    if (!dims.empty()) dims[0] = std::min<hsize_t>(full[0], std::min<std::uint64_t>(last, full[0]));
+    const hsize_t begin0 = dims.empty() ? 0 : std::min<hsize_t>(first, dims[0]);
     const std::size_t element = mem_type_size(type);
     const std::size_t budget = std::max(max_bytes, element);
     if (dims.empty()) {
@@ -28,7 +33,7 @@ void scan_blocks(const Dataset& dataset, std::size_t max_bytes, MemType type,
         visit(Slab{}, buffer.data(), 1);
         return;
     }
-    if (element_count(dims) == 0) return;
+    if (element_count(dims) == 0 || begin0 >= dims[0]) return;
 
     // The outermost axis whose trailing box (that axis's single index times every inner
     // axis) fits the budget: blocks span several indices along it and all inner axes whole.
@@ -44,8 +49,9 @@ void scan_blocks(const Dataset& dataset, std::size_t max_bytes, MemType type,
 
     Slab block{Dims(rank, 0), dims};
     for (std::size_t outer = 0; outer < axis; ++outer) block.count[outer] = 1;
+    block.offset[0] = begin0;
     while (true) {
-        for (hsize_t start = 0; start < dims[axis]; start += step) {
+        for (hsize_t start = axis == 0 ? begin0 : 0; start < dims[axis]; start += step) {
             block.offset[axis] = start;
             block.count[axis] = std::min(step, dims[axis] - start);
             const std::size_t count = static_cast<std::size_t>(block.count[axis]) * inner;
@@ -57,15 +63,15 @@ void scan_blocks(const Dataset& dataset, std::size_t max_bytes, MemType type,
         while (outer > 0) {
             --outer;
             if (++block.offset[outer] < dims[outer]) break;
-            block.offset[outer] = 0;
+            block.offset[outer] = outer == 0 ? begin0 : 0;
             if (outer == 0) return;
         }
         if (axis == 0) return;
     }
 }
 
-std::optional<BadValue> find_first_non_finite(const Dataset& dataset, std::size_t max_bytes, double max_magnitude) {
-    const Dims dims = dataset.dims();
+std::optional<BadValue> find_first_non_finite(const Dataset& dataset, std::size_t max_bytes, double max_magnitude,
+                                              std::uint64_t first, std::uint64_t last) {
     std::optional<BadValue> found;
     scan_blocks(dataset, max_bytes, MemType::f64, [&](const Slab& block, const void* data, std::size_t count) {
         const auto* values = static_cast<const double*>(data);
@@ -78,7 +84,7 @@ std::optional<BadValue> find_first_non_finite(const Dataset& dataset, std::size_
             return false;
         }
         return true;
-    });
+    }, first, last);
     return found;
 }
 

@@ -20,8 +20,11 @@ struct MemoryModel {
     std::size_t fixed = 0;
 };
 
+// `in_flight`: blocks resident at once (2 with double buffering: one computed while the
+// previous is written and the next read; 3 on rank 0 of a gathered run, which also holds
+// another rank's block in transit).
 MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layout,
-                         const kernels::KernelOptions& kernel);
+                         const kernels::KernelOptions& kernel, int in_flight = 2);
 
 // Sequences per unit under `max_memory`; a multiple of `chunk_sequences` when it can be, so
 // that units write whole chunks. Throws io::Error (exit 2) when one sequence does not fit,

@@ -31,6 +31,10 @@ struct InputOptions {
     std::string weights_path;  // empty: no projections
     bool check_finite = true;  // the full-data NaN/inf scan; costs one read of every input
     std::size_t scan_bytes = default_scan_bytes;  // memory bound of the scans
+    // Under MPI every rank scans its own share: sequences [scan_first, scan_last) of the
+    // data (scan_last < 0: to the end), and the weights only where scan_weights is set.
+    std::int64_t scan_first = 0, scan_last = -1;
+    bool scan_weights = true;
 };
 
 enum class InputMode { embeddings, qkv };

@@ -27,6 +27,8 @@ public:
 
     // Reads sequences [first, last); InputError (exit 4) when HDF5 fails to read.
     void read(std::int64_t first, std::int64_t last, InputBlock& block);
+    // Every sequence's valid-token count (L for all without a lengths dataset): what plans need.
+    std::vector<std::int32_t> read_all_lengths();
 
     const InputSpec& spec() const noexcept { return spec_; }
 

@@ -126,6 +126,9 @@ public:
     void flush();
     // complete = 1, flush, close every object and the file. Collective under MPI-IO.
     void close_complete();
+    // Flush and close, complete stays 0: the end of a failed or interrupted run, called on
+    // purpose (collective under MPI-IO) rather than left to the destructor.
+    void close_incomplete();
     // close_complete(), then publish_output(): the serial end of a run.
     void finalize();
 

@@ -1,7 +1,6 @@
-#include "attnbatch/dist/pipeline.hpp"
+#include "attnbatch/dist/unit_computer.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -12,8 +11,6 @@ namespace attnbatch::dist {
 namespace k = attnbatch::kernels;
 
 namespace {
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 struct PackedMatrix {
     std::vector<float> packed;
@@ -31,10 +28,12 @@ PackedMatrix pack(const std::vector<float>& w, const std::vector<float>& bias, i
     return m;
 }
 
+}  // namespace
+
 // Buffers of one unit, reused from unit to unit; all (count, ...) with whole sequences.
-class UnitComputer {
+class UnitComputer::Impl {
 public:
-    UnitComputer(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
+    Impl(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
                  const AttentionSettings& settings, const io::OutputLayout& layout)
         : spec_(spec), settings_(settings), layout_(layout) {
         isa_ = k::resolve_isa(settings.kernel.isa);
@@ -50,7 +49,7 @@ public:
     }
 
     // Fills `block` (output, lse, lengths, attention) for the sequences of `in`.
-    void compute(const io::InputBlock& in, io::OutputBlock& block, PhaseTimes& times) {
+    void compute(const io::InputBlock& in, io::OutputBlock& block, ComputeTally& times) {
         const std::int64_t count = in.count;
         const std::size_t len = spec_.len, heads = spec_.heads, dk = spec_.d_k, dv = spec_.d_v;
 
@@ -167,6 +166,7 @@ public:
             }
             times.tokens += in.lengths[s];
         }
+        times.sequences += count;
         block.output = final_output;
         block.lse = lse_.data();
         block.lengths = in.lengths.data();
@@ -216,31 +216,14 @@ private:
     std::vector<unsigned char> workspace_, projection_workspace_;
 };
 
-}  // namespace
+UnitComputer::UnitComputer(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
+                           const AttentionSettings& settings, const io::OutputLayout& layout)
+    : impl_(std::make_unique<Impl>(spec, weights, settings, layout)) {}
+UnitComputer::~UnitComputer() = default;
+UnitComputer::UnitComputer(UnitComputer&&) noexcept = default;
 
-PhaseTimes run_sequences(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
-                         const AttentionSettings& settings, io::InputReader& reader, io::OutputFile& output,
-                         std::int64_t first, std::int64_t last, std::int64_t unit_sequences) {
-    PhaseTimes times;
-    UnitComputer computer(spec, weights, settings, output.layout());
-    io::InputBlock in;
-    for (std::int64_t a = first; a < last; a += unit_sequences) {
-        const std::int64_t b = std::min(last, a + unit_sequences);
-        double t0 = now();
-        reader.read(a, b, in);
-        double t1 = now();
-        io::OutputBlock block;
-        computer.compute(in, block, times);
-        double t2 = now();
-        output.write_block(a, b, block);
-        double t3 = now();
-        times.read += t1 - t0;
-        times.compute += t2 - t1;
-        times.write += t3 - t2;
-        times.units += 1;
-        times.sequences += b - a;
-    }
-    return times;
+void UnitComputer::compute(const io::InputBlock& in, io::OutputBlock& block, ComputeTally& tally) {
+    impl_->compute(in, block, tally);
 }
 
 }  // namespace attnbatch::dist
