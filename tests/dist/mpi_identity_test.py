@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""The same input and options give byte-identical /output, /attention, /lse and /lengths
+whatever the number of ranks, the io mode and the schedule (SPEC.md, Guarantees).
+
+usage: mpi_identity_test.py ATTNBATCH MPIEXEC CASE WORKDIR
+
+For one input CASE, a plain one-process run is the reference; then `mpirun -np P` for P in
+1..4 with --io gather|parallel and --schedule static|dynamic, each under a timeout, must
+exit 0, leave no OUTPUT.partial, set complete = 1 and store the same bytes (not values
+within a tolerance: bytes). Small --unit-sequences force several rounds per rank.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+TIMEOUT = 120
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+# name: (generate options, run options, skewed lengths)
+CASES = {
+    # N < P for P = 4; projections with w_o and biases; every map stored as f32.
+    "fewer_sequences_than_ranks": (
+        ["--num-seqs", "3", "--seq-len", "32", "--dim", "16", "--heads", "2", "--weights-out", "{w}"],
+        ["--heads", "2", "--weights", "{w}", "--save-weights", "all"], False),
+    # N = P for P = 4; causal, maps as f16.
+    "as_many_sequences_as_ranks": (
+        ["--num-seqs", "4", "--seq-len", "48", "--dim", "32", "--min-len", "1"],
+        ["--heads", "4", "--causal", "--save-weights", "all", "--weights-dtype", "f16"], False),
+    # N not divisible by 2, 3 or 4; ragged lengths including 0; mean maps of a range only.
+    "not_divisible": (
+        ["--num-seqs", "37", "--seq-len", "64", "--dim", "32", "--min-len", "0"],
+        ["--heads", "2", "--save-weights", "mean", "--weights-seqs", "5:20", "--unit-sequences", "3"], False),
+    # Skewed lengths (most sequences short, a few full), packed Q/K/V, gzip output.
+    "skewed_lengths": (
+        ["--num-seqs", "61", "--seq-len", "96", "--dim", "32", "--qkv", "--heads", "2", "--min-len", "1"],
+        ["--query", "/query", "--key", "/key", "--value", "/value", "--heads", "2", "--save-weights", "none",
+         "--compression", "gzip:1", "--unit-sequences", "4"], True),
+}
+
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+        print("FAIL: " + message, flush=True)
+
+
+def skew_lengths(path):
+    """Zipf-like lengths: many short sequences and a few at full length."""
+    with h5py.File(path, "r+") as f:
+        n = f["lengths"].shape[0]
+        length = f["query"].shape[1]
+        rng = np.random.default_rng(7)
+        values = np.minimum(rng.zipf(1.6, n), length).astype(np.int32)
+        values[::17] = length
+        f["lengths"][...] = values
+
+
+def run(command, timeout=TIMEOUT):
+    try:
+        return subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def compare(reference, candidate, label):
+    with h5py.File(reference, "r") as ref, h5py.File(candidate, "r") as out:
+        check(int(out.attrs["complete"]) == 1, "%s: complete is not 1" % label)
+        for name in ("output", "attention", "lse", "lengths"):
+            if name not in ref:
+                check(name not in out, "%s: /%s present, absent in the reference" % (label, name))
+                continue
+            a, b = ref[name][()], out[name][()]
+            same = a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+            if not same and a.shape == b.shape:
+                differing = int(np.count_nonzero(a.view(np.uint8) != b.view(np.uint8)))
+                check(False, "%s: /%s differs from the one-rank run in %d bytes" % (label, name, differing))
+            else:
+                check(same, "%s: /%s has dtype/shape %s%s, expected %s%s" % (label, name, b.dtype, b.shape, a.dtype, a.shape))
+
+
+def main():
+    if len(sys.argv) != 5:
+        print(__doc__)
+        return 2
+    binary, mpiexec, case, work = sys.argv[1:]
+    generate_options, run_options, skewed = CASES[case]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    data, weights = os.path.join(work, "in.h5"), os.path.join(work, "w.h5")
+    fill = lambda options: [o.replace("{w}", weights) for o in options]
+    made = run([binary, "generate", "--output", data, "--seed", "11"] + fill(generate_options))
+    if made is None or made.returncode != 0:
+        print("FAIL: generate: %s" % (made.stderr if made else "timed out"))
+        return 1
+    if skewed:
+        skew_lengths(data)
+    common = ["run", "--input", data, "--threads", "1"] + fill(run_options)
+
+    reference = os.path.join(work, "reference.h5")
+    result = run([binary] + common + ["--output", reference])
+    if result is None or result.returncode != 0:
+        print("FAIL: reference run: %s" % (result.stderr if result else "timed out"))
+        return 1
+
+    runs = 0
+    for ranks in (1, 2, 3, 4):
+        for io in ("gather", "parallel"):
+            for schedule in ("static", "dynamic"):
+                if ranks == 1 and schedule == "dynamic":
+                    continue  # one rank: the two schedules are the same code path as static
+                label = "%s np=%d io=%s schedule=%s" % (case, ranks, io, schedule)
+                output = os.path.join(work, "np%d_%s_%s.h5" % (ranks, io, schedule))
+                result = run([mpiexec, "-np", str(ranks), "--oversubscribe", "--bind-to", "none", binary] + common +
+                             ["--output", output, "--io", io, "--schedule", schedule])
+                runs += 1
+                if result is None:
+                    check(False, "%s: no exit within %d s" % (label, TIMEOUT))
+                    continue
+                check(result.returncode == 0, "%s: exit %d: %s" % (label, result.returncode, result.stderr.strip()[-400:]))
+                if result.returncode != 0:
+                    continue
+                check(not os.path.exists(output + ".partial"), "%s: %s.partial left behind" % (label, output))
+                check(("PERFORMANCE ranks=%d " % ranks) in result.stdout, "%s: no PERFORMANCE line for %d ranks" % (label, ranks))
+                compare(reference, output, label)
+                os.remove(output)
+    print("%s: %d runs compared byte for byte with the one-process run, %d failure(s)" % (case, runs, len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
