@@ -299,7 +299,9 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
     });
 
     const int ranks = comm.size();
-    const std::string io_mode = o.io_mode != "auto" ? o.io_mode : ranks > 1 ? "parallel" : "gather";
+    // A dry run for --simulate-ranks P sizes the job those P ranks would run.
+    const int plan_ranks = o.dry_run && o.simulate_ranks > 0 ? o.simulate_ranks : ranks;
+    const std::string io_mode = o.io_mode != "auto" ? o.io_mode : plan_ranks > 1 ? "parallel" : "gather";
     kernels::KernelOptions kernel = o.kernel;
 #if defined(_OPENMP)
     if (kernel.threads <= 0) kernel.threads = omp_get_max_threads();
@@ -312,7 +314,7 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
     settings.kernel = kernel;
 
     // Units: sized by the memory bound, formed the same way whatever the number of ranks.
-    const int in_flight = io_mode == "gather" && ranks > 1 ? 3 : 2;
+    const int in_flight = io_mode == "gather" && plan_ranks > 1 ? 3 : 2;
     const dist::MemoryModel memory = dist::memory_model(spec, layout, kernel, in_flight);
     std::int64_t max_sequences = 0;
     agreed(comm, true, [&] {
@@ -321,7 +323,6 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
     });
     const dist::CostModel cost = cost_model_for(spec, o.causal);
     const std::vector<dist::Unit> units = dist::form_units(job.lengths, cost, max_sequences);
-    const int plan_ranks = o.dry_run && o.simulate_ranks > 0 ? o.simulate_ranks : ranks;
     const bool dynamic = o.schedule == "dynamic";
     // The static plan also tells each rank which values to scan under --io parallel.
     const dist::Plan plan = dist::plan_static(units, plan_ranks, dist::StaticStrategy::contiguous);
@@ -333,7 +334,8 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
                   << "  output " << dist::format_bytes(static_cast<double>(sizes.output + sizes.lse + sizes.lengths))
                   << ", weights " << dist::format_bytes(static_cast<double>(sizes.attention)) << " ("
                   << io::name_of(layout.save_weights) << ", " << io::name_of(layout.weights_dtype) << ")"
-                  << (layout.gzip_level ? " before gzip" : "") << "; " << ranks << (ranks == 1 ? " rank" : " ranks") << " x "
+                  << (layout.gzip_level ? " before gzip" : "") << "; " << plan_ranks << (plan_ranks == 1 ? " rank" : " ranks")
+                  << (plan_ranks != ranks ? " (simulated)" : "") << " x "
                   << kernel.threads << " threads, io " << io_mode << ", steps of at most " << max_sequences
                   << " sequences under --max-memory " << dist::format_bytes(static_cast<double>(o.max_memory)) << " per rank\n";
         if (o.dry_run || ranks > 1) {
