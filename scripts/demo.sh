@@ -16,11 +16,12 @@ echo "== generate: 256 ragged sequences of up to 128 tokens, d = 64, 4 heads, pr
 "$bin" generate --output "$dir/in.h5" --weights-out "$dir/proj.h5" --num-seqs 256 --seq-len 128 \
   --min-len 16 --dim 64 --heads 4 --seed 42 --force
 
-# One rank until distributed runs land; --bind-to none lets its OpenMP threads use every core
-# (Open MPI otherwise pins a rank to one core).
-echo "== mpirun -np 1 attnbatch run (causal, mean attention maps in f16)"
+# Two ranks of one thread each on this 2-core machine; --bind-to none leaves thread placement
+# to the OS (Open MPI otherwise pins each rank to one core); --oversubscribe lets the demo
+# run on a one-core machine too.
+echo "== mpirun -np 2 attnbatch run (causal, mean attention maps in f16)"
 rm -f "$dir/out.h5"
-mpirun -np 1 --bind-to none "$bin" run --input "$dir/in.h5" --weights "$dir/proj.h5" --heads 4 --causal \
+mpirun -np 2 --oversubscribe --bind-to none "$bin" run --threads 1 --input "$dir/in.h5" --weights "$dir/proj.h5" --heads 4 --causal \
   --save-weights mean --weights-dtype f16 --output "$dir/out.h5" --report "$dir/report.json"
 
 echo "== inspect"

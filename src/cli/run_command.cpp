@@ -220,7 +220,7 @@ double hidden_fraction_of(const std::vector<dist::RankTimes>& ranks) {
     for (const dist::RankTimes& t : ranks) {
         const double mine = t.read + t.write + t.communicate;
         io += mine;
-        exposed += std::min(mine, t.idle);
+        exposed += std::min(mine, t.exposed);
     }
     return io > 0 ? 1.0 - exposed / io : 1.0;
 }
@@ -244,7 +244,7 @@ void write_report(const std::string& path, const RunOptions& o, const std::strin
             << ", \"sequences\": " << t.sequences << ", \"tokens\": " << t.tokens << ", \"attention_gflop\": "
             << t.attention_flops * 1e-9 << ", \"projection_gflop\": " << t.projection_flops * 1e-9
             << ", \"compute_gflops\": " << (t.compute > 0 ? flops / t.compute * 1e-9 : 0.0)
-            << ", \"io_hidden_fraction\": " << t.hidden_fraction() << "}";
+            << ", \"io_exposed\": " << t.exposed << ", \"io_hidden_fraction\": " << t.hidden_fraction() << "}";
     }
     out << "\n  ]\n}\n";
 }

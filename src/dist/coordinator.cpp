@@ -17,12 +17,12 @@ void agree_or_throw(Comm& comm, int code, const std::string& message) {
 double RankTimes::hidden_fraction() const {
     const double io = read + write + communicate;
     if (io <= 0) return 1.0;
-    return std::clamp(1.0 - std::min(io, idle) / io, 0.0, 1.0);
+    return std::clamp(1.0 - exposed / io, 0.0, 1.0);
 }
 
 std::vector<double> RankTimes::pack() const {
     return {wall, read, write, communicate, compute, idle, static_cast<double>(units), static_cast<double>(steps),
-            static_cast<double>(sequences), static_cast<double>(tokens), attention_flops, projection_flops, 0.0};
+            static_cast<double>(sequences), static_cast<double>(tokens), attention_flops, projection_flops, exposed};
 }
 
 RankTimes RankTimes::unpack(const double* v) {
@@ -39,6 +39,7 @@ RankTimes RankTimes::unpack(const double* v) {
     t.tokens = static_cast<std::int64_t>(v[9]);
     t.attention_flops = v[10];
     t.projection_flops = v[11];
+    t.exposed = v[12];
     return t;
 }
 
@@ -50,6 +51,7 @@ struct Slot {
     bool has_output = false;
     ComputeTally tally;
     double busy = 0;
+    double finished_at = 0;  // wall clock when the compute thread finished this slot's step
 };
 
 }  // namespace
@@ -65,6 +67,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     RunResult result;
     double cost_done = 0;
 
+    const auto io_total = [&io_times] { return io_times.read + io_times.write + io_times.communicate; };
     const auto fail_together = [&]() {
         const AgreedError agreed = agree(comm, failure.code, failure.message);
         if (agreed.code == 0) return;
@@ -76,6 +79,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     const double t_start = wall_seconds();
     Round current = scheduler.next(comm, 0.0);
     io.fetch(current, slots[0].input, io_times, failure);
+    mine.exposed += io_total();  // nothing to overlap the first read with
     fail_together();
     Round previous;
     bool have_previous = false;
@@ -89,18 +93,23 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
             worker.start([&slot, &computer] {
                 const double t0 = wall_seconds();
                 computer.compute(slot.input, slot.output, slot.tally);
-                slot.busy += wall_seconds() - t0;
+                slot.finished_at = wall_seconds();
+                slot.busy += slot.finished_at - t0;
             });
         }
+        const double io_before = io_total();
         if (have_previous) io.store(previous, other.has_output ? &other.output : nullptr, io_times, failure);
         const double rate = mine.compute > 0 ? cost_done / mine.compute : 0.0;
         Round next = scheduler.next(comm, rate);
         io.fetch(next, other.input, io_times, failure);
+        const double io_done_at = wall_seconds(), io_spent = io_total() - io_before;
         slot.has_output = false;
         if (computing) {
             try {
                 worker.wait();
                 slot.has_output = true;
+                // The I/O of this round is exposed only where it outlasted the compute.
+                mine.exposed += std::clamp(io_done_at - slot.finished_at, 0.0, io_spent);
                 mine.compute += slot.busy;
                 slot.busy = 0;
                 cost_done += step.cost;
@@ -113,18 +122,21 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
                 failure.set(1, std::string("internal error computing sequences: ") + e.what());
             }
         }
+        if (!slot.has_output) mine.exposed += io_spent;
         fail_together();
         previous = std::move(current);
         have_previous = true;
         current = std::move(next);
         ++result.rounds;
     }
+    const double io_before_end = io_total();
     if (have_previous) {
         Slot& last = slots[(result.rounds + 1) % 2];
         io.store(previous, last.has_output ? &last.output : nullptr, io_times, failure);
     }
     fail_together();
     io.finish(io_times);
+    mine.exposed += io_total() - io_before_end;  // nothing left to overlap the last write with
 
     mine.wall = wall_seconds() - t_start;
     mine.read = io_times.read;

@@ -38,6 +38,7 @@ struct RankTimes {
     double idle = 0;          // the compute thread waiting: wall - compute
     std::int64_t units = 0, steps = 0, sequences = 0, tokens = 0;
     double attention_flops = 0, projection_flops = 0;
+    double exposed = 0;       // of read + write + communicate, the time compute did not hide
     // Of read + write + communicate, the fraction done while the compute thread was busy.
     double hidden_fraction() const;
     static constexpr int fields = 13;
