@@ -46,14 +46,21 @@ std::vector<Unit> form_units(const std::vector<std::int32_t>& lengths, const Cos
 
     const auto n = static_cast<std::int64_t>(lengths.size());
     units.reserve(static_cast<std::size_t>(
-        std::min<std::int64_t>(n, 2 * kPlanGranularity + n / max_sequences + 1)));
+        std::min<std::int64_t>(n, 2 * kPlanGranularity + n / max_sequences + 2)));
+    // A unit closes before the sequence that would take it past the cap (the cap is at least
+    // any one sequence, so every sequence fits in a unit of its own) or when it is full.
     Unit unit;
     for (std::int64_t i = 0; i < n; ++i) {
         const std::int32_t len = lengths[static_cast<std::size_t>(i)];
-        unit.cost += model.sequence_flops(len);
+        const double cost = model.sequence_flops(len);
+        if (unit.last > unit.first && unit.cost + cost > cap) {
+            units.push_back(unit);
+            unit = Unit{i, i, 0.0, 0};
+        }
+        unit.cost += cost;
         unit.tokens += len;
         unit.last = i + 1;
-        if (unit.last - unit.first == max_sequences || unit.cost >= cap) {
+        if (unit.last - unit.first == max_sequences) {
             units.push_back(unit);
             unit = Unit{i + 1, i + 1, 0.0, 0};
         }
