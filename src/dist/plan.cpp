@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -46,14 +48,21 @@ std::vector<Unit> form_units(const std::vector<std::int32_t>& lengths, const Cos
 
     const auto n = static_cast<std::int64_t>(lengths.size());
     units.reserve(static_cast<std::size_t>(
-        std::min<std::int64_t>(n, 2 * kPlanGranularity + n / max_sequences + 1)));
+        std::min<std::int64_t>(n, 2 * kPlanGranularity + n / max_sequences + 2)));
+    // A unit closes before the sequence that would take it past the cap (the cap is at least
+    // any one sequence, so every sequence fits in a unit of its own) or when it is full.
     Unit unit;
     for (std::int64_t i = 0; i < n; ++i) {
         const std::int32_t len = lengths[static_cast<std::size_t>(i)];
-        unit.cost += model.sequence_flops(len);
+        const double cost = model.sequence_flops(len);
+        if (unit.last > unit.first && unit.cost + cost > cap) {
+            units.push_back(unit);
+            unit = Unit{i, i, 0.0, 0};
+        }
+        unit.cost += cost;
         unit.tokens += len;
         unit.last = i + 1;
-        if (unit.last - unit.first == max_sequences || unit.cost >= cap) {
+        if (unit.last - unit.first == max_sequences) {
             units.push_back(unit);
             unit = Unit{i + 1, i + 1, 0.0, 0};
         }
@@ -74,19 +83,9 @@ void check_units(const std::vector<Unit>& units, int ranks, const char* who) {
     }
 }
 
-// Fills cost, sequences and tokens of every share (sums in ascending unit order) and the
-// imbalance.
-void finish_plan(const std::vector<Unit>& units, Plan& plan) {
+void set_imbalance(Plan& plan) {
     double total = 0, highest = 0;
-    for (RankShare& share : plan.ranks) {
-        share.cost = 0;
-        share.sequences = share.tokens = 0;
-        for (const std::int64_t u : share.units) {
-            const Unit& unit = units[static_cast<std::size_t>(u)];
-            share.cost += unit.cost;
-            share.sequences += unit.last - unit.first;
-            share.tokens += unit.tokens;
-        }
+    for (const RankShare& share : plan.ranks) {
         total += share.cost;
         highest = std::max(highest, share.cost);
     }
@@ -94,7 +93,15 @@ void finish_plan(const std::vector<Unit>& units, Plan& plan) {
     plan.imbalance = total > 0 ? highest / mean - 1.0 : 0.0;
 }
 
-// Shares from an owner per unit: each rank's list comes out ascending.
+void add_unit(RankShare& share, const Unit& unit, std::int64_t u) {
+    share.units.push_back(u);
+    share.cost += unit.cost;
+    share.sequences += unit.last - unit.first;
+    share.tokens += unit.tokens;
+}
+
+// Shares from an owner per unit, in one pass over the units in order: each rank's list
+// comes out ascending and its sums are taken in ascending unit order.
 Plan plan_from_owners(const std::vector<Unit>& units, const std::vector<int>& owner, int ranks) {
     Plan plan;
     plan.ranks.resize(static_cast<std::size_t>(ranks));
@@ -102,40 +109,76 @@ Plan plan_from_owners(const std::vector<Unit>& units, const std::vector<int>& ow
     for (const int r : owner) ++counts[static_cast<std::size_t>(r)];
     for (std::size_t r = 0; r < counts.size(); ++r) plan.ranks[r].units.reserve(static_cast<std::size_t>(counts[r]));
     for (std::size_t u = 0; u < owner.size(); ++u) {
-        plan.ranks[static_cast<std::size_t>(owner[u])].units.push_back(static_cast<std::int64_t>(u));
+        add_unit(plan.ranks[static_cast<std::size_t>(owner[u])], units[u], static_cast<std::int64_t>(u));
     }
-    finish_plan(units, plan);
+    set_imbalance(plan);
     return plan;
 }
 
-// Min-heap of (load, rank): the top is the least loaded rank, the lowest rank among equals.
-class LoadHeap {
+// The least loaded rank, the lowest among equals: a tournament tree over the ranks (leaves
+// padded to a power of two with ranks that never win), each inner node holding the winner of
+// its two children. Charging the winner replays its path to the root: log2 P comparisons.
+class LoadTree {
 public:
-    explicit LoadHeap(int ranks) {
-        heap_.reserve(static_cast<std::size_t>(ranks));
-        for (int r = 0; r < ranks; ++r) heap_.emplace_back(0.0, r);  // already a heap
+    explicit LoadTree(int ranks) {
+        while (leaves_ < static_cast<std::size_t>(ranks)) leaves_ *= 2;
+        load_.assign(leaves_, std::numeric_limits<double>::infinity());
+        std::fill(load_.begin(), load_.begin() + ranks, 0.0);
+        winner_.assign(2 * leaves_, 0);
+        for (std::size_t i = 0; i < leaves_; ++i) winner_[leaves_ + i] = static_cast<std::uint32_t>(i);
+        for (std::size_t node = leaves_; node-- > 1;) winner_[node] = play(winner_[2 * node], winner_[2 * node + 1]);
     }
-    int top_rank() const { return heap_.front().second; }
-    // Adds `cost` to the top rank's load and restores the heap.
+    int top_rank() const { return static_cast<int>(winner_[1]); }
+    // Adds `cost` to the top rank's load.
     void charge_top(double cost) {
-        Entry moving{heap_.front().first + cost, heap_.front().second};
-        const std::size_t n = heap_.size();
-        std::size_t i = 0;
-        for (;;) {
-            std::size_t child = 2 * i + 1;
-            if (child >= n) break;
-            if (child + 1 < n && heap_[child + 1] < heap_[child]) ++child;
-            if (!(heap_[child] < moving)) break;
-            heap_[i] = heap_[child];
-            i = child;
+        const std::uint32_t rank = winner_[1];
+        load_[rank] += cost;
+        for (std::size_t node = (leaves_ + rank) / 2; node >= 1; node /= 2) {
+            winner_[node] = play(winner_[2 * node], winner_[2 * node + 1]);
         }
-        heap_[i] = moving;
     }
 
 private:
-    using Entry = std::pair<double, int>;
-    std::vector<Entry> heap_;
+    // The left child's ranks are all lower than the right child's: ties go left.
+    std::uint32_t play(std::uint32_t left, std::uint32_t right) const {
+        return load_[right] < load_[left] ? right : left;
+    }
+    std::size_t leaves_ = 1;
+    std::vector<double> load_;
+    std::vector<std::uint32_t> winner_;
 };
+
+// Unit indices by cost, costliest first, the lower index first among equal costs: a stable
+// LSD radix sort on the bits of the (non-negative) costs, whose order as integers is the
+// order of the values.
+std::vector<std::int64_t> by_cost_descending(const std::vector<Unit>& units) {
+    struct Entry {
+        std::uint64_t key;  // ~bits: ascending keys are descending costs
+        std::int64_t unit;
+    };
+    std::vector<Entry> entries(units.size()), scratch(units.size());
+    for (std::size_t u = 0; u < units.size(); ++u) {
+        const double cost = units[u].cost == 0 ? 0.0 : units[u].cost;  // -0 as +0
+        std::uint64_t bits;
+        std::memcpy(&bits, &cost, sizeof bits);
+        entries[u] = {~bits, static_cast<std::int64_t>(u)};
+    }
+    constexpr int kDigitBits = 11;
+    constexpr std::size_t kBuckets = std::size_t{1} << kDigitBits;
+    std::vector<std::size_t> offsets(kBuckets);
+    for (int shift = 0; shift < 64; shift += kDigitBits) {
+        std::fill(offsets.begin(), offsets.end(), 0);
+        for (const Entry& e : entries) ++offsets[(e.key >> shift) & (kBuckets - 1)];
+        if (std::find(offsets.begin(), offsets.end(), entries.size()) != offsets.end()) continue;  // one bucket
+        std::size_t sum = 0;
+        for (std::size_t& o : offsets) sum += std::exchange(o, sum);
+        for (const Entry& e : entries) scratch[offsets[(e.key >> shift) & (kBuckets - 1)]++] = e;
+        entries.swap(scratch);
+    }
+    std::vector<std::int64_t> order(units.size());
+    for (std::size_t i = 0; i < entries.size(); ++i) order[i] = entries[i].unit;
+    return order;
+}
 
 // Contiguous runs of units over cost prefix sums. The cost of units [i, j) is taken as
 // prefix[j] - prefix[i] everywhere, one expression, so that every decision below agrees.
@@ -219,27 +262,19 @@ Plan plan_contiguous(const std::vector<Unit>& units, int ranks) {
     Plan plan;
     plan.ranks.resize(static_cast<std::size_t>(ranks));
     for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
-        std::vector<std::int64_t>& mine = plan.ranks[r].units;
-        mine.reserve(bounds[r + 1] - bounds[r]);
-        for (std::size_t u = bounds[r]; u < bounds[r + 1]; ++u) mine.push_back(static_cast<std::int64_t>(u));
+        plan.ranks[r].units.reserve(bounds[r + 1] - bounds[r]);
+        for (std::size_t u = bounds[r]; u < bounds[r + 1]; ++u) add_unit(plan.ranks[r], units[u], static_cast<std::int64_t>(u));
     }
-    finish_plan(units, plan);
+    set_imbalance(plan);
     return plan;
 }
 
 Plan plan_lpt(const std::vector<Unit>& units, int ranks) {
-    // Costliest first, the lower index first among equal costs: a total order, so the
-    // result does not depend on the sort's stability.
-    std::vector<std::pair<double, std::int64_t>> order(units.size());
-    for (std::size_t u = 0; u < units.size(); ++u) order[u] = {units[u].cost, static_cast<std::int64_t>(u)};
-    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-        return a.first > b.first || (a.first == b.first && a.second < b.second);
-    });
     std::vector<int> owner(units.size(), 0);
-    LoadHeap loads(ranks);
-    for (const auto& [cost, u] : order) {
+    LoadTree loads(ranks);
+    for (const std::int64_t u : by_cost_descending(units)) {
         owner[static_cast<std::size_t>(u)] = loads.top_rank();
-        loads.charge_top(cost);
+        loads.charge_top(units[static_cast<std::size_t>(u)].cost);
     }
     return plan_from_owners(units, owner, ranks);
 }
@@ -254,7 +289,7 @@ Plan plan_static(const std::vector<Unit>& units, int ranks, StaticStrategy strat
 Plan simulate_dynamic(const std::vector<Unit>& units, int ranks) {
     check_units(units, ranks, "simulate_dynamic");
     std::vector<int> owner(units.size(), 0);
-    LoadHeap finish(ranks);  // the time each rank becomes free
+    LoadTree finish(ranks);  // the time each rank becomes free
     for (std::size_t u = 0; u < units.size(); ++u) {
         owner[u] = finish.top_rank();
         finish.charge_top(units[u].cost);
