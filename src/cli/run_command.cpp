@@ -22,6 +22,7 @@
 #include "attnbatch/dist/rounds.hpp"
 #include "attnbatch/dist/spec_codec.hpp"
 #include "attnbatch/dist/step_io.hpp"
+#include "attnbatch/dist/stop_request.hpp"
 #include "attnbatch/dist/unit_computer.hpp"
 #include "attnbatch/dist/unit_plan.hpp"
 #include "attnbatch/io/errors.hpp"
@@ -46,6 +47,10 @@ namespace {
 // Rounds wanted at least, so that reading and writing hide behind compute (with R rounds
 // about 1/R of the I/O stays exposed).
 constexpr int kMinRounds = 8;
+// A step's predicted cost is capped at this many seconds of compute at a conservative speed
+// per thread, so that a stop signal is answered within about one step.
+constexpr double kMaxStepSeconds = 10.0;
+constexpr double kAssumedFlopsPerThread = 20e9;
 
 // MPI for the lifetime of the command.
 class MpiSession {
@@ -265,6 +270,7 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
     const RunOptions& o = job.o;
     if (o.stop) return exit_ok;
     const double t_start = MPI_Wtime();
+    dist::install_stop_handlers();
     agreed(comm, root, [&] { check_output_path(o); });
 
     // Rank 0 validates shapes, types and lengths; the data values are scanned later, each
@@ -436,11 +442,12 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
         step_io = dist::make_gather_io(comm, spec, layout, std::move(reader), std::move(output));
     }
 
+    const double max_step_cost = kMaxStepSeconds * kAssumedFlopsPerThread * kernel.threads;
     dist::RunResult result;
     try {
         std::unique_ptr<dist::Scheduler> scheduler =
-            dynamic ? dist::make_dynamic_scheduler(units, ranks, max_sequences, kMinRounds)
-                    : dist::make_static_scheduler(dist::static_rounds(units, plan, max_sequences, kMinRounds));
+            dynamic ? dist::make_dynamic_scheduler(units, ranks, max_sequences, kMinRounds, max_step_cost)
+                    : dist::make_static_scheduler(dist::static_rounds(units, plan, max_sequences, kMinRounds, max_step_cost));
         const dist::RunContext context{spec, job.weights, settings, layout};
         result = dist::run_rounds(comm, context, *scheduler, *step_io);
         step_io.reset();

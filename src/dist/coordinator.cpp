@@ -4,6 +4,7 @@
 #include <new>
 
 #include "attnbatch/io/errors.hpp"
+#include "attnbatch/dist/stop_request.hpp"
 #include "background_worker.hpp"
 #include "wall_clock.hpp"
 
@@ -45,6 +46,14 @@ RankTimes RankTimes::unpack(const double* v) {
 
 namespace {
 
+constexpr int kExitInterrupted = 5;  // SPEC.md: interrupted by a signal after a clean checkpoint
+
+std::int64_t sequences_in(const Round& round) {
+    std::int64_t count = 0;
+    for (const RankStep& step : round) count += step.last - step.first;
+    return count;
+}
+
 struct Slot {
     io::InputBlock input;
     io::OutputBlock output;
@@ -68,11 +77,27 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     double cost_done = 0;
 
     const auto io_total = [&io_times] { return io_times.read + io_times.write + io_times.communicate; };
-    const auto fail_together = [&]() {
+    std::int64_t stored_sequences = 0;
+    // After every round: a failure on any rank fails every rank; a stop signal on any rank
+    // stops every rank once this round's results (`pending`) are stored.
+    const auto settle = [&](const Round* pending, const Slot* pending_slot) {
         const AgreedError agreed = agree(comm, failure.code, failure.message);
-        if (agreed.code == 0) return;
+        if (agreed.code != 0) {
+            io.abandon();
+            throw AgreedFailure(agreed.code, agreed.message);
+        }
+        const int signal = static_cast<int>(comm.max(static_cast<std::int64_t>(stop_signal())));
+        if (signal == 0) return;
+        if (pending) {
+            io.store(*pending, pending_slot->has_output ? &pending_slot->output : nullptr, io_times, failure);
+            stored_sequences += sequences_in(*pending);
+        }
+        const AgreedError stored = agree(comm, failure.code, failure.message);
         io.abandon();
-        throw AgreedFailure(agreed.code, agreed.message);
+        if (stored.code != 0) throw AgreedFailure(stored.code, stored.message);
+        throw AgreedFailure(kExitInterrupted, std::string("interrupted by ") + signal_name(signal) + " after " +
+                                                  std::to_string(stored_sequences) + " sequences were written; " +
+                                                  "the partial output is kept with complete = 0");
     };
 
     BackgroundWorker worker;
@@ -80,7 +105,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     Round current = scheduler.next(comm, 0.0);
     io.fetch(current, slots[0].input, io_times, failure);
     mine.exposed += io_total();  // nothing to overlap the first read with
-    fail_together();
+    settle(nullptr, nullptr);
     Round previous;
     bool have_previous = false;
     for (std::size_t k = 0; !round_is_empty(current); ++k) {
@@ -98,7 +123,10 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
             });
         }
         const double io_before = io_total();
-        if (have_previous) io.store(previous, other.has_output ? &other.output : nullptr, io_times, failure);
+        if (have_previous) {
+            io.store(previous, other.has_output ? &other.output : nullptr, io_times, failure);
+            stored_sequences += sequences_in(previous);
+        }
         const double rate = mine.compute > 0 ? cost_done / mine.compute : 0.0;
         Round next = scheduler.next(comm, rate);
         io.fetch(next, other.input, io_times, failure);
@@ -123,7 +151,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
             }
         }
         if (!slot.has_output) mine.exposed += io_spent;
-        fail_together();
+        settle(&current, &slot);
         previous = std::move(current);
         have_previous = true;
         current = std::move(next);
@@ -134,7 +162,13 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         Slot& last = slots[(result.rounds + 1) % 2];
         io.store(previous, last.has_output ? &last.output : nullptr, io_times, failure);
     }
-    fail_together();
+    {
+        const AgreedError agreed = agree(comm, failure.code, failure.message);
+        if (agreed.code != 0) {
+            io.abandon();
+            throw AgreedFailure(agreed.code, agreed.message);
+        }
+    }
     io.finish(io_times);
     mine.exposed += io_total() - io_before_end;  // nothing left to overlap the last write with
 

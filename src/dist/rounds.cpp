@@ -1,6 +1,7 @@
 #include "attnbatch/dist/rounds.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace attnbatch::dist {
@@ -86,8 +87,10 @@ private:
 
 class DynamicScheduler final : public Scheduler {
 public:
-    DynamicScheduler(const std::vector<Unit>& units, int ranks, std::int64_t max_sequences, int min_rounds)
-        : units_(units), ranks_(ranks), max_sequences_(max_sequences), min_rounds_(std::max(1, min_rounds)) {
+    DynamicScheduler(const std::vector<Unit>& units, int ranks, std::int64_t max_sequences, int min_rounds,
+                     double max_step_cost)
+        : units_(units), ranks_(ranks), max_sequences_(max_sequences), min_rounds_(std::max(1, min_rounds)),
+          max_step_cost_(max_step_cost) {
         for (const Unit& unit : units_) remaining_ += unit.cost;
         total_ = remaining_;
     }
@@ -119,7 +122,8 @@ private:
         const std::int64_t count = static_cast<std::int64_t>(units_.size());
         for (int r = 0; r < ranks_ && cursor < count; ++r) {
             const double speed = known ? rates[static_cast<std::size_t>(r)] / mean_rate : 1.0;
-            const double target = speed * std::min(remaining / (2.0 * ranks_), total_ / (static_cast<double>(ranks_) * min_rounds_));
+            double target = speed * std::min(remaining / (2.0 * ranks_), total_ / (static_cast<double>(ranks_) * min_rounds_));
+            if (max_step_cost_ > 0) target = std::min(target, max_step_cost_);
             std::int64_t taken = 0, sequences = 0;
             double cost = 0;
             while (cursor + taken < count) {
@@ -140,6 +144,7 @@ private:
     int ranks_;
     std::int64_t max_sequences_;
     int min_rounds_;
+    double max_step_cost_;
     double total_ = 0, remaining_ = 0;
     std::int64_t cursor_ = 0;
 };
@@ -147,7 +152,7 @@ private:
 }  // namespace
 
 std::vector<Round> static_rounds(const std::vector<Unit>& units, const Plan& plan, std::int64_t max_sequences,
-                                 int min_rounds) {
+                                 int min_rounds, double max_step_cost) {
     const std::size_t ranks = plan.ranks.size();
     int wanted = 0;
     for (const RankShare& share : plan.ranks) {
@@ -158,6 +163,12 @@ std::vector<Round> static_rounds(const std::vector<Unit>& units, const Plan& pla
         if (!share.units.empty()) smallest_share = std::min(smallest_share, share.units.size());
     }
     wanted = std::max(wanted, static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(1, min_rounds)), smallest_share)));
+    if (max_step_cost > 0) {
+        double costliest = 0;
+        for (const RankShare& share : plan.ranks) costliest = std::max(costliest, share.cost);
+        const double steps = std::min(std::ceil(costliest / max_step_cost), static_cast<double>(smallest_share));
+        wanted = std::max(wanted, static_cast<int>(steps));
+    }
     std::vector<std::vector<RankStep>> per_rank(ranks);
     std::size_t rounds = 0;
     for (std::size_t r = 0; r < ranks; ++r) {
@@ -176,8 +187,8 @@ std::unique_ptr<Scheduler> make_static_scheduler(std::vector<Round> rounds) {
 }
 
 std::unique_ptr<Scheduler> make_dynamic_scheduler(const std::vector<Unit>& units, int ranks,
-                                                  std::int64_t max_sequences, int min_rounds) {
-    return std::make_unique<DynamicScheduler>(units, ranks, max_sequences, min_rounds);
+                                                  std::int64_t max_sequences, int min_rounds, double max_step_cost) {
+    return std::make_unique<DynamicScheduler>(units, ranks, max_sequences, min_rounds, max_step_cost);
 }
 
 }  // namespace attnbatch::dist

@@ -32,8 +32,10 @@ inline bool round_is_empty(const Round& round) {
 // Static: each rank's contiguous share cut into steps of similar cost (so that ranks reach
 // each round's collective write together), at least `min_rounds` where the share has that
 // many units, never more than `max_sequences` sequences per step.
+// `max_step_cost` > 0 also bounds a step's cost (so that a signal is answered within about
+// one step's compute); a unit costlier than it is a step of its own.
 std::vector<Round> static_rounds(const std::vector<Unit>& units, const Plan& plan, std::int64_t max_sequences,
-                                 int min_rounds);
+                                 int min_rounds, double max_step_cost = 0);
 
 class Scheduler {
 public:
@@ -50,6 +52,6 @@ std::unique_ptr<Scheduler> make_static_scheduler(std::vector<Round> rounds);
 // speed (guided self-scheduling: half of the remaining work spread over the ranks, at most
 // 1/(ranks*min_rounds) of the total per rank and round, at most max_sequences sequences).
 std::unique_ptr<Scheduler> make_dynamic_scheduler(const std::vector<Unit>& units, int ranks,
-                                                  std::int64_t max_sequences, int min_rounds);
+                                                  std::int64_t max_sequences, int min_rounds, double max_step_cost = 0);
 
 }  // namespace attnbatch::dist
