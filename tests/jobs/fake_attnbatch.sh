@@ -15,7 +15,8 @@ while [ $# -gt 0 ]; do
     shift
 done
 [ -n "$out" ] || { echo "fake_attnbatch: no --output" >&2; exit 2; }
-rank=${SLURM_PROCID:-${OMPI_COMM_WORLD_RANK:-0}}
+# mpirun children inherit the batch step's SLURM_PROCID=0: ask Open MPI first.
+rank=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${SLURM_PROCID:-0}}}
 if [ $resume = 1 ]; then
     echo "fake_attnbatch rank $rank: resumed, finishing"
     [ "$rank" = 0 ] && echo finished >"$out"
