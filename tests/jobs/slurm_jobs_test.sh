@@ -9,6 +9,8 @@
 #                 PERFORMANCE line, --report JSON, output verifies (all sequences), no .partial
 #   mpirun        the same through the mpirun fallback (ATTNBATCH_LAUNCHER=mpirun)
 #   config        generate/run/verify from jobs/config/small-test.ini (--config)
+#   find_binary   without ATTNBATCH or PATH, REPO/build/attnbatch is found upwards from the
+#                 submit directory; a wrong ATTNBATCH is exit 2 with a message
 #   exit_code     a corrupt input: the job ends FAILED with attnbatch's own exit code, is not
 #                 requeued and leaves no output
 #   array         split_shards.py -> submit-shards.sh: 3 array tasks + a verify job with
@@ -22,7 +24,8 @@
 #                 distributed coordinator; not registered yet, see CMakeLists.txt]
 #   preempt       the exit-5 protocol with the real binary on 2 ranks: USR1 mid-run -> exit 5
 #                 -> requeue -> --resume -> complete output that verifies   [needs signals and
-#                 --resume; not registered yet, see CMakeLists.txt]
+#                 --resume, and multi-rank; not registered yet, see CMakeLists.txt]
+#   preempt_1rank the same on 1 rank   [needs signals and --resume; not registered yet]
 set -uo pipefail
 # shellcheck source=tests/jobs/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -56,6 +59,12 @@ expect_completed() {
         show_log "$log"
         return 1
     fi
+}
+
+# job_ended JOB: the job is over for good (so waiting for a requeue is pointless).
+job_ended() {
+    case $(job_field "$1" JobState) in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE) return 0 ;; esac
+    return 1
 }
 
 # release_requeued JOB: start a requeued job now instead of after Slurm's ~2-minute hold. Not
@@ -113,6 +122,27 @@ assert f["attention"].shape[1] == 1 and f["attention"].dtype == "float16", f["at
 assert int(f.attrs["causal"]) == 1
 json.load(open("small-report.json"))'
     if "$BIN" verify --config job.ini >verify.log 2>&1; then ok "attnbatch verify --config job.ini"; else fail "verify --config job.ini"; cat verify.log; fi
+    ;;
+
+find_binary)
+    # Neither ATTNBATCH nor PATH: the job script (run from Slurm's spool copy) must find
+    # REPO/build/attnbatch upwards from the submit directory.
+    unset ATTNBATCH
+    command -v attnbatch >/dev/null && die "an attnbatch on PATH ($(command -v attnbatch)) would hide the repository lookup"
+    mkdir -p repo/jobs/slurm repo/build repo/work/deeper
+    cp "$SBATCH" repo/jobs/slurm/
+    ln -s "$BIN" repo/build/attnbatch
+    generate repo/work/deeper/in.h5 --num-seqs 4 --seq-len 16 --dim 8
+    job=$(cd repo/work/deeper && sbatch --parsable -n 1 -c 1 -t 5 -o "$WORK/job-%j.out" "$WORK/repo/jobs/slurm/attnbatch.sbatch" \
+        --input in.h5 --output out.h5) || die "sbatch failed"
+    expect_completed "$job" "$WORK/job-$job.out" || finish
+    check "found $WORK/repo/build/attnbatch from the submit directory" grep -q "^attnbatch.sbatch: $WORK/repo/build/attnbatch run " "$WORK/job-$job.out"
+    check "relative paths are relative to the submit directory" test -f repo/work/deeper/out.h5
+    job=$(cd / && ATTNBATCH=/nonexistent sbatch --parsable -n 1 -c 1 -t 5 -o "$WORK/job-%j.out" "$SBATCH" --input x --output y) || die "sbatch failed"
+    rc=0
+    wait_job "$job" 60 >/dev/null || rc=$?
+    check "ATTNBATCH pointing nowhere: exit 2 and a message naming it" \
+        test "$rc" = 2 -a -n "$(grep 'ATTNBATCH=/nonexistent is not an executable' "$WORK/job-$job.out")"
     ;;
 
 exit_code)
@@ -190,6 +220,7 @@ requeue|requeue_term_mpirun)
     requeued=0
     for _ in $(seq 1 120); do
         if [ "$(job_field "$job" Restarts)" = 1 ] && [ "$(job_field "$job" JobState)" = PENDING ]; then requeued=1; break; fi
+        job_ended "$job" && break
         sleep 0.25
     done
     check "the job was requeued (Restarts=1, PENDING)" test $requeued = 1
@@ -223,22 +254,31 @@ multi_rank)
     verify_all in.h5 out.h5
     ;;
 
-preempt)
-    # Big enough to run for ~15 s on one core per rank; interrupted after the first units.
-    generate in.h5 --num-seqs 256 --seq-len 256 --dim 64 --heads 4 --seed 9
-    job=$(sbatch --parsable -n 2 -c 1 -t 10 -o "$WORK/job-%j.out" "$SBATCH" --input in.h5 --output out.h5 \
-        --heads 4 --save-weights none --unit-sequences 4 --progress always) || die "sbatch failed"
+preempt|preempt_1rank)
+    ranks=2
+    [ "$case_name" = preempt_1rank ] && ranks=1
+    # The fp64 reference kernel does ~26 of these sequences a second per core (measured), so
+    # 384 take ~7 s on 2 ranks: long enough to be interrupted after the first units.
+    generate in.h5 --num-seqs 384 --seq-len 256 --dim 64 --heads 4 --seed 9
+    job=$(sbatch --parsable -n "$ranks" -c 1 -t 10 -o "$WORK/job-%j.out" "$SBATCH" --input in.h5 --output out.h5 \
+        --heads 4 --kernel reference --save-weights none --unit-sequences 4 --progress always) || die "sbatch failed"
     log=$WORK/job-$job.out
-    for _ in $(seq 1 200); do [ -e out.h5.partial ] && break; sleep 0.1; done
+    for _ in $(seq 1 200); do
+        [ -e out.h5.partial ] && break
+        job_ended "$job" && break
+        sleep 0.1
+    done
     check "the run started writing out.h5.partial" test -e out.h5.partial
     sleep 2
     scancel --signal=USR1 --batch "$job"
     requeued=0
     for _ in $(seq 1 240); do
         if [ "$(job_field "$job" Restarts)" = 1 ] && [ "$(job_field "$job" JobState)" = PENDING ]; then requeued=1; break; fi
+        job_ended "$job" && break
         sleep 0.25
     done
     check "exit 5 and requeue (Restarts=1, PENDING)" test $requeued = 1
+    [ $requeued = 1 ] || { show_log "$log"; finish; }
     check "attnbatch exited 5 after SIGUSR1" grep -q 'attnbatch exited with 5 after SIGUSR1' "$log"
     check "a checkpoint (out.h5.partial) is there to resume from" test -e out.h5.partial -a ! -e out.h5
     release_requeued "$job"
