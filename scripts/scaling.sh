@@ -75,7 +75,7 @@ cores=$(nproc)
 mkdir -p "$out/data" "$out/logs"
 out=$(cd "$out" && pwd)
 runs_csv=$out/runs.csv
-echo "mode,ranks,threads,workers,repeat,sequences,seq_len,dim,heads,cores,oversubscribed,status,exit_code,seconds,seqs_per_s,tokens,compute_gflops,end_to_end_gflops,read,compute,communicate,write,idle,imbalance,error" >"$runs_csv"
+echo "mode,ranks,threads,workers,repeat,sequences,seq_len,dim,heads,cores,oversubscribed,status,exit_code,reported_ranks,reported_threads,seconds,seqs_per_s,tokens,compute_gflops,end_to_end_gflops,read,compute,communicate,write,idle,imbalance,error" >"$runs_csv"
 
 # Open MPI as root, and shared memory only on one node.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -143,9 +143,9 @@ for m in "${modes[@]}"; do
                 fi
                 ph=",,,,,"
                 [ -s "$report" ] && ph=$(phases "$report")
-                printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"%s"\n' \
+                printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"%s"\n' \
                     "$m" "$p" "$t" "$workers" "$r" "$n" "$seq_len" "$dim" "$heads" "$cores" "$over" "$status" "$rc" \
-                    "$(field seconds "$perf")" "$(field seqs_per_s "$perf")" "$(field tokens "$perf")" \
+                    "$(field ranks "$perf")" "$(field threads "$perf")" "$(field seconds "$perf")" "$(field seqs_per_s "$perf")" "$(field tokens "$perf")" \
                     "$(field compute_gflops "$perf")" "$(field end_to_end_gflops "$perf")" "$ph" "$error" >>"$runs_csv"
                 printf 'scaling: %-6s ranks=%s threads=%s repeat %s: %s%s\n' "$m" "$p" "$t" "$r" "$status" \
                     "${perf:+ ($(field seconds "$perf") s, $(field seqs_per_s "$perf") seq/s)}${error:+: $error}"

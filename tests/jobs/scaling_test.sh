@@ -2,7 +2,8 @@
 # scaling_test.sh ATTNBATCH WORKDIR - scripts/scaling.sh end to end on a tiny problem
 # (--quick, 1 repeat): both sweeps over ranks {1,2} x threads {1,2}, then checks that
 #   - runs.csv has one row per run (8), every 1-rank run succeeded with a PERFORMANCE time,
-#     the --report phase times (read/compute/write) and the thread count asked for;
+#     the --report phase times (read/compute/write), and its PERFORMANCE line reports the
+#     ranks and threads asked for;
 #   - runs with 2 ranks either succeeded or were recorded as failed with an exit code and
 #     an error line (the sweep went on);
 #   - oversubscribed = 1 exactly where ranks x threads > cores;
@@ -35,6 +36,8 @@ for r in runs:
     if r["status"] == "ok":
         if not float(r["seconds"] or 0) > 0:
             problems.append(f"{where}: ok without a time")
+        if (r["reported_ranks"], r["reported_threads"]) != (str(p), str(t)):
+            problems.append(f"{where}: PERFORMANCE says ranks={r['reported_ranks']} threads={r['reported_threads']}")
         for k in ("read", "compute", "write"):
             if r[k] == "":
                 problems.append(f"{where}: no {k} time from the report")
