@@ -11,6 +11,11 @@ packages=(
   libgtest-dev
   python3 python3-h5py python3-numpy python3-mpi4py
   time
+  # jobs/ and scripts/: linting, scaling plots, and the single-node Slurm cluster the job
+  # script tests submit to (shared/slurm/local-cluster.sh; libpmix-dev ships the
+  # unversioned libpmix.so that srun --mpi=pmix dlopen()s).
+  shellcheck python3-matplotlib
+  munge slurmctld slurmd slurm-client libpmix-dev
 )
 
 missing=()
@@ -25,5 +30,15 @@ echo "install-deps: installing ${missing[*]}"
 sudo_cmd=()
 [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
 export DEBIAN_FRONTEND=noninteractive
+# munge and slurm* would start their system-wide services from postinst; the tests run their
+# own daemons instead. Where the machine has no policy-rc.d, a temporary one stops that.
+made_policy=0
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | "${sudo_cmd[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+  "${sudo_cmd[@]}" chmod 755 /usr/sbin/policy-rc.d
+  made_policy=1
+fi
+remove_policy() { [ "$made_policy" = 1 ] && "${sudo_cmd[@]}" rm -f /usr/sbin/policy-rc.d; return 0; }
+trap remove_policy EXIT
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 "${missing[@]}"
