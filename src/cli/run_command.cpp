@@ -487,12 +487,13 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
               << sum.sequences << " sequences in " << total << " s (summed over ranks: read " << sum.read << ", compute "
               << sum.compute << ", communicate " << sum.communicate << ", write " << sum.write << "; I/O hidden "
               << std::setprecision(1) << hidden_fraction_of(result.ranks) * 100 << "%)\n"
-              << std::setprecision(3) << "PERFORMANCE ranks=" << ranks << " threads=" << kernel.threads << " io=" << io_mode
-              << " schedule=" << o.schedule << " sequences=" << sum.sequences << " tokens=" << sum.tokens
+              << std::setprecision(3) << "PERFORMANCE ranks=" << ranks << " threads=" << kernel.threads
+              << " sequences=" << sum.sequences << " tokens=" << sum.tokens
               << " seconds=" << total << " seqs_per_s=" << std::setprecision(1) << static_cast<double>(sum.sequences) / total
               << " compute_gflops=" << (slowest_compute > 0 ? flops / slowest_compute * 1e-9 : 0.0)
               << " end_to_end_gflops=" << flops / total * 1e-9 << std::setprecision(3)
-              << " imbalance=" << imbalance_of(result.ranks) << " io_hidden=" << hidden_fraction_of(result.ranks) << '\n';
+              << " imbalance=" << imbalance_of(result.ranks) << " io_hidden=" << hidden_fraction_of(result.ranks)
+              << " io=" << io_mode << " schedule=" << o.schedule << '\n';
     return exit_ok;
 }
 
