@@ -42,7 +42,10 @@ std::vector<RankStep> split_share(const std::vector<Unit>& units, const std::vec
             // Close where the step's cost is nearest its share of the target.
             const double boundary = target * static_cast<double>(steps.size() + 1);
             const bool reached = done + in_step + 0.5 * next.cost >= boundary;
-            close = gap || full || reached;
+            // Costly units late in the share would leave too few units for `wanted` steps.
+            const bool scarce = static_cast<std::int64_t>(share.size() - i - 1) <=
+                                static_cast<std::int64_t>(wanted) - static_cast<std::int64_t>(steps.size()) - 1;
+            close = gap || full || reached || scarce;
         }
         if (close) {
             steps.push_back(step_of(units, share[begin], static_cast<std::int64_t>(i + 1 - begin)));
