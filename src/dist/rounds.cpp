@@ -118,11 +118,13 @@ private:
         const bool known = std::all_of(rates.begin(), rates.end(), [](double r) { return r > 0; });
         const double mean_rate = known ? std::accumulate(rates.begin(), rates.end(), 0.0) / ranks_ : 1.0;
         std::int64_t cursor = cursor_;
-        double remaining = remaining_;
         const std::int64_t count = static_cast<std::int64_t>(units_.size());
+        // Every rank's share of this round from the work remaining at its start: the ranks
+        // compute their steps side by side, so a later rank must not get less for its place.
+        const double share = std::min(remaining_ / (2.0 * ranks_), total_ / (static_cast<double>(ranks_) * min_rounds_));
         for (int r = 0; r < ranks_ && cursor < count; ++r) {
             const double speed = known ? rates[static_cast<std::size_t>(r)] / mean_rate : 1.0;
-            const double target = speed * std::min(remaining / (2.0 * ranks_), total_ / (static_cast<double>(ranks_) * min_rounds_));
+            const double target = speed * share;
             std::int64_t taken = 0, sequences = 0;
             double cost = 0;
             while (cursor + taken < count) {
@@ -134,7 +136,6 @@ private:
             }
             round[static_cast<std::size_t>(r)] = step_of(units_, cursor, taken);
             cursor += taken;
-            remaining -= cost;
         }
         return round;
     }
