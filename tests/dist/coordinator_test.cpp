@@ -302,13 +302,16 @@ struct Sink {
     std::vector<int> stored;
 };
 
-// Where a fake StepIo fails: its `call`-th fetch (or store), counting from 0.
+// Where a fake StepIo fails: its `call`-th fetch (or store), counting from 0. With
+// `bad_length` the fetch succeeds but hands the compute a length beyond L, which the kernel
+// rejects on the compute thread.
 struct InjectedFailure {
     int rank = -1;
     bool in_store = false;
     int call = 0;
     int code = 0;
     std::string message;
+    bool bad_length = false;
 };
 
 class MemoryIo final : public StepIo {
@@ -318,7 +321,8 @@ public:
 
     void fetch(const Round& round, io::InputBlock& block, IoTimes&, LocalFailure& failure) override {
         fetched.push_back(round);
-        inject(false, fetches_++, failure);
+        const int call = fetches_++;
+        inject(false, call, failure);
         const RankStep& step = round.at(static_cast<std::size_t>(rank_));
         block.first = step.first;
         block.count = 0;
@@ -329,6 +333,9 @@ public:
         block.x.assign(p_.x.begin() + static_cast<std::ptrdiff_t>(step.first * per),
                        p_.x.begin() + static_cast<std::ptrdiff_t>(step.last * per));
         block.lengths.assign(p_.lengths.begin() + step.first, p_.lengths.begin() + step.last);
+        for (const InjectedFailure& f : failures_) {
+            if (f.bad_length && f.rank == rank_ && f.call == call) block.lengths[0] = static_cast<std::int32_t>(kLen + 5);
+        }
     }
 
     void store(const Round& round, const io::OutputBlock* block, IoTimes&, LocalFailure& failure) override {
@@ -368,7 +375,7 @@ public:
 private:
     void inject(bool in_store, int call, LocalFailure& failure) {
         for (const InjectedFailure& f : failures_) {
-            if (f.rank == rank_ && f.in_store == in_store && f.call == call) failure.set(f.code, f.message);
+            if (!f.bad_length && f.rank == rank_ && f.in_store == in_store && f.call == call) failure.set(f.code, f.message);
         }
     }
 
@@ -578,6 +585,28 @@ TEST(RunRounds, TheLowestFailingRankWinsWhenSeveralFailInOneRound) {
             // same iteration, before one agreement: the lowest rank of the three wins.
             EXPECT_EQ(failure->code(), 4) << "rank " << r;
             EXPECT_EQ(std::string(failure->what()), "rank 1 could not read") << "rank " << r;
+            EXPECT_EQ(outcome.abandoned[static_cast<std::size_t>(r)], 1);
+            EXPECT_EQ(outcome.finished[static_cast<std::size_t>(r)], 0);
+        }
+    }
+}
+
+TEST(RunRounds, AComputeFailureOnOneRankEndsEveryRank) {
+    // The kernel throws on the compute thread; the rank reports it in that round's agreement.
+    const Problem p = make_problem(37, Saved::all, false);
+    for (const Schedule schedule : {Schedule::static_contiguous, Schedule::dynamic}) {
+        SCOPED_TRACE(name_of(schedule));
+        InjectedFailure f;
+        f.rank = 1;
+        f.call = 1;
+        f.bad_length = true;
+        Sink sink(p);
+        const RunOutcome outcome = run_on_threads(p, sink, 3, schedule, {f});
+        for (int r = 0; r < 3; ++r) {
+            const auto& failure = outcome.failures[static_cast<std::size_t>(r)];
+            ASSERT_TRUE(failure.has_value()) << "rank " << r;
+            EXPECT_EQ(failure->code(), 1) << "rank " << r;
+            EXPECT_EQ(std::string(failure->what()).rfind("internal error computing sequences: ", 0), 0u) << failure->what();
             EXPECT_EQ(outcome.abandoned[static_cast<std::size_t>(r)], 1);
             EXPECT_EQ(outcome.finished[static_cast<std::size_t>(r)], 0);
         }
