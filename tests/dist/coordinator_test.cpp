@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -19,6 +21,9 @@
 #include "attnbatch/dist/plan.hpp"
 #include "attnbatch/dist/rounds.hpp"
 #include "attnbatch/dist/step_io.hpp"
+#include "attnbatch/io/h5.hpp"
+#include "attnbatch/io/input.hpp"
+#include "attnbatch/io/input_reader.hpp"
 #include "attnbatch/io/output.hpp"
 #include "comm_test_support.hpp"
 
@@ -631,6 +636,108 @@ TEST(RunRounds, AFailureInTheLastRoundStillEndsEveryRank) {
             EXPECT_EQ(std::string(failure->what()), "late failure");
             EXPECT_EQ(outcome.abandoned[static_cast<std::size_t>(r)], 1);
             EXPECT_EQ(outcome.finished[static_cast<std::size_t>(r)], 0);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- gather I/O on threads
+
+// A scratch directory, removed with everything in it.
+class ScratchDir {
+public:
+    ScratchDir() {
+        std::string pattern = (std::filesystem::temp_directory_path() / "attnbatch_coord_XXXXXX").string();
+        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+        path_ = pattern;
+    }
+    ~ScratchDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+    std::string path_;
+};
+
+struct OutputContents {
+    std::vector<float> output, lse, attention;
+    std::vector<std::int32_t> lengths;
+};
+
+OutputContents read_output(const std::string& path) {
+    const io::File file = io::File::open(path, io::FileMode::read_only);
+    OutputContents c;
+    c.output = io::read_all<float>(io::Dataset::open(file, "/output"));
+    c.lse = io::read_all<float>(io::Dataset::open(file, "/lse"));
+    c.attention = io::read_all<float>(io::Dataset::open(file, "/attention"));
+    c.lengths = io::read_all<std::int32_t>(io::Dataset::open(file, "/lengths"));
+    return c;
+}
+
+TEST(GatherIo, RankZeroReadsAndWritesForEveryRankWithSynchronousSends) {
+    // The gather protocol (headers, data, results) through ThreadComm, every send waiting
+    // for its receive as MPI may for large messages: the file matches a one-rank run's.
+    const Problem p = make_problem(37, Saved::some, false);
+    ScratchDir dir;
+    const std::string input = dir.file("input.h5");
+    {
+        io::File file = io::File::create(input);
+        {
+            const io::Dataset x = io::Dataset::create(file, "/embeddings", io::Datatype::float32(), {37, kLen, kWidth});
+            io::write_slab(x, io::Slab{}, p.x.data(), p.x.size());
+            const io::Dataset lengths = io::Dataset::create(file, "/lengths", io::Datatype::int32(), {37});
+            io::write_slab(lengths, io::Slab{}, p.lengths.data(), p.lengths.size());
+        }
+        file.close();
+    }
+    io::InputOptions options;
+    options.input_path = input;
+    options.heads = static_cast<int>(kHeads);
+    io::InputSpec spec = io::describe_input(options);
+    ASSERT_EQ(spec.d_k, kHeadWidth);
+    io::OutputLayout layout = io::output_layout_for(spec);
+    layout.save_weights = p.layout.save_weights;
+    layout.weights_first = p.layout.weights_first;
+    layout.weights_last = p.layout.weights_last;
+
+    ThreadCommOptions comm_options;
+    comm_options.synchronous_sends = true;
+    OutputContents baseline;
+    for (const int ranks : {1, 2, 3, 4}) {
+        for (const Schedule schedule : {Schedule::static_contiguous, Schedule::dynamic}) {
+            SCOPED_TRACE(std::to_string(ranks) + " ranks, " + name_of(schedule));
+            const std::string output = dir.file("out_" + std::to_string(ranks) + name_of(schedule) + ".h5");
+            run_ranks(
+                ranks,
+                [&](Comm& comm) {
+                    std::unique_ptr<io::InputReader> reader;
+                    std::unique_ptr<io::OutputFile> file;
+                    if (comm.is_root()) {
+                        reader = std::make_unique<io::InputReader>(spec);
+                        io::Provenance provenance;
+                        provenance.ranks = comm.size();
+                        file = std::make_unique<io::OutputFile>(io::OutputFile::create(output, layout, provenance));
+                    }
+                    const std::vector<Unit> units = p.units;
+                    auto scheduler = make_scheduler(schedule, units, comm.size());
+                    auto step_io = make_gather_io(comm, spec, layout, std::move(reader), std::move(file));
+                    const RunContext context{spec, p.weights, p.settings, layout};
+                    run_rounds(comm, context, *scheduler, *step_io);
+                },
+                comm_options);
+            ASSERT_TRUE(std::filesystem::exists(output));
+            ASSERT_FALSE(std::filesystem::exists(io::OutputFile::partial_path_for(output)));
+            const OutputContents got = read_output(output);
+            if (ranks == 1 && schedule == Schedule::static_contiguous) {
+                baseline = got;
+                EXPECT_EQ(got.lengths, p.lengths);
+                continue;
+            }
+            EXPECT_TRUE(bit_identical(got.output, baseline.output));
+            EXPECT_TRUE(bit_identical(got.lse, baseline.lse));
+            EXPECT_TRUE(bit_identical(got.attention, baseline.attention));
+            EXPECT_EQ(got.lengths, baseline.lengths);
         }
     }
 }
