@@ -43,7 +43,10 @@ std::vector<RankStep> split_share(const std::vector<Unit>& units, const std::vec
             // Close where the step's cost is nearest its share of the target.
             const double boundary = target * static_cast<double>(steps.size() + 1);
             const bool reached = done + in_step + 0.5 * next.cost >= boundary;
-            close = gap || full || reached;
+            // Costly units late in the share would leave too few units for `wanted` steps.
+            const bool scarce = static_cast<std::int64_t>(share.size() - i - 1) <=
+                                static_cast<std::int64_t>(wanted) - static_cast<std::int64_t>(steps.size()) - 1;
+            close = gap || full || reached || scarce;
         }
         if (close) {
             steps.push_back(step_of(units, share[begin], static_cast<std::int64_t>(i + 1 - begin)));
@@ -118,11 +121,13 @@ private:
         const bool known = std::all_of(rates.begin(), rates.end(), [](double r) { return r > 0; });
         const double mean_rate = known ? std::accumulate(rates.begin(), rates.end(), 0.0) / ranks_ : 1.0;
         std::int64_t cursor = cursor_;
-        double remaining = remaining_;
         const std::int64_t count = static_cast<std::int64_t>(units_.size());
+        // Every rank's share of this round from the work remaining at its start: the ranks
+        // compute their steps side by side, so a later rank must not get less for its place.
+        const double share = std::min(remaining_ / (2.0 * ranks_), total_ / (static_cast<double>(ranks_) * min_rounds_));
         for (int r = 0; r < ranks_ && cursor < count; ++r) {
             const double speed = known ? rates[static_cast<std::size_t>(r)] / mean_rate : 1.0;
-            double target = speed * std::min(remaining / (2.0 * ranks_), total_ / (static_cast<double>(ranks_) * min_rounds_));
+            double target = speed * share;
             if (max_step_cost_ > 0) target = std::min(target, max_step_cost_);
             std::int64_t taken = 0, sequences = 0;
             double cost = 0;
@@ -135,7 +140,6 @@ private:
             }
             round[static_cast<std::size_t>(r)] = step_of(units_, cursor, taken);
             cursor += taken;
-            remaining -= cost;
         }
         return round;
     }

@@ -30,8 +30,9 @@ inline bool round_is_empty(const Round& round) {
 }
 
 // Static: each rank's contiguous share cut into steps of similar cost (so that ranks reach
-// each round's collective write together), at least `min_rounds` where the share has that
-// many units, never more than `max_sequences` sequences per step.
+// each round's collective write together), at least min(`min_rounds`, units of the smallest
+// non-empty share) steps for every rank (rounds are collective: a rank whose share is one
+// costly unit must not make the others run extra small rounds), never more than `max_sequences` sequences per step.
 // `max_step_cost` > 0 also bounds a step's cost (so that a signal is answered within about
 // one step's compute); a unit costlier than it is a step of its own.
 std::vector<Round> static_rounds(const std::vector<Unit>& units, const Plan& plan, std::int64_t max_sequences,
