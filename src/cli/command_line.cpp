@@ -41,6 +41,7 @@ std::string value_text(const po::variable_value& value) {
     if (const auto* l = boost::any_cast<long>(&any)) return std::to_string(*l);
     if (const auto* ll = boost::any_cast<long long>(&any)) return std::to_string(*ll);
     if (const auto* u = boost::any_cast<unsigned long>(&any)) return std::to_string(*u);
+    if (const auto* u = boost::any_cast<unsigned>(&any)) return std::to_string(*u);
     if (const auto* d = boost::any_cast<double>(&any)) {
         std::ostringstream out;
         out << *d;

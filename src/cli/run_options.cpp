@@ -65,8 +65,8 @@ std::size_t parse_bytes(const std::string& text, const std::string& option) {
     else if (suffix == "G" || suffix == "GB" || suffix == "GIB") scale = 1024.0 * 1024 * 1024;
     else if (suffix == "T" || suffix == "TB" || suffix == "TIB") scale = 1024.0 * 1024 * 1024 * 1024;
     // Beyond 2^60 bytes (an exbibyte) no machine has it; the bound also keeps the size_t
-    // conversion defined.
-    if (used == 0 || scale == 0 || !(value > 0) || !std::isfinite(value) || value * scale > 1.15e18) {
+    // conversion defined. Below one byte ("0.1") the size would truncate to 0.
+    if (used == 0 || scale == 0 || !(value > 0) || !std::isfinite(value) || value * scale < 1 || value * scale > 1.15e18) {
         throw UserError(exit_usage, option + ": '" + text + "' is not a positive size (expected e.g. 4G, 512M or 1000000)");
     }
     return static_cast<std::size_t>(value * scale);

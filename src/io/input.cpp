@@ -61,8 +61,13 @@ void expect_rank(const Data& data, std::size_t rank, const std::string& expected
             data.role);
 }
 
-// Every axis non-empty and small enough for the kernels' int sizes; names the first bad one.
+// At most 2^60 elements in a dataset: its size in bytes, read as float64, then fits 64 bits.
+constexpr hsize_t kMaxElements = hsize_t{1} << 60;
+
+// Every axis non-empty and small enough for the kernels' int sizes, and the whole small enough
+// to count in bytes; names the first bad axis.
 void expect_extents(const Data& data, const std::vector<std::string>& names) {
+    hsize_t elements = 1;
     for (std::size_t axis = 0; axis < data.dims.size(); ++axis) {
         const std::string& name = axis < names.size() ? names[axis] : std::to_string(axis);
         if (data.dims[axis] == 0) {
@@ -72,6 +77,10 @@ void expect_extents(const Data& data, const std::vector<std::string>& names) {
         if (data.dims[axis] > static_cast<hsize_t>(INT_MAX)) {
             invalid(data.at() + " has " + name + " = " + std::to_string(data.dims[axis]) + ", expected at most " +
                     std::to_string(INT_MAX));
+        }
+        if (__builtin_mul_overflow(elements, data.dims[axis], &elements) || elements > kMaxElements) {
+            invalid(data.at() + " has shape " + shape_text(data.dims) + ", more than 2^60 elements; expected a "
+                    "dataset whose size in bytes fits 64 bits");
         }
     }
 }

@@ -33,18 +33,21 @@ void scan_blocks(const Dataset& dataset, std::size_t max_bytes, MemType type,
         visit(Slab{}, buffer.data(), 1);
         return;
     }
-    if (element_count(dims) == 0 || begin0 >= dims[0]) return;
+    if (std::find(dims.begin(), dims.end(), hsize_t{0}) != dims.end() || begin0 >= dims[0]) return;
 
     // The outermost axis whose trailing box (that axis's single index times every inner
     // axis) fits the budget: blocks span several indices along it and all inner axes whole.
+    // Grown from the innermost axis and compared by division, so a declared shape of more
+    // than 2^64 bytes cannot wrap the arithmetic into a small buffer.
     const std::size_t rank = dims.size();
-    std::size_t axis = 0;
-    std::size_t inner = element_count(Dims(dims.begin() + 1, dims.end()));
-    while (inner * element > budget && axis + 1 < rank) {
-        ++axis;
-        inner /= static_cast<std::size_t>(dims[axis]);
+    const std::size_t limit = budget / element;  // elements per block, >= 1
+    std::size_t axis = rank - 1;
+    std::size_t inner = 1;
+    while (axis > 0 && dims[axis] <= limit / inner) {
+        inner *= static_cast<std::size_t>(dims[axis]);
+        --axis;
     }
-    const hsize_t step = std::min<hsize_t>(dims[axis], std::max<std::size_t>(1, budget / (inner * element)));
+    const hsize_t step = std::min<hsize_t>(dims[axis], std::max<std::size_t>(1, limit / inner));
     std::vector<unsigned char> buffer(static_cast<std::size_t>(step) * inner * element);
 
     Slab block{Dims(rank, 0), dims};

@@ -60,5 +60,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadOptions{"OutputIsADirectory", {"--output", "@D", "--force"}, "is a directory", false}),
     [](const ::testing::TestParamInfo<BadOptions>& param_info) { return std::string(param_info.param.name); });
 
+// --print-config shows every value, whatever its type. Found while writing fuzz/fuzz_options
+// (it now checks the printed text): bench's unsigned --seed printed as "seed = ?".
+TEST(PrintConfig, ShowsValuesOfEveryType) {
+    const Outcome bench = attnbatch({"bench", "--seed", "5", "--print-config"});
+    EXPECT_EQ(bench.status, 0) << bench.err;
+    EXPECT_NE(bench.out.find("seed = 5\n"), std::string::npos) << bench.out;
+    const Outcome generate = attnbatch({"generate", "--slab-bytes", "4096", "--scale-values", "2.5", "--print-config"});
+    EXPECT_EQ(generate.status, 0) << generate.err;
+    EXPECT_NE(generate.out.find("slab-bytes = 4096\n"), std::string::npos) << generate.out;
+    EXPECT_NE(generate.out.find("scale-values = 2.5\n"), std::string::npos) << generate.out;
+    for (const Outcome* run : {&bench, &generate}) EXPECT_EQ(run->out.find(" = ?"), std::string::npos) << run->out;
+}
+
 }  // namespace
 }  // namespace attnbatch::cli::testing

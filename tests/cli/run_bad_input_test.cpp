@@ -627,6 +627,12 @@ TEST_F(RunBadInput, MaxMemoryNegative) {
     expect_rejected({"--max-memory=-4G"}, kUsage, {"--max-memory", "-4G"});
 }
 
+// Found by fuzz/fuzz_options: a positive size below one byte truncated to 0.
+TEST_F(RunBadInput, MaxMemoryBelowOneByte) {
+    write_embeddings();
+    expect_rejected({"--max-memory", "0.1"}, kUsage, {"--max-memory", "'0.1' is not a positive size"});
+}
+
 TEST_F(RunBadInput, NegativeScale) {
     write_embeddings();
     expect_rejected({"--scale=-1"}, kUsage, {"--scale"});

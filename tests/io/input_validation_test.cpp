@@ -145,6 +145,17 @@ TEST_F(InputValidation, EmptyFeatureAxis) {
     expect_error(options(), exit_invalid_input, input, {"/embeddings", "d = 0"});
 }
 
+// Found while writing fuzz/fuzz_input: every axis within int range, but 2^61 elements in all
+// (a 1.4 KB file with nothing stored); the scans count bytes in size_t.
+TEST_F(InputValidation, MoreThan2To60ElementsIsRejected) {
+    make(input, [](const File& file) {
+        DatasetCreation chunked;
+        chunked.chunk = {1, 1, 4};
+        Dataset::create(file, "/embeddings", Datatype::float32(), {1, 2147437487, 1073764905}, chunked);
+    });
+    expect_error(options(), exit_invalid_input, input, {"/embeddings", "[1, 2147437487, 1073764905]", "2^60"});
+}
+
 TEST_F(InputValidation, HeadsMustDivideD) {
     make(input, [](const File& file) { embeddings(file); });
     InputOptions o = options();

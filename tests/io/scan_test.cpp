@@ -66,6 +66,32 @@ TEST(ScanBlocks, StopsWhenTheVisitorSaysSo) {
     EXPECT_EQ(visits, 1);
 }
 
+// Found while writing fuzz/fuzz_input: a declared shape of 2^61 + 8299783 elements (each axis
+// within int range, nothing stored: a 1.4 KB file) wrapped `inner * 8` to a small buffer that
+// HDF5 then overran; 2^90 elements wrapped the count to 0 and skipped the scan. Only the first
+// block is visited here: it must exist and stay within the budget.
+TEST(ScanBlocks, HugeDeclaredShapesStayWithinTheBudget) {
+    const TempDir dir;
+    const File file = File::create(dir.file("a.h5"));
+    DatasetCreation chunked;
+    chunked.chunk = {1, 1, 4};
+    Dataset::create(file, "/wrap", Datatype::float32(), {1, 2147437487, 1073764905}, chunked);
+    chunked.chunk = {1, 1, 1, 4};
+    Dataset::create(file, "/beyond_64_bits", Datatype::float32(), {1, 1u << 30, 1u << 30, 1u << 30}, chunked);
+    for (const char* path : {"/wrap", "/beyond_64_bits"}) {
+        int visits = 0;
+        scan_blocks(Dataset::open(file, path), std::size_t{1} << 16, MemType::f64,
+                    [&](const Slab& block, const void* data, std::size_t count) {
+                        ++visits;
+                        EXPECT_LE(count, (std::size_t{1} << 16) / 8) << path;
+                        EXPECT_EQ(count, element_count(block.count)) << path;
+                        EXPECT_EQ(static_cast<const double*>(data)[count - 1], 0.0) << path;  // the fill value
+                        return false;
+                    });
+        EXPECT_EQ(visits, 1) << path;
+    }
+}
+
 TEST(FindFirstNonFinite, ReportsTheFirstIndexWhateverTheBlocking) {
     const TempDir dir;
     const File file = File::create(dir.file("a.h5"));
