@@ -34,6 +34,7 @@
 #include "attnbatch/kernels/attention.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
+#include "progress.hpp"
 #include "run_options.hpp"
 
 #if defined(_OPENMP)
@@ -448,8 +449,15 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
         std::unique_ptr<dist::Scheduler> scheduler =
             dynamic ? dist::make_dynamic_scheduler(units, ranks, max_sequences, kMinRounds, max_step_cost)
                     : dist::make_static_scheduler(dist::static_rounds(units, plan, max_sequences, kMinRounds, max_step_cost));
-        const dist::RunContext context{spec, job.weights, settings, layout};
+        double total_cost = 0;
+        for (const dist::Unit& unit : units) total_cost += unit.cost;
+        ProgressReporter progress(root || o.verbose ? o.progress : "never", o.progress_interval,
+                                  static_cast<std::int64_t>(units.size()), spec.n, total_cost,
+                                  o.verbose && ranks > 1 ? "rank " + std::to_string(comm.rank()) : "");
+        dist::RunContext context{spec, job.weights, settings, layout};
+        context.on_round = [&progress](const dist::RoundProgress& p) { progress.update(p); };
         result = dist::run_rounds(comm, context, *scheduler, *step_io);
+        progress.finish();
         step_io.reset();
     } catch (const dist::AgreedFailure&) {
         throw;  // every rank closed the output together and leaves together

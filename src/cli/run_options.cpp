@@ -113,7 +113,9 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("dry-run", po::bool_switch(), "validate and print the plan and sizes; write nothing")
         ("simulate-ranks", po::value<int>()->default_value(0), "with --dry-run: plan for this many ranks without starting them")
         ("report", po::value<std::string>(), "write phase times and rates as JSON")
-        ("progress", po::value<std::string>()->default_value("auto"), "auto|always|never");
+        ("progress", po::value<std::string>()->default_value("auto"), "auto (a live bar on a terminal, else a line every --progress-interval s)|always (the bar even without a terminal)|never")
+        ("progress-interval", po::value<double>()->default_value(30.0), "seconds between progress lines in batch logs")
+        ("verbose", po::bool_switch(), "every rank prints its own progress and summary, not only rank 0");
     po::variables_map vm;
     RunOptions o;
     if (!parse_command_line(spec, options, args, vm)) {
@@ -179,6 +181,9 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     }
     if (vm.count("report")) o.report = vm["report"].as<std::string>();
     o.progress = vm["progress"].as<std::string>();
+    o.progress_interval = vm["progress-interval"].as<double>();
+    if (!(o.progress_interval > 0)) throw UserError(exit_usage, "--progress-interval: expected seconds > 0");
+    o.verbose = vm["verbose"].as<bool>();
     if (o.progress != "auto" && o.progress != "always" && o.progress != "never") {
         throw UserError(exit_usage, "--progress: '" + o.progress + "' is not one of auto|always|never");
     }

@@ -31,6 +31,8 @@ struct RunOptions {
     bool resume = false, force = false, dry_run = false;
     int simulate_ranks = 0;  // --dry-run for this many ranks (0: the ranks of this run)
     std::string report, progress = "auto";
+    double progress_interval = 30.0;
+    bool verbose = false;
     std::string resolved_config;  // every option as resolved, recorded in the output
 };
 

@@ -78,6 +78,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
 
     const auto io_total = [&io_times] { return io_times.read + io_times.write + io_times.communicate; };
     std::int64_t stored_sequences = 0;
+    RoundProgress progress;
     // After every round: a failure on any rank fails every rank; a stop signal on any rank
     // stops every rank once this round's results (`pending`) are stored.
     const auto settle = [&](const Round* pending, const Slot* pending_slot) {
@@ -152,6 +153,13 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         }
         if (!slot.has_output) mine.exposed += io_spent;
         settle(&current, &slot);
+        progress.rounds += 1;
+        for (const RankStep& done : current) {
+            progress.units += done.unit_count;
+            progress.sequences += done.last - done.first;
+            progress.cost += done.cost;
+        }
+        if (context.on_round) context.on_round(progress);
         previous = std::move(current);
         have_previous = true;
         current = std::move(next);
