@@ -265,7 +265,7 @@ Layout make_layout(const AttentionParams& p, int block_q, int block_k) {
     l.q_pack = floats(bq * dk);
     l.k_pack = floats(static_cast<std::size_t>(l.lk_panels) * kNR * dk);
     l.v_pack = floats(static_cast<std::size_t>(lk_rounded) * l.dvp);
-    l.s_tile = floats(bq * l.bk);
+    l.s_tile = floats(static_cast<std::size_t>(kMR) * l.bk);  // one row block's strip
     l.o_acc = floats(bq * l.dvp);
     l.row_state = 4 * floats(bq);  // m, l, alpha, valid keys
     if (p.weights_mode != WeightsMode::none && p.weights != nullptr) {
@@ -484,25 +484,22 @@ void attend_tile(const Task& t, int b, int h, int i0) {
     const int blocks = (rows + kMR - 1) / kMR;
     for (int k0 = 0, tile = 0; k0 < tile_keys; k0 += layout.bk, ++tile) {
         const int kw = imin(layout.bk, tile_keys - k0);
-        // S = Q K^T, panel by panel; a block computes only panels some of its rows can see.
-        const int panels = (kw + kNR - 1) / kNR;
-        for (int panel = 0; panel < panels; ++panel) {
-            const float* kp = s.k_pack + static_cast<std::size_t>(k0 / kNR + panel) * p.dim_k * kNR;
-            for (int blk = 0; blk < blocks; ++blk) {
-                const int last = imin(blk * kMR + kMR, rows) - 1;
-                if (row_keys[last] - k0 <= panel * kNR) continue;
-                micro_qk(s.q_pack + static_cast<std::size_t>(blk) * kMR * p.dim_k, p.dim_k, kp, p.dim_k,
-                         s.s_tile + static_cast<std::size_t>(blk) * kMR * layout.bk + panel * kNR, layout.bk);
-            }
-        }
+        // Row block by row block, so that the block's S strip (MR x bk) stays in L1 from Q K^T
+        // through the softmax to P V; the key tile is read from L2 once per block.
         for (int blk = 0; blk < blocks; ++blk) {
             const int r0 = blk * kMR;
             const int last = imin(r0 + kMR, rows) - 1;
             const int block_count = imin(imax(row_keys[last] - k0, 0), kw);
             if (block_count == 0) continue;
             const int width = static_cast<int>(round_up(block_count, kNR));
+            // S = Q K^T over the panels some row of the block can see.
+            for (int panel = 0; panel * kNR < block_count; ++panel) {
+                const float* kp = s.k_pack + static_cast<std::size_t>(k0 / kNR + panel) * p.dim_k * kNR;
+                micro_qk(s.q_pack + static_cast<std::size_t>(r0) * p.dim_k, p.dim_k, kp, p.dim_k,
+                         s.s_tile + panel * kNR, layout.bk);
+            }
             for (int r = r0; r < r0 + kMR; ++r) {
-                float* srow = s.s_tile + static_cast<std::size_t>(r) * layout.bk;
+                float* srow = s.s_tile + static_cast<std::size_t>(r - r0) * layout.bk;
                 const int count = r < rows ? imin(imax(row_keys[r] - k0, 0), kw) : 0;
                 if (count == 0) {  // nothing visible in this tile: P row is zero, O unchanged
                     std::memset(srow, 0, sizeof(float) * width);
@@ -519,7 +516,7 @@ void attend_tile(const Task& t, int b, int h, int i0) {
             }
             for (int c0 = 0; c0 < layout.dvp; c0 += kNRpv) {
                 micro_pv(s.o_acc + static_cast<std::size_t>(r0) * layout.dvp + c0, layout.dvp,
-                         s.alpha + r0, s.s_tile + static_cast<std::size_t>(r0) * layout.bk, layout.bk,
+                         s.alpha + r0, s.s_tile, layout.bk,
                          s.v_pack + static_cast<std::size_t>(k0) * layout.dvp + c0, layout.dvp, block_count);
             }
         }
