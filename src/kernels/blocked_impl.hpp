@@ -188,9 +188,11 @@ inline float hmax(Vec v) {
 
 // c[MR x NR] = a[MR x dk] . b[dk x NR]   (a: query rows, lda apart; b: packed key panel)
 // The MR broadcasts per step read MR rows side by side, which L1 serves as well as a
-// transposed copy would, and the queries need no transpose.
+// transposed copy would, and the queries need no transpose. With kRowMax, also
+// row_max[m] = max(row_max[m], c[m][:]) lane-wise while the tile is still in registers.
+template <bool kRowMax = false>
 inline void micro_qk(const float* __restrict a, int lda, const float* __restrict b, int dk,
-                     float* __restrict c, int ldc) {
+                     float* __restrict c, int ldc, Vec* __restrict row_max = nullptr) {
     Vec acc[kMR][kNV];
 #pragma GCC unroll 16
     for (int m = 0; m < kMR; ++m)
@@ -208,9 +210,16 @@ inline void micro_qk(const float* __restrict a, int lda, const float* __restrict
         }
     }
 #pragma GCC unroll 16
-    for (int m = 0; m < kMR; ++m)
+    for (int m = 0; m < kMR; ++m) {
 #pragma GCC unroll 8
         for (int n = 0; n < kNV; ++n) store(c + m * ldc + n * kLanes, acc[m][n]);
+        if constexpr (kRowMax) {
+            Vec mx = row_max[m];
+#pragma GCC unroll 8
+            for (int n = 0; n < kNV; ++n) mx = acc[m][n] > mx ? acc[m][n] : mx;
+            row_max[m] = mx;
+        }
+    }
 }
 
 // o[MR x NRpv] = o * alpha[m] + p[MR x count] . v[count x NRpv]
@@ -395,9 +404,12 @@ void pack_queries(const Task& t, int b, int h, int i0, int rows) {
 
 // Online softmax of one row of the S tile: turns S into P in place over `width` columns
 // (zero past `count` valid ones) and updates the row's max, sum and rescale factor.
-void softmax_row(float* row, int count, int width, float& m, float& l, float& alpha) {
-    Vec vmax = splat(kNegInf);
-    int j = 0;
+// `partial_max` holds the lane-wise max of the first `scanned` columns (a multiple of the
+// vector width, computed by micro_qk).
+void softmax_row(float* row, int count, int width, Vec partial_max, int scanned, float& m, float& l,
+                 float& alpha) {
+    Vec vmax = partial_max;
+    int j = scanned;
     for (; j + kLanes <= count; j += kLanes) {
         const Vec x = load(row + j);
         vmax = x > vmax ? x : vmax;
@@ -409,6 +421,7 @@ void softmax_row(float* row, int count, int width, float& m, float& l, float& al
     const Vec shift = splat(m_new);
     Vec vsum = Vec{};
     const int full = count / kLanes * kLanes;
+#pragma GCC unroll 4
     for (j = 0; j < full; j += kLanes) {  // whole vectors of visible keys need no mask
         const Vec e = exp2_finite(load(row + j) - shift);
         store(row + j, e);
@@ -509,11 +522,19 @@ void attend_tile(const Task& t, int b, int h, int i0) {
             const int block_count = imin(imax(row_keys[last] - k0, 0), kw);
             if (block_count == 0) continue;
             const int width = static_cast<int>(round_up(block_count, kNR));
-            // S = Q K^T over the panels some row of the block can see.
+            // S = Q K^T over the panels some row of the block can see. Panels every row of the
+            // block sees whole also take the row max on the fly; softmax_row scans the rest.
+            const int full_panels = imin(imax(row_keys[r0] - k0, 0), kw) / kNR;
+            Vec row_max[kMR];
+            for (int m = 0; m < kMR; ++m) row_max[m] = splat(kNegInf);
+            const float* qb = s.q_pack + static_cast<std::size_t>(r0) * p.dim_k;
             for (int panel = 0; panel * kNR < block_count; ++panel) {
                 const float* kp = s.k_pack + static_cast<std::size_t>(k0 / kNR + panel) * p.dim_k * kNR;
-                micro_qk(s.q_pack + static_cast<std::size_t>(r0) * p.dim_k, p.dim_k, kp, p.dim_k,
-                         s.s_tile + panel * kNR, layout.bk);
+                if (panel < full_panels) {
+                    micro_qk<true>(qb, p.dim_k, kp, p.dim_k, s.s_tile + panel * kNR, layout.bk, row_max);
+                } else {
+                    micro_qk(qb, p.dim_k, kp, p.dim_k, s.s_tile + panel * kNR, layout.bk);
+                }
             }
             for (int r = r0; r < r0 + kMR; ++r) {
                 float* srow = s.s_tile + static_cast<std::size_t>(r - r0) * layout.bk;
@@ -524,7 +545,7 @@ void attend_tile(const Task& t, int b, int h, int i0) {
                     if (want_weights && r < rows) s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
                     continue;
                 }
-                softmax_row(srow, count, width, s.m[r], s.l[r], s.alpha[r]);
+                softmax_row(srow, count, width, row_max[r - r0], full_panels * kNR, s.m[r], s.l[r], s.alpha[r]);
                 if (want_weights) {
                     s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
                     std::memcpy(s.w_strip + static_cast<std::size_t>(r) * layout.lkp + k0, srow,
