@@ -191,7 +191,7 @@ inline float hmax(Vec v) {
 // transposed copy would, and the queries need no transpose. With kRowMax, also
 // row_max[m] = max(row_max[m], c[m][:]) lane-wise while the tile is still in registers.
 template <bool kRowMax = false>
-inline void micro_qk(const float* __restrict a, int lda, const float* __restrict b, int dk,
+inline void micro_qk(const float* __restrict a, std::ptrdiff_t lda, const float* __restrict b, int dk,
                      float* __restrict c, int ldc, Vec* __restrict row_max = nullptr) {
     Vec acc[kMR][kNV];
 #pragma GCC unroll 16
@@ -288,7 +288,7 @@ Layout make_layout(const AttentionParams& p, int block_q, int block_k) {
     l.key_tiles = (p.len_k + l.bk - 1) / l.bk;
     l.lkp = l.key_tiles * l.bk;
     const std::size_t bq = l.bq, dk = p.dim_k;
-    l.q_pack = floats(bq * dk);
+    l.q_pack = floats(static_cast<std::size_t>(kMR) * dk);  // a partial last row block, zero-padded
     l.k_pack = floats(static_cast<std::size_t>(l.lk_panels) * kNR * dk);
     l.v_pack = floats(static_cast<std::size_t>(lk_rounded) * l.dvp);
     l.s_tile = floats(static_cast<std::size_t>(kMR) * l.bk);  // one row block's strip
@@ -304,6 +304,51 @@ Layout make_layout(const AttentionParams& p, int block_q, int block_k) {
     return l;
 }
 
+// Software prefetch (into L2) of rows the thread's next task will read, a few rows before each
+// micro-kernel call of the current task, so that the next task's packing and first blocks do
+// not wait on memory. Only a hint: a wrong guess of the next task costs bandwidth, not results.
+struct Prefetch {
+    struct Stream {
+        const char* base;
+        std::ptrdiff_t stride;  // bytes between rows
+        int rows, row_bytes;
+    };
+    Stream streams[3];
+    int streams_used = 0, stream = 0, row = 0, rows_per_step = 0;
+
+    void clear() { streams_used = stream = row = rows_per_step = 0; }
+    void add(const float* base, std::ptrdiff_t stride, int rows, int cols) {
+        if (rows > 0 && streams_used < 3) {
+            streams[streams_used++] = Stream{reinterpret_cast<const char*>(base), stride * static_cast<std::ptrdiff_t>(sizeof(float)),
+                                             rows, cols * static_cast<int>(sizeof(float))};
+        }
+    }
+    int total_rows() const {
+        int n = 0;
+        for (int i = 0; i < streams_used; ++i) n += streams[i].rows;
+        return n;
+    }
+    void step() {
+        for (int n = 0; n < rows_per_step && stream < streams_used; ++n) {
+            const Stream& st = streams[stream];
+            const char* r = st.base + row * st.stride;
+            for (int off = 0; off < st.row_bytes; off += 64) __builtin_prefetch(r + off, 0, 2);
+            __builtin_prefetch(r + st.row_bytes - 1, 0, 2);  // the last line of an unaligned row
+            if (++row == st.rows) {
+                row = 0;
+                ++stream;
+            }
+        }
+    }
+};
+
+// The task a thread will probably run next, as a hint for prefetching (-1: none).
+struct NextTask {
+    int b = -1, h = -1, i0 = -1;   // its query tile
+    int kv_b = -1, kv_h = -1;      // a (sequence, head) whose keys and values to prefetch a share of
+    int kv_row0 = 0, kv_row1 = 0;  // that share, as a fraction of its keys, in parts of len_q
+};
+
 struct Scratch {
     float* q_pack;
     float* k_pack;
@@ -318,6 +363,7 @@ struct Scratch {
     float* w_tile_max;
     float* w_mean;
     long packed_seq = -1, packed_head = -1;  // which (sequence, head) k_pack/v_pack hold
+    Prefetch prefetch;
 };
 
 Scratch carve(const Layout& layout, char* base) {
@@ -353,7 +399,8 @@ int valid_queries(const AttentionParams& p, int b) { return p.lengths ? imin(p.l
 int valid_keys(const AttentionParams& p, int b) { return p.lengths ? imin(p.lengths[b], p.len_k) : p.len_k; }
 
 // Keys transposed into panels of NR (panel, dk, NR) and values into rows padded to dvp, both
-// zero beyond the valid keys so that whole panels can be computed.
+// zero beyond the valid keys so that whole panels can be computed. (Reading the values where
+// they are, when d_v needs no padding, measured 3-4% slower.)
 void pack_keys_values(const Task& t, int b, int h, int keys) {
     const AttentionParams& p = t.p;
     Scratch& s = t.s;
@@ -384,18 +431,16 @@ void pack_keys_values(const Task& t, int b, int h, int keys) {
     s.packed_head = h;
 }
 
-// Queries of rows [i0, i0 + rows) as a row-major (bq, dk) tile pre-multiplied by
-// scale * log2(e); rows past `rows` are zero.
-void pack_queries(const Task& t, int b, int h, int i0, int rows) {
+// Queries of rows [i0, i0 + count) as a row-major (MR, dk) block, rows past `count` zero: the
+// last row block of a head when it would run past the end of the query tensor.
+void pack_query_block(const Task& t, int b, int h, int i0, int count) {
     const AttentionParams& p = t.p;
     const float* qbase = p.q + b * p.q_strides.seq + h * p.q_strides.head;
-    const float factor = p.scale * kLog2e;
     const int dk = p.dim_k;
-    for (int r = 0; r < t.layout.bq; ++r) {
-        float* __restrict dst = t.s.q_pack + static_cast<std::size_t>(r) * dk;
-        if (r < rows) {
-            const float* __restrict row = qbase + (i0 + r) * p.q_strides.row;
-            for (int c = 0; c < dk; ++c) dst[c] = row[c] * factor;
+    for (int r = 0; r < kMR; ++r) {
+        float* dst = t.s.q_pack + static_cast<std::size_t>(r) * dk;
+        if (r < count) {
+            std::memcpy(dst, qbase + (i0 + r) * p.q_strides.row, sizeof(float) * dk);
         } else {
             std::memset(dst, 0, sizeof(float) * dk);
         }
@@ -403,11 +448,13 @@ void pack_queries(const Task& t, int b, int h, int i0, int rows) {
 }
 
 // Online softmax of one row of the S tile: turns S into P in place over `width` columns
-// (zero past `count` valid ones) and updates the row's max, sum and rescale factor.
+// (zero past `count` valid ones) and updates the row's max, sum and rescale factor. S is the
+// unscaled Q K^T; `factor` = scale * log2(e) > 0 is applied in the exponent's FMA, and m is
+// kept in those scaled units (factor > 0 commutes with the max).
 // `partial_max` holds the lane-wise max of the first `scanned` columns (a multiple of the
 // vector width, computed by micro_qk).
-void softmax_row(float* row, int count, int width, Vec partial_max, int scanned, float& m, float& l,
-                 float& alpha) {
+void softmax_row(float* row, int count, int width, float factor, Vec partial_max, int scanned, float& m,
+                 float& l, float& alpha) {
     Vec vmax = partial_max;
     int j = scanned;
     for (; j + kLanes <= count; j += kLanes) {
@@ -416,21 +463,22 @@ void softmax_row(float* row, int count, int width, Vec partial_max, int scanned,
     }
     float tile_max = hmax(vmax);
     for (; j < count; ++j) tile_max = fmax_(tile_max, row[j]);
-    const float m_new = fmax_(m, tile_max);
+    const float m_new = fmax_(m, tile_max * factor);
     alpha = exp2_scalar(m - m_new);  // 0 on the first tile, where m = -inf
+    const Vec scale = splat(factor);
     const Vec shift = splat(m_new);
     Vec vsum = Vec{};
     const int full = count / kLanes * kLanes;
 #pragma GCC unroll 4
     for (j = 0; j < full; j += kLanes) {  // whole vectors of visible keys need no mask
-        const Vec e = exp2_finite(load(row + j) - shift);
+        const Vec e = exp2_finite(load(row + j) * scale - shift);
         store(row + j, e);
         vsum += e;
     }
     if (full < width) {  // the vector straddling `count`, then zeros up to the panel edge
         Vec lane_index;
         for (int i = 0; i < kLanes; ++i) lane_index[i] = static_cast<float>(full + i);
-        const Vec e = exp2_finite(load(row + full) - shift);
+        const Vec e = exp2_finite(load(row + full) * scale - shift);
         const Vec kept = lane_index < splat(static_cast<float>(count)) ? e : Vec{};
         store(row + full, kept);
         vsum += kept;
@@ -486,7 +534,7 @@ void finish_row_weights(const Task& t, int b, int h, int i, int r, int keys_vali
 }
 
 // One (sequence, head, query tile): rows [i0, i0 + bq) of head h of sequence b.
-void attend_tile(const Task& t, int b, int h, int i0) {
+void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
     const AttentionParams& p = t.p;
     const Layout& layout = t.layout;
     Scratch& s = t.s;
@@ -508,10 +556,40 @@ void attend_tile(const Task& t, int b, int h, int i0) {
     const int tile_keys = rows > 0 ? row_keys[rows - 1] : 0;  // rows' key counts never decrease
     if (tile_keys > 0) {
         pack_keys_values(t, b, h, keys);
-        pack_queries(t, b, h, i0, rows);
         std::memset(s.o_acc, 0, sizeof(float) * static_cast<std::size_t>(layout.bq) * layout.dvp);
     }
     const int blocks = (rows + kMR - 1) / kMR;
+    // Q K^T reads the query rows where they are, except a last row block that would run past the
+    // end of the query tensor (rows past `rows` but inside it are computed and ignored).
+    const float* qbase = p.q + b * p.q_strides.seq + h * p.q_strides.head;
+    const int direct_blocks = imin(blocks, (p.len_q - i0) / kMR);
+    if (tile_keys > 0 && direct_blocks < blocks) {
+        pack_query_block(t, b, h, i0 + direct_blocks * kMR, p.len_q - i0 - direct_blocks * kMR);
+    }
+    const float factor = p.scale * kLog2e;
+    {  // prefetch for the next task, spread over this task's micro-kernel calls
+        Prefetch& pf = s.prefetch;
+        pf.clear();
+        if (next.b >= 0) {
+            const float* q = p.q + next.b * p.q_strides.seq + next.h * p.q_strides.head + next.i0 * p.q_strides.row;
+            pf.add(q, p.q_strides.row, imin(layout.bq, p.len_q - next.i0), p.dim_k);
+        }
+        if (next.kv_b >= 0 && !(next.kv_b == b && next.kv_h == h)) {
+            const long next_keys = valid_keys(p, next.kv_b);
+            const int k_lo = static_cast<int>(next_keys * next.kv_row0 / p.len_q);
+            const int k_hi = static_cast<int>(next_keys * next.kv_row1 / p.len_q);
+            pf.add(p.k + next.kv_b * p.k_strides.seq + next.kv_h * p.k_strides.head + k_lo * p.k_strides.row,
+                   p.k_strides.row, k_hi - k_lo, p.dim_k);
+            pf.add(p.v + next.kv_b * p.v_strides.seq + next.kv_h * p.v_strides.head + k_lo * p.v_strides.row,
+                   p.v_strides.row, k_hi - k_lo, p.dim_v);
+        }
+        // Micro-kernel calls of this task (about half of them with a causal mask), so that the
+        // prefetches finish by about the middle of the task.
+        long calls = static_cast<long>(blocks) * ((tile_keys + kNR - 1) / kNR + layout.dvp / kNRpv);
+        if (p.causal) calls /= 2;
+        calls = calls / 2 > 0 ? calls / 2 : 1;
+        pf.rows_per_step = static_cast<int>((pf.total_rows() + calls - 1) / calls);
+    }
     for (int k0 = 0, tile = 0; k0 < tile_keys; k0 += layout.bk, ++tile) {
         const int kw = imin(layout.bk, tile_keys - k0);
         // Row block by row block, so that the block's S strip (MR x bk) stays in L1 from Q K^T
@@ -527,13 +605,16 @@ void attend_tile(const Task& t, int b, int h, int i0) {
             const int full_panels = imin(imax(row_keys[r0] - k0, 0), kw) / kNR;
             Vec row_max[kMR];
             for (int m = 0; m < kMR; ++m) row_max[m] = splat(kNegInf);
-            const float* qb = s.q_pack + static_cast<std::size_t>(r0) * p.dim_k;
+            const bool direct = blk < direct_blocks;
+            const float* qb = direct ? qbase + (i0 + r0) * p.q_strides.row : s.q_pack;
+            const std::ptrdiff_t ldq = direct ? p.q_strides.row : p.dim_k;
             for (int panel = 0; panel * kNR < block_count; ++panel) {
                 const float* kp = s.k_pack + static_cast<std::size_t>(k0 / kNR + panel) * p.dim_k * kNR;
+                s.prefetch.step();
                 if (panel < full_panels) {
-                    micro_qk<true>(qb, p.dim_k, kp, p.dim_k, s.s_tile + panel * kNR, layout.bk, row_max);
+                    micro_qk<true>(qb, ldq, kp, p.dim_k, s.s_tile + panel * kNR, layout.bk, row_max);
                 } else {
-                    micro_qk(qb, p.dim_k, kp, p.dim_k, s.s_tile + panel * kNR, layout.bk);
+                    micro_qk(qb, ldq, kp, p.dim_k, s.s_tile + panel * kNR, layout.bk);
                 }
             }
             for (int r = r0; r < r0 + kMR; ++r) {
@@ -545,7 +626,7 @@ void attend_tile(const Task& t, int b, int h, int i0) {
                     if (want_weights && r < rows) s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
                     continue;
                 }
-                softmax_row(srow, count, width, row_max[r - r0], full_panels * kNR, s.m[r], s.l[r], s.alpha[r]);
+                softmax_row(srow, count, width, factor, row_max[r - r0], full_panels * kNR, s.m[r], s.l[r], s.alpha[r]);
                 if (want_weights) {
                     s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
                     std::memcpy(s.w_strip + static_cast<std::size_t>(r) * layout.lkp + k0, srow,
@@ -553,6 +634,7 @@ void attend_tile(const Task& t, int b, int h, int i0) {
                 }
             }
             for (int c0 = 0; c0 < layout.dvp; c0 += kNRpv) {
+                s.prefetch.step();
                 micro_pv(s.o_acc + static_cast<std::size_t>(r0) * layout.dvp + c0, layout.dvp,
                          s.alpha + r0, s.s_tile, layout.bk,
                          s.v_pack + static_cast<std::size_t>(k0) * layout.dvp + c0, layout.dvp, block_count);
@@ -580,12 +662,16 @@ void attend_tile(const Task& t, int b, int h, int i0) {
 }
 
 // Mean over heads: one task owns (sequence, query tile) and visits the heads in order.
-void attend_tile_mean(const Task& t, int b, int i0) {
+void attend_tile_mean(const Task& t, int b, int i0, const NextTask& next) {
     const AttentionParams& p = t.p;
     const Layout& layout = t.layout;
     const int bq = imin(layout.bq, p.len_q - i0);
     std::memset(t.s.w_mean, 0, sizeof(float) * static_cast<std::size_t>(bq) * layout.lkp);
-    for (int h = 0; h < p.heads; ++h) attend_tile(t, b, h, i0);
+    for (int h = 0; h < p.heads; ++h) {
+        NextTask head_next = next;
+        if (h + 1 < p.heads) head_next = NextTask{b, h + 1, i0, b, h + 1, 0, p.len_q};
+        attend_tile(t, b, h, i0, head_next);
+    }
     const float inv_heads = 1.0f / static_cast<float>(p.heads);
     const std::size_t lk = p.len_k;
     for (int r = 0; r < bq; ++r) {
@@ -598,6 +684,34 @@ void attend_tile_mean(const Task& t, int b, int i0) {
             store_half_row(mean, inv_heads, static_cast<std::uint16_t*>(p.weights) + offset, static_cast<int>(lk));
         }
     }
+}
+
+// Dynamic scheduling hands out chunks of `chunk` tasks in order, so a thread's next task is most
+// likely the next one in its chunk, else the start of the chunk `threads` further on. The keys
+// and values of that later chunk's head are prefetched in shares across the current chunk's
+// tasks, when one head's keys and values take at most a quarter of a 2 MiB L2.
+NextTask guess_next_task(const AttentionParams& p, const Layout& layout, long id, long q_tiles, long tasks,
+                         int chunk, int threads, bool mean) {
+    NextTask n;
+    auto head_of = [&](long task, int& b, int& h) {
+        const long group = task / q_tiles;
+        b = static_cast<int>(mean ? group : group / p.heads);
+        h = static_cast<int>(mean ? 0 : group % p.heads);
+    };
+    const long far = (id / chunk + threads) * chunk;
+    const long succ = (id + 1) % chunk != 0 ? id + 1 : far;
+    if (succ < tasks) {
+        head_of(succ, n.b, n.h);
+        n.i0 = static_cast<int>(succ % q_tiles) * layout.bq;
+    }
+    const std::size_t kv_bytes = static_cast<std::size_t>(p.len_k) * (p.dim_k + p.dim_v) * sizeof(float);
+    if (far < tasks && kv_bytes <= (std::size_t{512} << 10)) {
+        head_of(far, n.kv_b, n.kv_h);
+        const int i0 = static_cast<int>(id % q_tiles) * layout.bq;
+        n.kv_row0 = i0;
+        n.kv_row1 = imin(i0 + layout.bq, p.len_q);
+    }
+    return n;
 }
 
 }  // namespace
@@ -640,10 +754,11 @@ void forward(const AttentionParams& p, int block_q, int block_k, int threads, vo
         for (long id = 0; id < tasks; ++id) {
             const int i0 = static_cast<int>(id % q_tiles) * layout.bq;
             const long seq_head = id / q_tiles;
+            const NextTask next = guess_next_task(p, layout, id, q_tiles, tasks, chunk, threads, mean);
             if (mean) {
-                attend_tile_mean(task, static_cast<int>(seq_head), i0);
+                attend_tile_mean(task, static_cast<int>(seq_head), i0, next);
             } else {
-                attend_tile(task, static_cast<int>(seq_head / p.heads), static_cast<int>(seq_head % p.heads), i0);
+                attend_tile(task, static_cast<int>(seq_head / p.heads), static_cast<int>(seq_head % p.heads), i0, next);
             }
         }
     }
