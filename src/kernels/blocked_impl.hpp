@@ -312,15 +312,24 @@ struct Prefetch {
         const char* base;
         std::ptrdiff_t stride;  // bytes between rows
         int rows, row_bytes;
+        bool write;
     };
-    Stream streams[3];
+    static constexpr int kStreams = 4;
+    Stream streams[kStreams];
     int streams_used = 0, stream = 0, row = 0, rows_per_step = 0;
 
     void clear() { streams_used = stream = row = rows_per_step = 0; }
-    void add(const float* base, std::ptrdiff_t stride, int rows, int cols) {
-        if (rows > 0 && streams_used < 3) {
+    void add(const float* base, std::ptrdiff_t stride, int rows, int cols, bool write = false) {
+        if (rows > 0 && streams_used < kStreams) {
             streams[streams_used++] = Stream{reinterpret_cast<const char*>(base), stride * static_cast<std::ptrdiff_t>(sizeof(float)),
-                                             rows, cols * static_cast<int>(sizeof(float))};
+                                             rows, cols * static_cast<int>(sizeof(float)), write};
+        }
+    }
+    static void line_to_l2(const char* line, bool write) {
+        if (write) {
+            __builtin_prefetch(line, 1, 2);
+        } else {
+            __builtin_prefetch(line, 0, 2);
         }
     }
     int total_rows() const {
@@ -332,8 +341,10 @@ struct Prefetch {
         for (int n = 0; n < rows_per_step && stream < streams_used; ++n) {
             const Stream& st = streams[stream];
             const char* r = st.base + row * st.stride;
-            for (int off = 0; off < st.row_bytes; off += 64) __builtin_prefetch(r + off, 0, 2);
-            __builtin_prefetch(r + st.row_bytes - 1, 0, 2);  // the last line of an unaligned row
+            // Every cache line of the row (one more when the row is not line-aligned).
+            const char* end = r + st.row_bytes;
+            for (const char* line = r; line < end; line += 64) line_to_l2(line, st.write);
+            if ((reinterpret_cast<std::uintptr_t>(r) & 63) != 0) line_to_l2(end - 1, st.write);
             if (++row == st.rows) {
                 row = 0;
                 ++stream;
@@ -572,7 +583,10 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
         pf.clear();
         if (next.b >= 0) {
             const float* q = p.q + next.b * p.q_strides.seq + next.h * p.q_strides.head + next.i0 * p.q_strides.row;
-            pf.add(q, p.q_strides.row, imin(layout.bq, p.len_q - next.i0), p.dim_k);
+            const int next_rows = imin(layout.bq, p.len_q - next.i0);
+            pf.add(q, p.q_strides.row, next_rows, p.dim_k);
+            float* o = p.out + next.b * p.out_strides.seq + next.h * p.out_strides.head + next.i0 * p.out_strides.row;
+            pf.add(o, p.out_strides.row, next_rows, p.dim_v, true);
         }
         if (next.kv_b >= 0 && !(next.kv_b == b && next.kv_h == h)) {
             const long next_keys = valid_keys(p, next.kv_b);
@@ -584,10 +598,10 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
                    p.v_strides.row, k_hi - k_lo, p.dim_v);
         }
         // Micro-kernel calls of this task (about half of them with a causal mask), so that the
-        // prefetches finish by about the middle of the task.
+        // prefetches finish about three quarters into the task.
         long calls = static_cast<long>(blocks) * ((tile_keys + kNR - 1) / kNR + layout.dvp / kNRpv);
         if (p.causal) calls /= 2;
-        calls = calls / 2 > 0 ? calls / 2 : 1;
+        calls = calls * 3 / 4 > 0 ? calls * 3 / 4 : 1;
         pf.rows_per_step = static_cast<int>((pf.total_rows() + calls - 1) / calls);
     }
     for (int k0 = 0, tile = 0; k0 < tile_keys; k0 += layout.bk, ++tile) {
