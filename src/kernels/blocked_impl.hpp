@@ -312,26 +312,19 @@ struct Prefetch {
         const char* base;
         std::ptrdiff_t stride;  // bytes between rows
         int rows, row_bytes;
-        bool write;
     };
-    static constexpr int kStreams = 4;
+    static constexpr int kStreams = 3;
     Stream streams[kStreams];
     int streams_used = 0, stream = 0, row = 0, rows_per_step = 0;
 
     void clear() { streams_used = stream = row = rows_per_step = 0; }
-    void add(const float* base, std::ptrdiff_t stride, int rows, int cols, bool write = false) {
+    void add(const float* base, std::ptrdiff_t stride, int rows, int cols) {
         if (rows > 0 && streams_used < kStreams) {
             streams[streams_used++] = Stream{reinterpret_cast<const char*>(base), stride * static_cast<std::ptrdiff_t>(sizeof(float)),
-                                             rows, cols * static_cast<int>(sizeof(float)), write};
+                                             rows, cols * static_cast<int>(sizeof(float))};
         }
     }
-    static void line_to_l2(const char* line, bool write) {
-        if (write) {
-            __builtin_prefetch(line, 1, 2);
-        } else {
-            __builtin_prefetch(line, 0, 2);
-        }
-    }
+    static void line_to_l2(const char* line) { __builtin_prefetch(line, 0, 2); }
     int total_rows() const {
         int n = 0;
         for (int i = 0; i < streams_used; ++i) n += streams[i].rows;
@@ -343,8 +336,8 @@ struct Prefetch {
             const char* r = st.base + row * st.stride;
             // Every cache line of the row (one more when the row is not line-aligned).
             const char* end = r + st.row_bytes;
-            for (const char* line = r; line < end; line += 64) line_to_l2(line, st.write);
-            if ((reinterpret_cast<std::uintptr_t>(r) & 63) != 0) line_to_l2(end - 1, st.write);
+            for (const char* line = r; line < end; line += 64) line_to_l2(line);
+            if ((reinterpret_cast<std::uintptr_t>(r) & 63) != 0) line_to_l2(end - 1);
             if (++row == st.rows) {
                 row = 0;
                 ++stream;
@@ -583,10 +576,7 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
         pf.clear();
         if (next.b >= 0) {
             const float* q = p.q + next.b * p.q_strides.seq + next.h * p.q_strides.head + next.i0 * p.q_strides.row;
-            const int next_rows = imin(layout.bq, p.len_q - next.i0);
-            pf.add(q, p.q_strides.row, next_rows, p.dim_k);
-            float* o = p.out + next.b * p.out_strides.seq + next.h * p.out_strides.head + next.i0 * p.out_strides.row;
-            pf.add(o, p.out_strides.row, next_rows, p.dim_v, true);
+            pf.add(q, p.q_strides.row, imin(layout.bq, p.len_q - next.i0), p.dim_k);
         }
         if (next.kv_b >= 0 && !(next.kv_b == b && next.kv_h == h)) {
             const long next_keys = valid_keys(p, next.kv_b);
