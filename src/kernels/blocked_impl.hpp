@@ -312,35 +312,37 @@ struct Prefetch {
         const char* base;
         std::ptrdiff_t stride;  // bytes between rows
         int rows, row_bytes;
+        int lines;              // per row: one more when rows are not line-aligned
     };
     static constexpr int kStreams = 3;
     Stream streams[kStreams];
-    int streams_used = 0, stream = 0, row = 0, rows_per_step = 0;
+    int streams_used = 0, stream = 0, row = 0, line = 0, lines_per_step = 0;
 
-    void clear() { streams_used = stream = row = rows_per_step = 0; }
+    void clear() { streams_used = stream = row = line = lines_per_step = 0; }
     void add(const float* base, std::ptrdiff_t stride, int rows, int cols) {
         if (rows > 0 && streams_used < kStreams) {
-            streams[streams_used++] = Stream{reinterpret_cast<const char*>(base), stride * static_cast<std::ptrdiff_t>(sizeof(float)),
-                                             rows, cols * static_cast<int>(sizeof(float))};
+            const std::ptrdiff_t stride_bytes = stride * static_cast<std::ptrdiff_t>(sizeof(float));
+            const int row_bytes = cols * static_cast<int>(sizeof(float));
+            const bool aligned = ((reinterpret_cast<std::uintptr_t>(base) | static_cast<std::uintptr_t>(stride_bytes)) & 63) == 0;
+            streams[streams_used++] = Stream{reinterpret_cast<const char*>(base), stride_bytes, rows, row_bytes,
+                                             (row_bytes + 63) / 64 + (aligned ? 0 : 1)};
         }
     }
-    static void line_to_l2(const char* line) { __builtin_prefetch(line, 0, 2); }
-    int total_rows() const {
-        int n = 0;
-        for (int i = 0; i < streams_used; ++i) n += streams[i].rows;
+    long total_lines() const {
+        long n = 0;
+        for (int i = 0; i < streams_used; ++i) n += static_cast<long>(streams[i].rows) * streams[i].lines;
         return n;
     }
     void step() {
-        for (int n = 0; n < rows_per_step && stream < streams_used; ++n) {
+        for (int n = 0; n < lines_per_step && stream < streams_used; ++n) {
             const Stream& st = streams[stream];
-            const char* r = st.base + row * st.stride;
-            // Every cache line of the row (one more when the row is not line-aligned).
-            const char* end = r + st.row_bytes;
-            for (const char* line = r; line < end; line += 64) line_to_l2(line);
-            if ((reinterpret_cast<std::uintptr_t>(r) & 63) != 0) line_to_l2(end - 1);
-            if (++row == st.rows) {
-                row = 0;
-                ++stream;
+            __builtin_prefetch(st.base + row * st.stride + imin(line * 64, st.row_bytes - 1), 0, 2);
+            if (++line == st.lines) {
+                line = 0;
+                if (++row == st.rows) {
+                    row = 0;
+                    ++stream;
+                }
             }
         }
     }
@@ -402,6 +404,31 @@ struct Task {
 int valid_queries(const AttentionParams& p, int b) { return p.lengths ? imin(p.lengths[b], p.len_q) : p.len_q; }
 int valid_keys(const AttentionParams& p, int b) { return p.lengths ? imin(p.lengths[b], p.len_k) : p.len_k; }
 
+// In-register transpose of kLanes x kLanes floats: log2(kLanes) stages, each swapping the
+// off-diagonal h x h blocks of every 2h x 2h block with two-source shuffles.
+template <int H>
+inline void transpose_stage(Vec* rows) {
+    IVec lo, hi;
+    for (int j = 0; j < kLanes; ++j) {
+        lo[j] = (j & H) == 0 ? j : kLanes + j - H;
+        hi[j] = (j & H) == 0 ? j + H : kLanes + j;
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < kLanes; ++i) {
+        if ((i & H) != 0) continue;
+        const Vec a = rows[i], b = rows[i + H];
+        rows[i] = __builtin_shuffle(a, b, lo);
+        rows[i + H] = __builtin_shuffle(a, b, hi);
+    }
+}
+
+inline void transpose_square(Vec* rows) {
+    if constexpr (kLanes >= 16) transpose_stage<8>(rows);
+    if constexpr (kLanes >= 8) transpose_stage<4>(rows);
+    if constexpr (kLanes >= 4) transpose_stage<2>(rows);
+    if constexpr (kLanes >= 2) transpose_stage<1>(rows);
+}
+
 // Keys transposed into panels of NR (panel, dk, NR) and values into rows padded to dvp, both
 // zero beyond the valid keys so that whole panels can be computed. (Reading the values where
 // they are, when d_v needs no padding, measured 3-4% slower.)
@@ -413,7 +440,22 @@ void pack_keys_values(const Task& t, int b, int h, int keys) {
     const float* vbase = p.v + b * p.v_strides.seq + h * p.v_strides.head;
     const int dk = p.dim_k, dv = p.dim_v, dvp = t.layout.dvp;
     const int panels = (keys + kNR - 1) / kNR;
-    for (int panel = 0; panel < panels; ++panel) {
+    const int full_panels = dk % kLanes == 0 ? keys / kNR : 0;
+    for (int panel = 0; panel < full_panels; ++panel) {  // kLanes x kLanes squares in registers
+        float* dst = s.k_pack + static_cast<std::size_t>(panel) * dk * kNR;
+        for (int g = 0; g < kNV; ++g) {
+            const float* src = kbase + static_cast<std::ptrdiff_t>(panel * kNR + g * kLanes) * p.k_strides.row;
+            for (int c0 = 0; c0 < dk; c0 += kLanes) {
+                Vec rows[kLanes];
+#pragma GCC unroll 16
+                for (int i = 0; i < kLanes; ++i) rows[i] = load(src + i * p.k_strides.row + c0);
+                transpose_square(rows);
+#pragma GCC unroll 16
+                for (int i = 0; i < kLanes; ++i) store(dst + (c0 + i) * kNR + g * kLanes, rows[i]);
+            }
+        }
+    }
+    for (int panel = full_panels; panel < panels; ++panel) {
         float* dst = s.k_pack + static_cast<std::size_t>(panel) * dk * kNR;
         for (int lane = 0; lane < kNR; ++lane) {
             const int j = panel * kNR + lane;
@@ -589,10 +631,10 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
         }
         // Micro-kernel calls of this task (about half of them with a causal mask), so that the
         // prefetches finish about three quarters into the task.
-        long calls = static_cast<long>(blocks) * ((tile_keys + kNR - 1) / kNR + layout.dvp / kNRpv);
+        long calls = static_cast<long>(blocks) * ((tile_keys + kNR - 1) / kNR + kMR + layout.dvp / kNRpv);
         if (p.causal) calls /= 2;
         calls = calls * 3 / 4 > 0 ? calls * 3 / 4 : 1;
-        pf.rows_per_step = static_cast<int>((pf.total_rows() + calls - 1) / calls);
+        pf.lines_per_step = static_cast<int>((pf.total_lines() + calls - 1) / calls);
     }
     for (int k0 = 0, tile = 0; k0 < tile_keys; k0 += layout.bk, ++tile) {
         const int kw = imin(layout.bk, tile_keys - k0);
@@ -630,6 +672,7 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
                     if (want_weights && r < rows) s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
                     continue;
                 }
+                s.prefetch.step();
                 softmax_row(srow, count, width, factor, row_max[r - r0], full_panels * kNR, s.m[r], s.l[r], s.alpha[r]);
                 if (want_weights) {
                     s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
