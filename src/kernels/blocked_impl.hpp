@@ -311,39 +311,49 @@ struct Prefetch {
     struct Stream {
         const char* base;
         std::ptrdiff_t stride;  // bytes between rows
-        int rows, row_bytes;
-        int lines;              // per row: one more when rows are not line-aligned
+        int rows;
+        std::ptrdiff_t row_bytes;
     };
     static constexpr int kStreams = 3;
     Stream streams[kStreams];
-    int streams_used = 0, stream = 0, row = 0, line = 0, lines_per_step = 0;
+    int streams_used = 0, stream = 0, row = 0, lines_per_step = 0;
+    const char* line = nullptr;  // next line of the current row, and the row's end
+    const char* end = nullptr;
 
-    void clear() { streams_used = stream = row = line = lines_per_step = 0; }
+    void clear() {
+        streams_used = stream = row = lines_per_step = 0;
+        line = end = nullptr;
+    }
     void add(const float* base, std::ptrdiff_t stride, int rows, int cols) {
-        if (rows > 0 && streams_used < kStreams) {
-            const std::ptrdiff_t stride_bytes = stride * static_cast<std::ptrdiff_t>(sizeof(float));
-            const int row_bytes = cols * static_cast<int>(sizeof(float));
-            const bool aligned = ((reinterpret_cast<std::uintptr_t>(base) | static_cast<std::uintptr_t>(stride_bytes)) & 63) == 0;
-            streams[streams_used++] = Stream{reinterpret_cast<const char*>(base), stride_bytes, rows, row_bytes,
-                                             (row_bytes + 63) / 64 + (aligned ? 0 : 1)};
+        if (rows <= 0 || streams_used == kStreams) return;
+        Stream st{reinterpret_cast<const char*>(base), stride * static_cast<std::ptrdiff_t>(sizeof(float)), rows,
+                  cols * static_cast<std::ptrdiff_t>(sizeof(float))};
+        if (st.stride == st.row_bytes) {  // contiguous rows: one long row
+            st.row_bytes *= rows;
+            st.rows = 1;
         }
+        streams[streams_used++] = st;
     }
     long total_lines() const {
         long n = 0;
-        for (int i = 0; i < streams_used; ++i) n += static_cast<long>(streams[i].rows) * streams[i].lines;
+        for (int i = 0; i < streams_used; ++i) n += streams[i].rows * (streams[i].row_bytes / 64 + 2);
         return n;
     }
     void step() {
-        for (int n = 0; n < lines_per_step && stream < streams_used; ++n) {
-            const Stream& st = streams[stream];
-            __builtin_prefetch(st.base + row * st.stride + imin(line * 64, st.row_bytes - 1), 0, 2);
-            if (++line == st.lines) {
-                line = 0;
+        for (int n = 0; n < lines_per_step; ++n) {
+            if (line >= end) {  // the next row, from the cache line that holds its start
+                if (stream == streams_used) return;
+                const Stream& st = streams[stream];
+                const char* start = st.base + row * st.stride;
+                line = reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(start) & ~std::uintptr_t{63});
+                end = start + st.row_bytes;
                 if (++row == st.rows) {
                     row = 0;
                     ++stream;
                 }
             }
+            __builtin_prefetch(line, 0, 2);
+            line += 64;
         }
     }
 };
