@@ -4,12 +4,15 @@
 // compiles this file with its own -m flags. Everything here lives in that namespace and avoids
 // inline functions from the standard library, so the linker never mixes code between ISAs.
 //
-// Per task (sequence, head, query tile) and per key tile, FlashAttention's online softmax
-// (Dao et al., arXiv 2205.14135; Milakov & Gimelshein, arXiv 1805.02867):
-//   S = Q K^T * scale * log2(e)        register-blocked MR x NR micro-kernel over packed panels
-//   m' = max(m, rowmax S); P = 2^(S - m'); l' = l * 2^(m - m') + rowsum P
+// Per task (sequence, head, query tile), per key tile and per row block of MR queries,
+// FlashAttention's online softmax (Dao et al., arXiv 2205.14135; Milakov & Gimelshein,
+// arXiv 1805.02867), with c = scale * log2(e):
+//   S = Q K^T                          register-blocked MR x NR micro-kernel over packed key
+//                                      panels; it also takes the row max of whole panels
+//   m' = max(m, c rowmax S); P = 2^(c S - m'); l' = l * 2^(m - m') + rowsum P
 //   O' = O * 2^(m - m') + P V          the rescale is fused into the P.V micro-kernel
-// and at the end O / l and lse = ln 2 * (m + log2 l). One thread owns a task from start to end
+// and at the end O / l and lse = ln 2 * (m + log2 l). The row block's S strip stays in L1 from
+// Q K^T to P V, and the data of the thread's next task is prefetched into L2 meanwhile. One thread owns a task from start to end
 // and every reduction runs in a fixed order, so results do not depend on the thread count.
 //
 // Weights need the row's final max and sum, known only after the last key tile. Instead of a
