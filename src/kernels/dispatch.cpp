@@ -50,7 +50,7 @@ struct Tiles {
 Tiles default_tiles(Isa isa) {
     switch (isa) {
         // Long key tiles: the per-row softmax bookkeeping (row max, rescale, sums) is paid once
-        // per key tile, and a 96 x 512 S tile (192 KiB) still sits in L2.
+        // per key tile, and a row block's 12 x 512 S strip (24 KiB) still sits in L1.
         case Isa::avx512: return {96, 512};
         case Isa::avx2: return {48, 256};
         default: return {48, 128};
