@@ -60,14 +60,17 @@ declare -A max_len=([fuzz_options]=2048 [fuzz_input]=32768)
 declare -A dict=([fuzz_options]=fuzz/options.dict [fuzz_input]=fuzz/input.dict)
 declare -A seed_dir=([fuzz_options]=options [fuzz_input]=input)
 
-# Where a reproducer fails: "libhdf5" when the first frame that is HDF5's or ours is HDF5's.
+# Where a reproducer fails: the first stack frame that is not the sanitizers', libFuzzer's,
+# libc's or libstdc++'s, as "in libhdf5", "in Boost" or "in attnbatch", with the error line.
 triage() {
-  local out frame
-  out=$("$1" -malloc_limit_mb=1000000 "$2" 2>&1 || true)
-  frame=$(grep -E '^ +#[0-9]+ .*(libhdf5|attnbatch::|LLVMFuzzerTestOneInput|/src/|/fuzz/)' <<<"$out" | head -1)
-  local what
-  what=$(grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|fuzz_[a-z]+ finding)' <<<"$out" | head -1 | cut -c1-160)
-  if grep -q libhdf5 <<<"$frame"; then echo "in libhdf5: $what"; else echo "in attnbatch: $what"; fi
+  local out frame what where=attnbatch
+  out=$(timeout 120 "$1" -malloc_limit_mb=1000000 -timeout=10 "$2" 2>&1 || true)
+  frame=$(grep -E '^ +#[0-9]+ ' <<<"$out" |
+    grep -vE 'sanitizer|fuzzer::|__asan|interceptor|libc\.so|libstdc\+\+|/libc/|sysdeps|malloc|mem(cpy|move|set)' | head -1)
+  what=$(grep -E '^(==[0-9]+== ?ERROR|.*runtime error|fuzz_[a-z]+ finding)' <<<"$out" | head -1 | cut -c1-150)
+  grep -q libhdf5 <<<"$frame" && where=libhdf5
+  grep -q libboost <<<"$frame" && where=Boost
+  echo "in $where: ${what:-?} at $(sed -E 's/^ +#[0-9]+ 0x[0-9a-f]+ in //; s/\(.*//' <<<"$frame" | cut -c1-100)"
 }
 
 summary=()

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 namespace attnbatch::cli {
@@ -49,6 +50,31 @@ std::string value_text(const po::variable_value& value) {
     }
     if (const auto* b = boost::any_cast<bool>(&any)) return *b ? "true" : "false";
     return "?";
+}
+
+// A po::error's message. Boost.Program_options (1.74) fills its template by replacing each
+// %name% until none is left, so a token that itself contains %name% ("--x%original_token%")
+// made what() loop forever; the placeholders inside the substituted values lose their '%'.
+std::string error_text(const po::error& error) {
+    if (const auto* named = dynamic_cast<const po::error_with_option_name*>(&error)) {
+        struct Access : po::error_with_option_name {
+            static std::map<std::string, std::string>& substitutions(const po::error_with_option_name& e) {
+                return const_cast<po::error_with_option_name&>(e).*(&Access::m_substitutions);
+            }
+        };
+        std::map<std::string, std::string>& substitutions = Access::substitutions(*named);
+        std::vector<std::string> keys{"canonical_option", "prefix"};
+        for (const auto& entry : substitutions) keys.push_back(entry.first);
+        for (auto& entry : substitutions) {
+            for (const std::string& key : keys) {
+                const std::string placeholder = '%' + key + '%';
+                for (std::size_t at; (at = entry.second.find(placeholder)) != std::string::npos;) {
+                    entry.second.replace(at, placeholder.size(), key);
+                }
+            }
+        }
+    }
+    return error.what();
 }
 
 }  // namespace
@@ -119,12 +145,12 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
             try {
                 po::store(po::parse_config_file(text, all, false), vm);
             } catch (const po::error& e) {
-                throw UserError(exit_usage, "--config " + path + ": " + e.what());
+                throw UserError(exit_usage, "--config " + path + ": " + error_text(e));
             }
         }
         po::notify(vm);
     } catch (const po::error& e) {
-        throw UserError(exit_usage, std::string(e.what()) + " (see 'attnbatch " + spec.name + " --help')");
+        throw UserError(exit_usage, error_text(e) + " (see 'attnbatch " + spec.name + " --help')");
     }
     if (vm.count("print-config")) {
         std::cout << describe_options(vm);

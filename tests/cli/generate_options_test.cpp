@@ -57,7 +57,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadOptions{"OutDimWithoutOutputProjection", {"--weights-out", "@W", "--out-dim", "8", "--no-output-projection"}, "--out-dim"},
         BadOptions{"DatasetCollidesWithLengths", {"--dataset", "/lengths", "--min-len", "1"}, "--dataset"},
         BadOptions{"ZeroSlab", {"--slab-bytes", "0"}, "--slab-bytes"},
-        BadOptions{"OutputIsADirectory", {"--output", "@D", "--force"}, "is a directory", false}),
+        BadOptions{"OutputIsADirectory", {"--output", "@D", "--force"}, "is a directory", false},
+        // Found by fuzz/fuzz_options: Boost.Program_options looped forever formatting these.
+        BadOptions{"PlaceholderInOptionName", {"--x%original_token%"}, "--xoriginal_token"},
+        BadOptions{"PlaceholderInValue", {"--num-seqs", "%value%"}, "('value')"}),
     [](const ::testing::TestParamInfo<BadOptions>& param_info) { return std::string(param_info.param.name); });
 
 // --print-config shows every value, whatever its type. Found while writing fuzz/fuzz_options
