@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -52,11 +53,18 @@ struct RunResult {
     std::string collective_fallback;  // why collective writes went independent, if they did
 };
 
+// Cumulative over every rank, after each round (rounds end together on all ranks).
+struct RoundProgress {
+    std::int64_t rounds = 0, units = 0, sequences = 0;
+    double cost = 0;  // predicted flops of the units done
+};
+
 struct RunContext {
     const io::InputSpec& spec;
     const std::optional<io::ProjectionWeights>& weights;
     const AttentionSettings& settings;
     const io::OutputLayout& layout;
+    std::function<void(const RoundProgress&)> on_round = {};  // called on every rank
 };
 
 // Collective. Runs every round and completes the output. A failure every rank agreed on
