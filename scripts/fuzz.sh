@@ -87,6 +87,11 @@ for t in "${targets[@]}"; do
       -max_total_time="$seconds" -max_len="${max_len[$t]}" -dict="$root/${dict[$t]}" -timeout=25 -rss_limit_mb=2048 \
       -malloc_limit_mb=1000000 -artifact_prefix="$dir/artifacts/" "$dir/corpus" "$root/fuzz/corpus/${seed_dir[$t]}") \
       >"$log" 2>&1 || true
+  # Crashed workers leave their /dev/shm scratch file (named by pid) behind.
+  for f in /dev/shm/attnbatch-fuzz-*; do
+    pid=${f##*-}; pid=${pid%%.*}
+    [ -e "$f" ] && ! kill -0 "$pid" 2>/dev/null && rm -f "$f"
+  done
   # Fork mode's status lines: "#EXECS: cov: C ft: F corp: N exec/s E oom/timeout/crash: O/T/C time: S job: J".
   last=$(grep -E '^#[0-9]+: cov:' "$log" | tail -1 || true)
   field() { sed -n "s|.*$1 \([0-9/]*\).*|\1|p" <<<"$last"; }
