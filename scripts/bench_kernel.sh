@@ -3,10 +3,14 @@
 # separate processes (the machine is shared and noisy), reporting the median of the runs'
 # attention GFLOP/s and of their paired fraction of peak.
 #   scripts/bench_kernel.sh [REPEAT]        (default 5)   BIN=build/attnbatch by default
+# With BASE=path/to/other/attnbatch, an A/B comparison instead: BASE and BIN run interleaved
+# (BASE BIN BASE BIN ...) REPEAT times per configuration, so both see the same neighbours, and
+# the medians of both fractions of peak are printed with their ratio BIN/BASE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeat=${1:-5}
 bin=${BIN:-build/attnbatch}
+base=${BASE:-}
 configs=(
   "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1"
   "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 2"
@@ -18,6 +22,26 @@ configs=(
   "--batch 8 --heads 8 --seq-len 256 --dim 128 --threads 1"
   "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1 --isa avx2"
 )
+if [[ -n "$base" ]]; then
+  printf '%-84s %8s %8s %7s\n' configuration base new ratio
+  for c in "${configs[@]}"; do
+    for _ in $(seq "$repeat"); do
+      # shellcheck disable=SC2086  # the configuration is a list of options
+      printf 'A %s\n' "$("$base" bench $c --json)"
+      # shellcheck disable=SC2086
+      printf 'B %s\n' "$("$bin" bench $c --json)"
+    done | /usr/bin/python3 -c '
+import json, statistics, sys
+runs = {"A": [], "B": []}
+for line in sys.stdin:
+    side, text = line.split(" ", 1)
+    runs[side].append(json.loads(text)["fraction_of_peak"])
+a, b = statistics.median(runs["A"]), statistics.median(runs["B"])
+print("%-84s %8.3f %8.3f %7.3f" % (sys.argv[1], a, b, b / a if a > 0 else float("nan")))
+' "$c"
+  done
+  exit 0
+fi
 printf '%-84s %9s %9s %8s\n' configuration GFLOP/s peak/core fraction
 for c in "${configs[@]}"; do
   for _ in $(seq "$repeat"); do
