@@ -27,6 +27,7 @@ die() { printf 'FAIL: %s\n' "$*"; exit 1; }
 
 # ------------------------------------------------------------------ the local Slurm cluster
 LOCAL_SLURM=${ATTNBATCH_LOCAL_SLURM:-$REPO/../shared/slurm/local-cluster.sh}
+[ -r "$LOCAL_SLURM" ] || [ -n "${ATTNBATCH_LOCAL_SLURM:-}" ] || LOCAL_SLURM=/work/shared/slurm/local-cluster.sh
 
 slurm_env() {
     [ -r "$LOCAL_SLURM" ] ||
