@@ -12,6 +12,7 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <tuple>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,7 +27,6 @@
 #include "attnbatch/dist/unit_computer.hpp"
 #include "attnbatch/dist/unit_plan.hpp"
 #include "attnbatch/io/errors.hpp"
-#include "attnbatch/io/h5_error.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
 #include "attnbatch/io/output.hpp"
@@ -34,6 +34,7 @@
 #include "attnbatch/kernels/attention.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
+#include "io_errors.hpp"
 #include "progress.hpp"
 #include "run_options.hpp"
 
@@ -102,15 +103,16 @@ void agreed(dist::Comm& comm, bool here, Work&& work) {
         } catch (const UserError& e) {
             code = e.code();
             message = e.what();
-        } catch (const io::Error& e) {
-            code = e.exit_code();
-            message = e.what();
-        } catch (const io::H5Error& e) {
-            code = exit_io;
-            message = e.what();
         } catch (const std::bad_alloc&) {
             code = exit_usage;
             message = "out of memory (lower --max-memory or the problem size)";
+        } catch (...) {
+            try {
+                rethrow_as_user_error();  // io errors get their exit codes; anything else goes on up
+            } catch (const UserError& e) {
+                code = e.code();
+                message = e.what();
+            }
         }
     }
     dist::agree_or_throw(comm, code, message);
@@ -325,7 +327,7 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
     const dist::MemoryModel memory = dist::memory_model(spec, layout, kernel, in_flight);
     std::int64_t max_sequences = 0;
     agreed(comm, true, [&] {
-        max_sequences = dist::sequences_per_unit(memory, o.max_memory, spec.n, 1);
+        max_sequences = dist::sequences_per_unit(memory, o.max_memory, spec.n);
         if (o.unit_sequences > 0) max_sequences = std::min<std::int64_t>(max_sequences, o.unit_sequences);
     });
     const dist::CostModel cost = cost_model_for(spec, o.causal);
@@ -384,15 +386,9 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
     // Every value checked before any compute: in parallel each rank scans its own share.
     const bool parallel = io_mode == "parallel";
     agreed(comm, root || parallel, [&] {
-        io::InputOptions input = o.input;
-        if (parallel) {
-            const auto [first, last] = share_span(units, plan.ranks[static_cast<std::size_t>(comm.rank())]);
-            input.scan_first = first;
-            input.scan_last = last;
-            input.scan_weights = root;
-            if (first == last && !root) return;
-        }
-        io::describe_input(input);
+        io::ValueScan scan{0, spec.n, root, o.input.scan_bytes};
+        if (parallel) std::tie(scan.first, scan.last) = share_span(units, plan.ranks[static_cast<std::size_t>(comm.rank())]);
+        io::check_values(spec, scan);
     });
 
     io::Provenance provenance;
@@ -434,7 +430,7 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
         }
         if (created.code != 0) throw dist::AgreedFailure(created.code, created.message);
         agreed(comm, true, [&] { reader = std::make_unique<io::InputReader>(spec); });
-        step_io = dist::make_parallel_io(comm, spec, std::move(reader), std::move(output), o.force);
+        step_io = dist::make_parallel_io(comm, std::move(reader), std::move(output), o.force);
     } else {
         agreed(comm, root, [&] {
             output = std::make_unique<io::OutputFile>(io::OutputFile::create(o.output, layout, provenance, output_options));

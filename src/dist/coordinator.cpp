@@ -81,21 +81,22 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     RoundProgress progress;
     // After every round: a failure on any rank fails every rank; a stop signal on any rank
     // stops every rank once this round's results (`pending`) are stored.
-    const auto settle = [&](const Round* pending, const Slot* pending_slot) {
+    const auto fail_if_any = [&]() {
         const AgreedError agreed = agree(comm, failure.code, failure.message);
-        if (agreed.code != 0) {
-            io.abandon();
-            throw AgreedFailure(agreed.code, agreed.message);
-        }
+        if (agreed.code == 0) return;
+        io.abandon();
+        throw AgreedFailure(agreed.code, agreed.message);
+    };
+    const auto settle = [&](const Round* pending, const Slot* pending_slot) {
+        fail_if_any();
         const int signal = static_cast<int>(comm.max(static_cast<std::int64_t>(stop_signal())));
         if (signal == 0) return;
         if (pending) {
             io.store(*pending, pending_slot->has_output ? &pending_slot->output : nullptr, io_times, failure);
             stored_sequences += sequences_in(*pending);
         }
-        const AgreedError stored = agree(comm, failure.code, failure.message);
+        fail_if_any();
         io.abandon();
-        if (stored.code != 0) throw AgreedFailure(stored.code, stored.message);
         throw AgreedFailure(kExitInterrupted, std::string("interrupted by ") + signal_name(signal) + " after " +
                                                   std::to_string(stored_sequences) + " sequences were written; " +
                                                   "the partial output is kept with complete = 0");
@@ -170,13 +171,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         Slot& last = slots[(result.rounds + 1) % 2];
         io.store(previous, last.has_output ? &last.output : nullptr, io_times, failure);
     }
-    {
-        const AgreedError agreed = agree(comm, failure.code, failure.message);
-        if (agreed.code != 0) {
-            io.abandon();
-            throw AgreedFailure(agreed.code, agreed.message);
-        }
-    }
+    fail_if_any();
     io.finish(io_times);
     mine.exposed += io_total() - io_before_end;  // nothing left to overlap the last write with
 

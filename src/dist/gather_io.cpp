@@ -5,8 +5,6 @@
 #include <algorithm>
 
 #include "attnbatch/dist/step_io.hpp"
-#include "attnbatch/io/errors.hpp"
-#include "attnbatch/io/h5_error.hpp"
 #include "wall_clock.hpp"
 
 namespace attnbatch::dist {
@@ -32,27 +30,37 @@ std::vector<std::vector<float>*> input_arrays(const io::InputSpec& spec, io::Inp
     return {&block.q, &block.k, &block.v};
 }
 
+// Elements of each array of a step's results, as rank 0 writes them.
+struct OutputCounts {
+    std::size_t output = 0, lse = 0, lengths = 0, attention = 0;
+    bool f16 = false;
+};
+
+OutputCounts output_counts(const io::InputSpec& spec, const io::OutputLayout& layout, const RankStep& step) {
+    const std::size_t count = static_cast<std::size_t>(step.last - step.first), len = static_cast<std::size_t>(spec.len);
+    const auto [wa, wb] = layout.weights_range(step.first, step.last);
+    const std::size_t maps = layout.save_weights == io::SaveWeights::none ? 0 : static_cast<std::size_t>(wb - wa);
+    OutputCounts c;
+    c.output = count * len * static_cast<std::size_t>(layout.d_out);
+    c.lse = count * static_cast<std::size_t>(layout.heads) * len;
+    c.lengths = count;
+    c.attention = maps * static_cast<std::size_t>(layout.weights_heads()) * len * len;
+    c.f16 = layout.weights_dtype == io::WeightsDtype::f16;
+    return c;
+}
+
 // Owned copies of a step's results, on rank 0, for the ranks it writes for.
 struct ReceivedOutput {
     std::vector<float> output, lse, attention_f32;
     std::vector<std::uint16_t> attention_f16;
     std::vector<std::int32_t> lengths;
 
-    void size_for(const io::InputSpec& spec, const io::OutputLayout& layout, const RankStep& step) {
-        const std::size_t count = static_cast<std::size_t>(step.last - step.first), len = static_cast<std::size_t>(spec.len);
-        output.resize(count * len * static_cast<std::size_t>(layout.d_out));
-        lse.resize(count * static_cast<std::size_t>(layout.heads) * len);
-        lengths.resize(count);
-        const auto [wa, wb] = layout.weights_range(step.first, step.last);
-        const std::size_t maps = layout.save_weights == io::SaveWeights::none ? 0 : static_cast<std::size_t>(wb - wa);
-        const std::size_t elements = maps * static_cast<std::size_t>(layout.weights_heads()) * len * len;
-        if (layout.weights_dtype == io::WeightsDtype::f16) {
-            attention_f16.resize(elements);
-            attention_f32.clear();
-        } else {
-            attention_f32.resize(elements);
-            attention_f16.clear();
-        }
+    void size_for(const OutputCounts& c) {
+        output.resize(c.output);
+        lse.resize(c.lse);
+        lengths.resize(c.lengths);
+        attention_f16.resize(c.f16 ? c.attention : 0);
+        attention_f32.resize(c.f16 ? 0 : c.attention);
     }
     io::OutputBlock view() const {
         io::OutputBlock block;
@@ -127,7 +135,7 @@ public:
             std::int64_t ok = 0;
             comm_.recv(&ok, sizeof ok, r, tag_output_header);
             if (ok) {
-                received_.size_for(spec_, layout_, step);
+                received_.size_for(output_counts(spec_, layout_, step));
                 recv_vector(comm_, received_.output, r, tag_output);
                 recv_vector(comm_, received_.lse, r, tag_output);
                 recv_vector(comm_, received_.lengths, r, tag_output);
@@ -164,13 +172,7 @@ private:
     bool read_into(const RankStep& step, io::InputBlock& block, IoTimes& times, LocalFailure& failure) {
         if (failure) return false;  // this round fails anyway: do not read more
         const double t0 = wall_seconds();
-        try {
-            reader_->read(step.first, step.last, block);
-        } catch (const io::Error& e) {
-            failure.set(e.exit_code(), e.what());
-        } catch (const io::H5Error& e) {
-            failure.set(io::exit_io, e.what());
-        }
+        record_io_failure(failure, [&] { reader_->read(step.first, step.last, block); });
         times.read += wall_seconds() - t0;
         return !failure;
     }
@@ -181,29 +183,22 @@ private:
     }
 
     void send_output(const io::OutputBlock& block, const RankStep& step) {
-        // Sized exactly as rank 0 will size its receive buffers.
-        ReceivedOutput sizes;
-        sizes.size_for(spec_, layout_, step);
+        // In the order, and with the sizes, rank 0 receives them.
+        const OutputCounts c = output_counts(spec_, layout_, step);
         const auto send = [&](const void* data, std::size_t bytes) {
             if (bytes > 0) comm_.send(data, bytes, 0, tag_output);
         };
-        send(block.output, sizes.output.size() * sizeof(float));
-        send(block.lse, sizes.lse.size() * sizeof(float));
-        send(block.lengths, sizes.lengths.size() * sizeof(std::int32_t));
-        send(block.attention_f32, sizes.attention_f32.size() * sizeof(float));
-        send(block.attention_f16, sizes.attention_f16.size() * sizeof(std::uint16_t));
+        send(block.output, c.output * sizeof(float));
+        send(block.lse, c.lse * sizeof(float));
+        send(block.lengths, c.lengths * sizeof(std::int32_t));
+        if (c.f16) send(block.attention_f16, c.attention * sizeof(std::uint16_t));
+        else send(block.attention_f32, c.attention * sizeof(float));
     }
 
     void write(const RankStep& step, const io::OutputBlock& block, IoTimes& times, LocalFailure& failure) {
         if (failure) return;
         const double t0 = wall_seconds();
-        try {
-            output_->write_block(step.first, step.last, block);
-        } catch (const io::Error& e) {
-            failure.set(e.exit_code(), e.what());
-        } catch (const io::H5Error& e) {
-            failure.set(io::exit_io, e.what());
-        }
+        record_io_failure(failure, [&] { output_->write_block(step.first, step.last, block); });
         times.write += wall_seconds() - t0;
     }
 

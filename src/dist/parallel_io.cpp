@@ -53,13 +53,7 @@ public:
         block.lengths.clear();
         if (mine.empty() || failure) return;
         const double t0 = wall_seconds();
-        try {
-            reader_->read(mine.first, mine.last, block);
-        } catch (const io::Error& e) {
-            failure.set(e.exit_code(), e.what());
-        } catch (const io::H5Error& e) {
-            failure.set(io::exit_io, e.what());
-        }
+        record_io_failure(failure, [&] { reader_->read(mine.first, mine.last, block); });
         times.read += wall_seconds() - t0;
     }
 
@@ -126,7 +120,7 @@ private:
 
 }  // namespace
 
-std::unique_ptr<StepIo> make_parallel_io(Comm& comm, const io::InputSpec&, std::unique_ptr<io::InputReader> reader,
+std::unique_ptr<StepIo> make_parallel_io(Comm& comm, std::unique_ptr<io::InputReader> reader,
                                          std::unique_ptr<io::OutputFile> output, bool force) {
     return std::make_unique<ParallelIo>(comm, std::move(reader), std::move(output), force);
 }

@@ -72,8 +72,7 @@ std::string format_bytes(double bytes) {
     return text;
 }
 
-std::int64_t sequences_per_unit(const MemoryModel& model, std::size_t max_memory, std::int64_t n,
-                                std::int64_t chunk_sequences) {
+std::int64_t sequences_per_unit(const MemoryModel& model, std::size_t max_memory, std::int64_t n) {
     const std::size_t one = model.per_sequence + model.per_weights_sequence;
     if (model.fixed + one > max_memory) {
         throw io::Error(io::exit_usage,
@@ -82,10 +81,8 @@ std::int64_t sequences_per_unit(const MemoryModel& model, std::size_t max_memory
                             " one sequence needs; hint: raise --max-memory, or shrink the weights with "
                             "--save-weights mean|none, --weights-dtype f16 or --weights-seqs");
     }
-    std::int64_t units = static_cast<std::int64_t>((max_memory - model.fixed) / one);
-    units = std::min(units, n);
-    if (units >= chunk_sequences && chunk_sequences > 1) units = units / chunk_sequences * chunk_sequences;
-    return std::max<std::int64_t>(units, 1);
+    const auto fitting = static_cast<std::int64_t>((max_memory - model.fixed) / one);
+    return std::max<std::int64_t>(std::min(fitting, n), 1);
 }
 
 }  // namespace attnbatch::dist

@@ -114,10 +114,10 @@ void expect_heads_divide(std::int64_t heads, std::int64_t width, const std::stri
           of + "; hint: " + divisors_hint(width));
 }
 
-void expect_finite(const Data& data, const InputOptions& options, std::uint64_t first, std::uint64_t last) {
+void expect_finite(const Data& data, std::size_t scan_bytes, std::uint64_t first, std::uint64_t last) {
     // Everything is computed in float32: a finite float64 beyond FLT_MAX would become inf.
     const std::optional<BadValue> bad =
-        find_first_non_finite(data.dataset, options.scan_bytes, static_cast<double>(FLT_MAX), first, last);
+        find_first_non_finite(data.dataset, scan_bytes, static_cast<double>(FLT_MAX), first, last);
     if (!bad) return;
     if (!std::isfinite(bad->value)) {
         invalid(data.at() + " has a non-finite value (" + number_text(bad->value) + ") at " + shape_text(bad->index) +
@@ -165,8 +165,7 @@ DataType widest(DataType a, DataType b) {
     return a == DataType::float64 || b == DataType::float64 ? DataType::float64 : DataType::float32;
 }
 
-// The datasets the finiteness scan reads go to `scanned`, after every structural check.
-void describe_embeddings(const File& file, const InputOptions& options, InputSpec& spec, std::vector<Data>& scanned) {
+void describe_embeddings(const File& file, const InputOptions& options, InputSpec& spec) {
     spec.mode = InputMode::embeddings;
     spec.dataset = detail::absolute_object_path(options.dataset.empty() ? "/embeddings" : options.dataset);
     Data x = open_data(file, spec.dataset, "--dataset", "the embeddings", "[N, L, d]");
@@ -181,10 +180,9 @@ void describe_embeddings(const File& file, const InputOptions& options, InputSpe
         expect_heads_divide(spec.heads, spec.d, "d", x.file + ":" + x.path);
         spec.d_k = spec.d_v = spec.d / spec.heads;
     }
-    scanned.push_back(std::move(x));
 }
 
-void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec, std::vector<Data>& scanned) {
+void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec) {
     spec.mode = InputMode::qkv;
     spec.query = detail::absolute_object_path(options.query);
     spec.key = detail::absolute_object_path(options.key);
@@ -236,7 +234,6 @@ void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec
         spec.d_k = extent(q, 3);
         spec.d_v = extent(v, 3);
     }
-    for (Data* data : {&q, &k, &v}) scanned.push_back(std::move(*data));
 }
 
 // Weights matrix or bias `path`: rank `rank`, float32/64, its type folded into `dtype`;
@@ -258,7 +255,7 @@ void expect_shape(const Data& data, const Dims& expected, const std::string& why
     invalid(data.at() + " has shape " + shape_text(data.dims) + ", expected " + shape_text(expected) + " " + why);
 }
 
-WeightsSpec describe_weights(const InputOptions& options, const InputSpec& spec, std::vector<Data>& scanned) {
+WeightsSpec describe_weights(const InputOptions& options, const InputSpec& spec) {
     WeightsSpec weights;
     weights.path = options.weights_path;
     const File file = detail::open_input_file(options.weights_path, "--weights");
@@ -308,12 +305,6 @@ WeightsSpec describe_weights(const InputOptions& options, const InputSpec& spec,
     weights.has_b_k = b_k.has_value();
     weights.has_b_v = b_v.has_value();
     weights.has_b_o = b_o.has_value();
-    scanned.push_back(std::move(w_q));
-    scanned.push_back(std::move(w_k));
-    scanned.push_back(std::move(w_v));
-    for (std::optional<Data>* data : {&w_o, &b_q, &b_k, &b_v, &b_o}) {
-        if (*data) scanned.push_back(std::move(**data));
-    }
     return weights;
 }
 
@@ -352,13 +343,11 @@ InputSpec describe_input(const InputOptions& options) {
     spec.path = options.input_path;
     try {
         const File file = detail::open_input_file(options.input_path, "--input");
-        std::vector<Data> scanned;
         if (options.query.empty()) {
-            describe_embeddings(file, options, spec, scanned);
+            describe_embeddings(file, options, spec);
         } else {
-            describe_qkv(file, options, spec, scanned);
+            describe_qkv(file, options, spec);
         }
-        const std::size_t sequence_datasets = scanned.size();
 
         // Shapes and types of everything first, then the scans that read whole datasets.
         std::optional<Data> lengths;
@@ -371,24 +360,49 @@ InputSpec describe_input(const InputOptions& options) {
             spec.lengths = lengths_path;
         }
         if (!options.weights_path.empty()) {
-            spec.weights = describe_weights(options, spec, scanned);
+            spec.weights = describe_weights(options, spec);
             spec.d_k = spec.weights->qk_width / spec.heads;
             spec.d_v = spec.weights->v_width / spec.heads;
         }
         if (lengths) check_lengths_values(*lengths, spec.len, options);
-        if (options.check_finite) {
-            const std::uint64_t first = static_cast<std::uint64_t>(std::max<std::int64_t>(0, options.scan_first));
-            const std::uint64_t last = options.scan_last < 0 ? std::numeric_limits<std::uint64_t>::max()
-                                                             : static_cast<std::uint64_t>(options.scan_last);
-            for (std::size_t i = 0; i < scanned.size(); ++i) {
-                if (i < sequence_datasets) expect_finite(scanned[i], options, first, last);
-                else if (options.scan_weights) expect_finite(scanned[i], options, 0, std::numeric_limits<std::uint64_t>::max());
+    } catch (const H5Error& error) {
+        detail::rethrow_read_failure(error);
+    }
+    // Shapes and types of everything first, then the scan that reads whole datasets.
+    if (options.check_finite) check_values(spec, ValueScan{0, spec.n, true, options.scan_bytes});
+    return spec;
+}
+
+void check_values(const InputSpec& spec, const ValueScan& scan) {
+    try {
+        std::vector<Data> data;
+        {
+            const File file = detail::open_input_file(spec.path, "--input");
+            if (spec.mode == InputMode::embeddings) {
+                data.push_back(open_data(file, spec.dataset, "--dataset", "the embeddings", "[N, L, d]"));
+            } else {
+                data.push_back(open_data(file, spec.query, "--query", "the queries", "[N, L, H*d_k] or [N, H, L, d_k]"));
+                data.push_back(open_data(file, spec.key, "--key", "the keys", "[N, L, H*d_k] or [N, H, L, d_k]"));
+                data.push_back(open_data(file, spec.value, "--value", "the values", "[N, L, H*d_v] or [N, H, L, d_v]"));
             }
+        }
+        const auto first = static_cast<std::uint64_t>(std::max<std::int64_t>(0, scan.first));
+        const auto last = static_cast<std::uint64_t>(std::max(scan.first, scan.last));
+        for (const Data& d : data) expect_finite(d, scan.bytes, first, last);
+        if (!scan.weights || !spec.weights) return;
+        const WeightsSpec& w = *spec.weights;
+        const File file = detail::open_input_file(w.path, "--weights");
+        const std::pair<const char*, bool> weights[] = {{"/w_q", true},      {"/w_k", true},      {"/w_v", true},
+                                                        {"/w_o", w.has_w_o}, {"/b_q", w.has_b_q}, {"/b_k", w.has_b_k},
+                                                        {"/b_v", w.has_b_v}, {"/b_o", w.has_b_o}};
+        for (const auto& [path, present] : weights) {
+            if (!present) continue;
+            const Data d = open_data(file, path, "--weights", "the projections file", "");
+            expect_finite(d, scan.bytes, 0, std::numeric_limits<std::uint64_t>::max());
         }
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);
     }
-    return spec;
 }
 
 }  // namespace attnbatch::io

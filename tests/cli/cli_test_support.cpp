@@ -64,17 +64,6 @@ Outcome execute(const std::string& program, const std::vector<std::string>& args
 
 }  // namespace
 
-TempDir::TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "attnbatch_cli_XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-}
-
-TempDir::~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-}
-
 Outcome attnbatch(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env) {
     return execute(ATTNBATCH_BINARY, args, env, false);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "attnbatch/io/h5.hpp"
+#include "io/test_support.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,18 +13,8 @@
 
 namespace attnbatch::cli::testing {
 
-class TempDir {
-public:
-    TempDir();
-    ~TempDir();
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::string& path() const { return path_; }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
+// One scratch-directory type for every test layer.
+using io::testing::TempDir;
 
 struct Outcome {
     int status = -1;  // the exit code; -1 when killed by a signal

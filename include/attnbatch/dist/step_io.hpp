@@ -12,6 +12,8 @@
 
 #include "attnbatch/dist/comm.hpp"
 #include "attnbatch/dist/rounds.hpp"
+#include "attnbatch/io/errors.hpp"
+#include "attnbatch/io/h5_error.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
 #include "attnbatch/io/output.hpp"
@@ -35,6 +37,19 @@ struct LocalFailure {
     explicit operator bool() const { return code != 0; }
 };
 
+// Runs `work`; an io error becomes this rank's failure (for the round's agreement) instead
+// of an exception.
+template <class Work>
+void record_io_failure(LocalFailure& failure, Work&& work) {
+    try {
+        work();
+    } catch (const io::Error& e) {
+        failure.set(e.exit_code(), e.what());
+    } catch (const io::H5Error& e) {
+        failure.set(io::exit_io, e.what());
+    }
+}
+
 class StepIo {
 public:
     virtual ~StepIo() = default;
@@ -56,7 +71,7 @@ std::unique_ptr<StepIo> make_gather_io(Comm& comm, const io::InputSpec& spec, co
                                        std::unique_ptr<io::InputReader> reader, std::unique_ptr<io::OutputFile> output);
 
 // Every rank has its reader and the collectively created output.
-std::unique_ptr<StepIo> make_parallel_io(Comm& comm, const io::InputSpec& spec, std::unique_ptr<io::InputReader> reader,
+std::unique_ptr<StepIo> make_parallel_io(Comm& comm, std::unique_ptr<io::InputReader> reader,
                                          std::unique_ptr<io::OutputFile> output, bool force);
 
 }  // namespace attnbatch::dist

@@ -26,11 +26,9 @@ struct MemoryModel {
 MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layout,
                          const kernels::KernelOptions& kernel, int in_flight = 2);
 
-// Sequences per unit under `max_memory`; a multiple of `chunk_sequences` when it can be, so
-// that units write whole chunks. Throws io::Error (exit 2) when one sequence does not fit,
-// naming the options that shrink it.
-std::int64_t sequences_per_unit(const MemoryModel& model, std::size_t max_memory, std::int64_t n,
-                                std::int64_t chunk_sequences);
+// The most sequences a step may hold under `max_memory` (at least 1, at most n). Throws
+// io::Error (exit 2) when one sequence does not fit, naming the options that shrink it.
+std::int64_t sequences_per_unit(const MemoryModel& model, std::size_t max_memory, std::int64_t n);
 
 std::string format_bytes(double bytes);
 

@@ -31,10 +31,6 @@ struct InputOptions {
     std::string weights_path;  // empty: no projections
     bool check_finite = true;  // the full-data NaN/inf scan; costs one read of every input
     std::size_t scan_bytes = default_scan_bytes;  // memory bound of the scans
-    // Under MPI every rank scans its own share: sequences [scan_first, scan_last) of the
-    // data (scan_last < 0: to the end), and the weights only where scan_weights is set.
-    std::int64_t scan_first = 0, scan_last = -1;
-    bool scan_weights = true;
 };
 
 enum class InputMode { embeddings, qkv };
@@ -78,5 +74,15 @@ struct InputSpec {
 };
 
 InputSpec describe_input(const InputOptions& options);
+
+// The finiteness scan alone, over an input describe_input() already accepted: sequences
+// [first, last) of the data and, with `weights`, the projection weights. Under MPI each rank
+// scans its own share. InputError (exit 3) names the first bad value, as describe_input does.
+struct ValueScan {
+    std::int64_t first = 0, last = 0;
+    bool weights = true;
+    std::size_t bytes = default_scan_bytes;  // memory bound
+};
+void check_values(const InputSpec& spec, const ValueScan& scan);
 
 }  // namespace attnbatch::io
