@@ -33,10 +33,10 @@ input=$out/in.h5
 # seconds of one command, to stdout; its own output to $out/last.log
 timed() {
   local start end
-  start=$(date +%s.%N)
+  start=$EPOCHREALTIME
   "$@" >"$out/last.log" 2>&1 || { echo "command failed: $*" >&2; cat "$out/last.log" >&2; exit 1; }
-  end=$(date +%s.%N)
-  echo "$end - $start" | bc -l
+  end=$EPOCHREALTIME
+  awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f\n", b - a }'
 }
 
 mpi=(mpirun --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
