@@ -9,6 +9,7 @@ packages=(
   libhdf5-openmpi-dev hdf5-tools
   libboost-program-options-dev
   libgtest-dev
+  libxxhash-dev
   python3 python3-h5py python3-numpy python3-mpi4py
   time
   # jobs/ and scripts/: linting, scaling plots, and the single-node Slurm cluster the job

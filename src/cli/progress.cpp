@@ -34,11 +34,17 @@ ProgressReporter::ProgressReporter(const std::string& mode, double interval_seco
 }
 
 std::string ProgressReporter::line(const dist::RoundProgress& p, double elapsed) const {
-    const double fraction = cost_ > 0 ? p.cost / cost_ : (units_ > 0 ? static_cast<double>(p.units) / static_cast<double>(units_) : 1.0);
-    const double eta = fraction > 0 ? elapsed * (1.0 - fraction) / fraction : -1.0;
+    // Done and total count the work of earlier attempts (--resume); rates and the ETA only
+    // this attempt's, which is what the clock measured.
+    const std::int64_t units = before_.units + p.units;
+    const double fraction = cost_ > 0 ? (before_.cost + p.cost) / cost_
+                                      : (units_ > 0 ? static_cast<double>(units) / static_cast<double>(units_) : 1.0);
+    const double before_fraction = cost_ > 0 ? before_.cost / cost_ : 0.0;
+    const double now_fraction = fraction - before_fraction;
+    const double eta = now_fraction > 0 ? elapsed * (1.0 - fraction) / now_fraction : -1.0;
     char text[256];
     std::snprintf(text, sizeof text, "%s%5.1f%% units %lld/%lld  %.0f seq/s  %.1f GFLOP/s  elapsed %s  ETA %s",
-                  label_.empty() ? "" : (label_ + " ").c_str(), 100.0 * fraction, static_cast<long long>(p.units),
+                  label_.empty() ? "" : (label_ + " ").c_str(), 100.0 * fraction, static_cast<long long>(units),
                   static_cast<long long>(units_), elapsed > 0 ? static_cast<double>(p.sequences) / elapsed : 0.0,
                   elapsed > 0 ? p.cost / elapsed * 1e-9 : 0.0, duration_text(elapsed).c_str(), duration_text(eta).c_str());
     return text;
@@ -47,10 +53,11 @@ std::string ProgressReporter::line(const dist::RoundProgress& p, double elapsed)
 void ProgressReporter::update(const dist::RoundProgress& p) {
     if (!enabled_) return;
     const double t = now(), elapsed = t - start_;
-    const bool last = p.units >= units_;
+    const bool last = before_.units + p.units >= units_;
     if (bar_) {
         if (!last && t - last_shown_ < kBarRefreshSeconds) return;
-        const double fraction = units_ > 0 ? static_cast<double>(p.units) / static_cast<double>(units_) : 1.0;
+        const double fraction =
+            units_ > 0 ? static_cast<double>(before_.units + p.units) / static_cast<double>(units_) : 1.0;
         constexpr int width = 24;
         const int filled = static_cast<int>(fraction * width + 0.5);
         std::string bar(static_cast<std::size_t>(filled), '#');

@@ -15,6 +15,8 @@ public:
     // mode: auto|always|never (see run --help); `label` prefixes lines ("rank 2" with --verbose).
     ProgressReporter(const std::string& mode, double interval_seconds, std::int64_t units, std::int64_t sequences,
                      double cost, std::string label);
+    // The work earlier attempts did (--resume): counted as done, not in the rates.
+    void resumed_from(const dist::RoundProgress& done) { before_ = done; }
     void update(const dist::RoundProgress& progress);
     ~ProgressReporter() { finish(); }
     ProgressReporter(const ProgressReporter&) = delete;
@@ -28,6 +30,7 @@ private:
     std::int64_t units_, sequences_;
     double cost_;
     std::string label_;
+    dist::RoundProgress before_;
     bool drawn_ = false;
 };
 

@@ -27,6 +27,7 @@
 #include "attnbatch/dist/unit_computer.hpp"
 #include "attnbatch/dist/unit_plan.hpp"
 #include "attnbatch/io/errors.hpp"
+#include "attnbatch/io/fault_injection.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
 #include "attnbatch/io/output.hpp"
@@ -36,6 +37,8 @@
 #include "commands.hpp"
 #include "io_errors.hpp"
 #include "progress.hpp"
+#include "resume.hpp"
+#include "resume_identity.hpp"
 #include "run_options.hpp"
 
 #if defined(_OPENMP)
@@ -83,13 +86,6 @@ private:
     bool owned_ = false;
     int size_ = 1, rank_ = 0;
 };
-
-std::string now_iso8601() {
-    const std::time_t t = std::time(nullptr);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-    return text;
-}
 
 // Runs `work` where `here` is true, and makes every rank agree on its outcome: a failure on
 // any rank throws AgreedFailure on all of them.
@@ -274,6 +270,7 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
     if (o.stop) return exit_ok;
     const double t_start = MPI_Wtime();
     dist::install_stop_handlers();
+    agreed(comm, true, [&] { io::arm_fault_from_environment(comm.rank()); });
     agreed(comm, root, [&] { check_output_path(o); });
 
     // Rank 0 validates shapes, types and lengths; the data values are scanned later, each
@@ -331,7 +328,34 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
         if (o.unit_sequences > 0) max_sequences = std::min<std::int64_t>(max_sequences, o.unit_sequences);
     });
     const dist::CostModel cost = cost_model_for(spec, o.causal);
-    const std::vector<dist::Unit> units = dist::form_units(job.lengths, cost, max_sequences);
+    std::vector<dist::Unit> all_units = dist::form_units(job.lengths, cost, max_sequences);
+
+    // The journal's identity: rank 0 reads the files' metadata, every rank records the same.
+    std::string identity;
+    if (root) identity = resume_identity(spec, job.weights, job.lengths, settings, layout);
+    dist::broadcast_string(comm, identity, 0);
+    Resume resume;
+    if (o.resume && !o.dry_run) {
+        agreed(comm, root, [&] { resume = inspect_for_resume(o, layout, identity); });
+        broadcast_resume(comm, resume);
+    }
+    if (resume.state == Resume::complete) return exit_ok;
+    dist::RoundProgress done_before;
+    std::vector<dist::Unit> units;  // what this attempt computes: every unit, or those not done
+    if (resume.state == Resume::partial) {
+        agreed(comm, true, [&] { all_units = resumed_units(job.lengths, cost, resume, max_sequences); });
+        for (std::size_t u = 0; u < all_units.size(); ++u) {
+            if (!resume.done[u]) {
+                units.push_back(all_units[u]);
+                continue;
+            }
+            done_before.units += 1;
+            done_before.sequences += all_units[u].last - all_units[u].first;
+            done_before.cost += all_units[u].cost;
+        }
+    } else {
+        units = all_units;
+    }
     const bool dynamic = o.schedule == "dynamic";
     // The static plan also tells each rank which values to scan under --io parallel.
     const dist::Plan plan = dist::plan_static(units, plan_ranks, dist::StaticStrategy::contiguous);
@@ -357,7 +381,7 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
     if (o.dry_run) return exit_ok;
 
     agreed(comm, root, [&] {
-        if (layout.gzip_level != 0) return;
+        if (layout.gzip_level != 0 || resume.state == Resume::partial) return;  // a partial holds its space
         const std::uint64_t free_bytes = io::free_bytes_at(o.output);
         if (sizes.total() > free_bytes) {
             throw UserError(exit_usage, o.output + ": the output needs " + dist::format_bytes(static_cast<double>(sizes.total())) +
@@ -366,22 +390,6 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
                                             "--compression gzip shrink it");
         }
     });
-    std::int64_t already_complete = 0;
-    agreed(comm, root, [&] {
-        if (!o.resume) return;
-        if (::access(o.output.c_str(), F_OK) == 0) {
-            std::cout << "  " << o.output << " is already complete; nothing to resume\n";
-            already_complete = 1;
-            return;
-        }
-        if (::access(io::OutputFile::partial_path_for(o.output).c_str(), F_OK) == 0) {
-            throw UserError(exit_usage, io::OutputFile::partial_path_for(o.output) +
-                                            ": continuing a partial output is not supported by this build yet; "
-                                            "hint: rerun with --force to start again");
-        }
-    });
-    comm.broadcast(&already_complete, sizeof already_complete, 0);
-    if (already_complete) return exit_ok;
 
     // Every value checked before any compute: in parallel each rank scans its own share.
     const bool parallel = io_mode == "parallel";
@@ -393,7 +401,7 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
 
     io::Provenance provenance;
     provenance.version = ATTNBATCH_VERSION;
-    provenance.creation_time = now_iso8601();
+    provenance.creation_time = io::creation_time_now();
     dist::broadcast_string(comm, provenance.creation_time, 0);  // attributes must match on every rank
     provenance.input_file = spec.path;
     provenance.input_dataset = spec.mode == io::InputMode::embeddings ? spec.dataset : spec.query + "," + spec.key + "," + spec.value;
@@ -407,18 +415,24 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
 
     io::OutputOptions output_options;
     output_options.force = o.force;
+    output_options.journal = io::JournalPlan{unit_bounds_of(all_units), identity};
+    const bool continuing = resume.state == Resume::partial;
+    const auto open_output = [&](const io::FileAccess& access) {
+        if (continuing) return std::make_unique<io::OutputFile>(io::OutputFile::reopen(o.output, layout, access));
+        return std::make_unique<io::OutputFile>(io::OutputFile::create(o.output, layout, provenance, output_options));
+    };
     std::unique_ptr<io::OutputFile> output;
     std::unique_ptr<io::InputReader> reader;
     std::unique_ptr<dist::StepIo> step_io;
     if (parallel) {
-        agreed(comm, root, [&] { io::prepare_output_path(o.output, o.force); });
+        if (!continuing) agreed(comm, root, [&] { io::prepare_output_path(o.output, o.force); });
         output_options.paths_prepared = true;
         output_options.access.configure = [](hid_t fapl) { H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL); };
         // Collective: a failure here is the same on every rank, or the job cannot go on.
         int code = 0;
         std::string message;
         try {
-            output = std::make_unique<io::OutputFile>(io::OutputFile::create(o.output, layout, provenance, output_options));
+            output = open_output(output_options.access);
         } catch (const io::Error& e) {
             code = e.exit_code();
             message = e.what();
@@ -433,7 +447,7 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
         step_io = dist::make_parallel_io(comm, std::move(reader), std::move(output), o.force);
     } else {
         agreed(comm, root, [&] {
-            output = std::make_unique<io::OutputFile>(io::OutputFile::create(o.output, layout, provenance, output_options));
+            output = open_output(output_options.access);
             reader = std::make_unique<io::InputReader>(spec);
         });
         step_io = dist::make_gather_io(comm, spec, layout, std::move(reader), std::move(output));
@@ -446,10 +460,11 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
             dynamic ? dist::make_dynamic_scheduler(units, ranks, max_sequences, kMinRounds, max_step_cost)
                     : dist::make_static_scheduler(dist::static_rounds(units, plan, max_sequences, kMinRounds, max_step_cost));
         double total_cost = 0;
-        for (const dist::Unit& unit : units) total_cost += unit.cost;
+        for (const dist::Unit& unit : all_units) total_cost += unit.cost;
         ProgressReporter progress(root || o.verbose ? o.progress : "never", o.progress_interval,
-                                  static_cast<std::int64_t>(units.size()), spec.n, total_cost,
+                                  static_cast<std::int64_t>(all_units.size()), spec.n, total_cost,
                                   o.verbose && ranks > 1 ? "rank " + std::to_string(comm.rank()) : "");
+        progress.resumed_from(done_before);
         dist::RunContext context{spec, job.weights, settings, layout};
         context.on_round = [&progress](const dist::RoundProgress& p) { progress.update(p); };
         result = dist::run_rounds(comm, context, *scheduler, *step_io);

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "attnbatch/io/errors.hpp"
+#include "attnbatch/io/fault_injection.hpp"
 #include "attnbatch/dist/stop_request.hpp"
 #include "background_worker.hpp"
 #include "wall_clock.hpp"
@@ -161,6 +162,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
             progress.cost += done.cost;
         }
         if (context.on_round) context.on_round(progress);
+        io::fault_point("after_unit", progress.units);
         previous = std::move(current);
         have_previous = true;
         current = std::move(next);

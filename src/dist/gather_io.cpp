@@ -145,6 +145,9 @@ public:
             times.communicate += wall_seconds() - t0;
             if (ok) write(step, received_.view(), times, failure);
         }
+        const double t0 = wall_seconds();
+        record_io_failure(failure, [&] { output_->checkpoint(); });
+        times.write += wall_seconds() - t0;
     }
 
     void finish(IoTimes& times) override {

@@ -64,6 +64,7 @@ public:
         const bool have = block != nullptr && !mine.empty();
         try {
             output_->write_block(have ? mine.first : 0, have ? mine.last : 0, have ? *block : nothing, transfer_);
+            output_->checkpoint(transfer_);
         } catch (const std::exception& e) {
             abort_collective(e.what());
         }

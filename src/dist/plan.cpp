@@ -24,6 +24,24 @@ double CostModel::sequence_flops(std::int64_t len) const {
     return flops;
 }
 
+std::vector<Unit> units_with_bounds(const std::vector<std::int32_t>& lengths, const CostModel& model,
+                                    const std::vector<std::int64_t>& bounds) {
+    std::vector<Unit> units;
+    for (std::size_t u = 0; u + 1 < bounds.size(); ++u) {
+        Unit unit{bounds[u], bounds[u + 1], 0.0, 0};
+        if (unit.first < 0 || unit.last <= unit.first || unit.last > static_cast<std::int64_t>(lengths.size())) {
+            throw std::invalid_argument("units_with_bounds: bounds must rise from 0 to N");
+        }
+        for (std::int64_t i = unit.first; i < unit.last; ++i) {
+            const std::int32_t len = lengths[static_cast<std::size_t>(i)];
+            unit.cost += model.sequence_flops(len);
+            unit.tokens += len;
+        }
+        units.push_back(unit);
+    }
+    return units;
+}
+
 std::vector<Unit> form_units(const std::vector<std::int32_t>& lengths, const CostModel& model,
                              std::int64_t max_sequences) {
     if (max_sequences < 1) {

@@ -19,7 +19,13 @@ RankStep step_of(const std::vector<Unit>& units, std::int64_t first_unit, std::i
     return step;
 }
 
-// A share is contiguous when its unit indices are consecutive; steps never span a gap.
+// Two units may share a step only when their sequences are consecutive: a resumed run plans
+// only the units not yet done, so neighbours in `units` need not be neighbours in the file.
+bool adjacent(const std::vector<Unit>& units, std::int64_t a, std::int64_t b) {
+    return b == a + 1 && units[static_cast<std::size_t>(a)].last == units[static_cast<std::size_t>(b)].first;
+}
+
+// A share is contiguous when its units are adjacent; steps never span a gap.
 std::vector<RankStep> split_share(const std::vector<Unit>& units, const std::vector<std::int64_t>& share,
                                   std::int64_t max_sequences, int wanted) {
     std::vector<RankStep> steps;
@@ -38,7 +44,7 @@ std::vector<RankStep> split_share(const std::vector<Unit>& units, const std::vec
         bool close = last;
         if (!last) {
             const Unit& next = units[static_cast<std::size_t>(share[i + 1])];
-            const bool gap = share[i + 1] != share[i] + 1;
+            const bool gap = !adjacent(units, share[i], share[i + 1]);
             const bool full = sequences + (next.last - next.first) > max_sequences;
             // Close where the step's cost is nearest its share of the target.
             const double boundary = target * static_cast<double>(steps.size() + 1);
@@ -65,7 +71,7 @@ int memory_steps(const std::vector<Unit>& units, const std::vector<std::int64_t>
     std::int64_t sequences = 0;
     for (std::size_t i = 0; i < share.size(); ++i) {
         const Unit& unit = units[static_cast<std::size_t>(share[i])];
-        const bool gap = i > 0 && share[i] != share[i - 1] + 1;
+        const bool gap = i > 0 && !adjacent(units, share[i - 1], share[i]);
         if (i == 0 || gap || sequences + (unit.last - unit.first) > max_sequences) {
             ++steps;
             sequences = 0;
@@ -133,7 +139,10 @@ private:
             double cost = 0;
             while (cursor + taken < count) {
                 const Unit& unit = units_[static_cast<std::size_t>(cursor + taken)];
-                if (taken > 0 && (cost + 0.5 * unit.cost > target || sequences + (unit.last - unit.first) > max_sequences_)) break;
+                if (taken > 0 && (cost + 0.5 * unit.cost > target || sequences + (unit.last - unit.first) > max_sequences_ ||
+                                  !adjacent(units_, cursor + taken - 1, cursor + taken))) {
+                    break;
+                }
                 cost += unit.cost;
                 sequences += unit.last - unit.first;
                 ++taken;

@@ -126,6 +126,9 @@ Dataset Dataset::create(const File& file, const std::string& path, const Datatyp
     if (creation.has_fill) {
         H5_CALL(H5Pset_fill_value, where, dcpl.id(), H5T_NATIVE_DOUBLE, &creation.fill_value);
     }
+    if (creation.allocate_early) H5_CALL(H5Pset_alloc_time, where, dcpl.id(), H5D_ALLOC_TIME_EARLY);
+    // No modification times in object headers: the same data makes the same file bytes.
+    H5_CALL(H5Pset_obj_track_times, where, dcpl.id(), false);
     const PropertyListHandle lcpl = intermediate_groups(where);
     const hid_t id = H5_CALL(H5Dcreate2, where, file.id(), where.object.c_str(), type.id(), space.id(), lcpl.id(),
                              dcpl.id(), H5P_DEFAULT);
@@ -223,8 +226,10 @@ void write_text_dataset(const File& file, const std::string& path, const std::st
     H5_CALL(H5Tset_cset, where, type.id(), H5T_CSET_UTF8);
     const DataspaceHandle space(H5_CALL(H5Screate, where, H5S_SCALAR));
     const PropertyListHandle lcpl = intermediate_groups(where);
+    const PropertyListHandle dcpl(H5_CALL(H5Pcreate, where, H5P_DATASET_CREATE));
+    H5_CALL(H5Pset_obj_track_times, where, dcpl.id(), false);  // as Dataset::create
     const DatasetHandle dataset(H5_CALL(H5Dcreate2, where, file.id(), where.object.c_str(), type.id(), space.id(),
-                                        lcpl.id(), H5P_DEFAULT, H5P_DEFAULT));
+                                        lcpl.id(), dcpl.id(), H5P_DEFAULT));
     H5_CALL(H5Dwrite, where, dataset.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, stored.data());
 }
 

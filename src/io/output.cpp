@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <limits>
@@ -23,15 +24,6 @@ namespace {
 bool exists(const std::string& path) {
     struct stat status {};
     return ::lstat(path.c_str(), &status) == 0;
-}
-
-std::string now_iso8601() {
-    const std::time_t now = std::time(nullptr);
-    std::tm utc {};
-    gmtime_r(&now, &utc);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    return text;
 }
 
 void check_layout(const OutputLayout& layout, const std::string& path) {
@@ -60,6 +52,11 @@ Dataset make_dataset(const File& file, const std::string& path, const Datatype& 
     DatasetCreation creation;
     creation.chunk = chunk_shape(dims, element_size, layout.chunk_bytes);
     creation.gzip_level = layout.gzip_level;
+    // Uncompressed, the file's layout is then fixed at creation: a resumed run writes the
+    // same bytes at the same places as an uninterrupted one, and a crash between flushes
+    // cannot leave chunk-index updates half written. (Compressed chunks are sized only when
+    // written, so they cannot be placed early.)
+    creation.allocate_early = layout.gzip_level == 0;
     if (fill) {
         creation.has_fill = true;
         creation.fill_value = *fill;
@@ -74,7 +71,7 @@ void write_provenance(const File& file, const OutputLayout& layout, const Proven
     set_int_attribute(file, "format_version", 1);
     set_text_attribute(file, "version", provenance.version);
     set_text_attribute(file, "creation_time",
-                       provenance.creation_time.empty() ? now_iso8601() : provenance.creation_time);
+                       provenance.creation_time.empty() ? creation_time_now() : provenance.creation_time);
     set_text_attribute(file, "input_file", provenance.input_file);
     set_text_attribute(file, "input_dataset", provenance.input_dataset);
     set_int_attribute(file, "heads", provenance.heads);
@@ -99,6 +96,16 @@ void expect_pointer(const void* pointer, const char* name, std::int64_t count) {
 }
 
 }  // namespace
+
+std::string creation_time_now() {
+    const char* pinned = std::getenv("SOURCE_DATE_EPOCH");
+    const std::time_t now = pinned && *pinned ? static_cast<std::time_t>(std::strtoll(pinned, nullptr, 10)) : std::time(nullptr);
+    std::tm utc {};
+    gmtime_r(&now, &utc);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return text;
+}
 
 const char* name_of(SaveWeights save) {
     switch (save) {
@@ -183,6 +190,7 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
                                 std::numeric_limits<double>::quiet_NaN());
         out.lengths_ = make_dataset(out.file_, "/lengths", Datatype::int32(), {n}, 4, layout, {"N"}, -1.0);
         write_provenance(out.file_, layout, provenance);
+        if (options.journal) out.create_journal(*options.journal);
         out.file_.flush();
     } catch (const H5Error& error) {
         out = OutputFile();  // close every handle before removing the file
@@ -223,6 +231,7 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
             }
         }
         write_rows(*lengths_, rows(first), rows(count), block.lengths, size(count), transfer);
+        if (journal_progress_) remember_checksums(first, last, block);
     } catch (const H5Error& error) {
         throw OutputError(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
                                        std::to_string(last) + "): " + error.what());
@@ -241,7 +250,7 @@ void OutputFile::close_complete() {
     try {
         set_int_attribute(file_, "complete", 1);
         file_.flush();
-        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_}) {
+        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_, &journal_progress_}) {
             if (*dataset) (*dataset)->close();
         }
         file_.close();
@@ -253,7 +262,7 @@ void OutputFile::close_complete() {
 void OutputFile::close_incomplete() {
     try {
         file_.flush();
-        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_}) {
+        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_, &journal_progress_}) {
             if (*dataset) (*dataset)->close();
         }
         file_.close();

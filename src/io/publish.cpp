@@ -1,5 +1,6 @@
 // Making a finished OUTPUT.partial the OUTPUT, durably: the data reaches the disk before the
 // name does, and the name before we report success.
+#include "attnbatch/io/fault_injection.hpp"
 #include "attnbatch/io/output.hpp"
 #include "paths.hpp"
 
@@ -46,6 +47,7 @@ int rename_no_replace(const std::string& from, const std::string& to) {
 void publish_output(const std::string& output_path, bool force) {
     const std::string partial = OutputFile::partial_path_for(output_path);
     fsync_path(partial, O_RDONLY);
+    fault_point("before_rename");
     const int renamed = force ? ::rename(partial.c_str(), output_path.c_str()) : rename_no_replace(partial, output_path);
     if (renamed != 0) {
         if (errno == EEXIST) {

@@ -54,6 +54,12 @@ struct Unit {
 std::vector<Unit> form_units(const std::vector<std::int32_t>& lengths, const CostModel& model,
                              std::int64_t max_sequences);
 
+// The units whose sequences start at bounds[u] and end before bounds[u+1] (bounds rise from
+// 0 to N), with costs and tokens as form_units() computes them: the units a resumed run
+// takes over from its journal.
+std::vector<Unit> units_with_bounds(const std::vector<std::int32_t>& lengths, const CostModel& model,
+                                    const std::vector<std::int64_t>& bounds);
+
 enum class StaticStrategy { contiguous, lpt };
 
 struct RankShare {

@@ -29,6 +29,9 @@ struct DatasetCreation {
     int gzip_level = 0;   // 1-9: shuffle then deflate (needs chunk); 0: no filter
     bool has_fill = false;
     double fill_value = 0.0;  // converted by HDF5 to the file type
+    // Storage placed at creation rather than at first write: later writes then change no
+    // metadata, and where everything lies no longer depends on the order of the writes.
+    bool allocate_early = false;
 };
 
 class Dataset {

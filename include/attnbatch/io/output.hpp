@@ -11,9 +11,9 @@
 // named OUTPUT is always whole; an existing OUTPUT is replaced (with force) only by that
 // final rename, never deleted before.
 //
-// Markers of progress for resuming: /lengths is filled with -1 and /lse with NaN at
-// creation, and write_block() writes /lengths last, so after a flush a sequence whose length
-// reads >= 0 has all its datasets written.
+// Progress for resuming is the journal (journal.hpp): units are recorded as done, with a
+// checksum, by checkpoint() once their data is flushed. /lengths is also filled with -1 and
+// /lse with NaN at creation, so a reader sees unwritten sequences as such.
 #pragma once
 
 #include "attnbatch/io/chunking.hpp"
@@ -21,11 +21,13 @@
 #include "attnbatch/io/h5_dataset.hpp"
 #include "attnbatch/io/h5_file.hpp"
 #include "attnbatch/io/input.hpp"
+#include "attnbatch/io/journal.hpp"
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace attnbatch::io {
 
@@ -63,9 +65,13 @@ OutputLayout output_layout_for(const InputSpec& spec);
 // Recorded as root attributes (and /config); the CLI fills it. Under MPI-IO every rank must
 // pass identical values (attribute writes are collective): set creation_time on one rank and
 // broadcast it rather than letting each rank read its own clock.
+// Now, as ISO 8601 UTC; SOURCE_DATE_EPOCH (reproducible-builds.org), when set, pins it so
+// that two runs can make byte-identical files.
+std::string creation_time_now();
+
 struct Provenance {
     std::string version;
-    std::string creation_time;  // empty: now, ISO 8601 UTC
+    std::string creation_time;  // empty: creation_time_now()
     std::string input_file;
     std::string input_dataset;  // "/embeddings", or "/q,/k,/v" for Q/K/V input
     std::int64_t heads = 0;
@@ -83,6 +89,9 @@ struct OutputOptions {
     // The caller already ran prepare_output_path(). Under MPI one rank must do that before
     // the collective create: a rank still checking would otherwise see the new .partial.
     bool paths_prepared = false;
+    // The units the run will record as done (see journal.hpp); without it no journal is
+    // written and checkpoint() only flushes.
+    std::optional<JournalPlan> journal;
 };
 
 // The checks and clean-up before creating OUTPUT.partial: OutputError with exit 2 when
@@ -111,6 +120,11 @@ public:
     // force or the layout is unusable; exit 4 when the file cannot be created.
     static OutputFile create(const std::string& output_path, const OutputLayout& layout,
                              const Provenance& provenance, const OutputOptions& options = {});
+    // Opens OUTPUT.partial read-write to go on with it (--resume); the layout must be the
+    // one it was created with (the journal's identity says so). Collective under MPI-IO.
+    // OutputError exit 4 when it cannot be opened or has no journal.
+    static OutputFile reopen(const std::string& output_path, const OutputLayout& layout,
+                             const FileAccess& access = {});
 
     const OutputLayout& layout() const noexcept { return layout_; }
     const std::string& path() const noexcept { return path_; }  // the final OUTPUT
@@ -121,9 +135,18 @@ public:
 
     // Writes sequences [first, last) of every dataset (lengths last). Collective under
     // MPI-IO: every rank calls it the same number of times, with an empty range if need be.
+    // With a journal, [first, last) must be whole units; their checksums wait for checkpoint().
     void write_block(std::int64_t first, std::int64_t last, const OutputBlock& block, hid_t transfer = H5P_DEFAULT);
 
     void flush();
+    // Flush, record the units written since the last checkpoint as done, flush again.
+    // Collective under MPI-IO (every rank, the same number of times).
+    void checkpoint(hid_t transfer = H5P_DEFAULT);
+    // The journal as stored (serial: reads with the default transfer).
+    JournalState journal_state() const;
+    // The units marked done whose data no longer match their checksum, read back unit by
+    // unit (memory: one unit's data).
+    std::vector<std::int64_t> units_failing_checksum(const JournalState& state) const;
     // complete = 1, flush, close every object and the file. Collective under MPI-IO.
     void close_complete();
     // Flush and close, complete stays 0: the end of a failed or interrupted run, called on
@@ -138,9 +161,19 @@ private:
     std::string path_;
     bool force_ = false;
     std::int64_t sequences_per_chunk_ = 1;
+    void create_journal(const JournalPlan& plan);
+    void remember_checksums(std::int64_t first, std::int64_t last, const OutputBlock& block);
+    void open_journal();
     File file_;
     std::optional<Dataset> output_, attention_, lse_, lengths_;
+    std::optional<Dataset> journal_progress_;
+    std::vector<std::int64_t> unit_bounds_;
+    std::vector<std::int64_t> pending_;  // (unit, checksum) pairs written but not yet recorded
 };
+
+// The identity recorded in a partial output's journal (journal.hpp), read without opening
+// anything else. OutputError exit 4 when the file cannot be read or has no journal.
+std::string read_journal_identity(const std::string& partial_path);
 
 // fsync OUTPUT.partial, rename it to OUTPUT (replacing an existing OUTPUT only with force),
 // fsync the directory. Under MPI only one rank calls it, after close_complete().

@@ -1,0 +1,37 @@
+// `run --resume`: deciding, on rank 0, whether there is a partial output to continue and
+// what of it is done; then every rank takes over its units.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attnbatch/dist/comm.hpp"
+#include "attnbatch/dist/plan.hpp"
+#include "attnbatch/io/output.hpp"
+#include "run_options.hpp"
+
+namespace attnbatch::cli {
+
+struct Resume {
+    enum State : std::int64_t { fresh = 0, partial = 1, complete = 2 };
+    std::int64_t state = fresh;
+    std::vector<std::int64_t> unit_bounds;  // the partial run's units
+    std::vector<std::int64_t> done;         // 1 where done and its checksum still matches
+};
+
+// Rank 0. complete: OUTPUT exists (and --force does not ask to finish a .partial beside
+// it); partial: OUTPUT.partial exists, was written with the same `identity` (else UserError
+// exit 2 naming what differs) and its done units were re-checked; fresh otherwise.
+Resume inspect_for_resume(const RunOptions& options, const io::OutputLayout& layout, const std::string& identity);
+
+void broadcast_resume(dist::Comm& comm, Resume& resume);
+
+// The partial run's units, costed for this run; UserError (exit 2) when one of them holds
+// more sequences than this run's memory bound allows in a step.
+std::vector<dist::Unit> resumed_units(const std::vector<std::int32_t>& lengths, const dist::CostModel& cost,
+                                      const Resume& resume, std::int64_t max_sequences);
+
+std::vector<std::int64_t> unit_bounds_of(const std::vector<dist::Unit>& units);
+
+}  // namespace attnbatch::cli

@@ -1,0 +1,81 @@
+#include "resume_identity.hpp"
+
+#include <sys/stat.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "attnbatch/io/journal.hpp"
+
+namespace attnbatch::cli {
+namespace {
+
+void describe_file(std::ostringstream& out, const std::string& key, const std::string& path) {
+    char resolved[PATH_MAX];
+    const bool found = ::realpath(path.c_str(), resolved) != nullptr;
+    out << key << " = " << (found ? resolved : path) << '\n';
+    struct stat status {};
+    if (::stat(path.c_str(), &status) == 0) {
+        out << key << ".bytes = " << status.st_size << '\n'
+            << key << ".modified = " << status.st_mtim.tv_sec << '.' << status.st_mtim.tv_nsec << '\n';
+    }
+}
+
+template <class T>
+std::string hash_of(const std::vector<T>& values) {
+    return io::hash_hex(values.data(), values.size() * sizeof(T));
+}
+
+std::string exact(double value) {
+    char text[40];
+    std::snprintf(text, sizeof text, "%a", value);  // every bit, unlike a decimal rounding
+    return text;
+}
+
+}  // namespace
+
+std::string resume_identity(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
+                            const std::vector<std::int32_t>& lengths, const dist::AttentionSettings& settings,
+                            const io::OutputLayout& layout) {
+    std::ostringstream out;
+    out << "journal format = 1\n";
+    describe_file(out, "input", spec.path);
+    out << "input datasets = "
+        << (spec.mode == io::InputMode::embeddings ? spec.dataset : spec.query + "," + spec.key + "," + spec.value)
+        << (spec.mode == io::InputMode::qkv ? spec.layout == io::QkvLayout::split ? " [N,H,L,d]" : " [N,L,H*d]" : "")
+        << '\n'
+        << "input lengths dataset = " << (spec.lengths.empty() ? "(none)" : spec.lengths) << '\n'
+        << "input dtype = " << io::name_of(spec.dtype) << '\n'
+        << "shape N L d H d_k d_v = " << spec.n << ' ' << spec.len << ' ' << spec.d << ' ' << spec.heads << ' '
+        << spec.d_k << ' ' << spec.d_v << '\n'
+        << "lengths xxh3 = " << hash_of(lengths) << '\n';
+    if (spec.weights) {
+        describe_file(out, "weights", spec.weights->path);
+        if (weights) {
+            std::string all;
+            for (const std::vector<float>* w : {&weights->w_q, &weights->w_k, &weights->w_v, &weights->w_o, &weights->b_q,
+                                                &weights->b_k, &weights->b_v, &weights->b_o}) {
+                all += hash_of(*w);
+            }
+            out << "weights xxh3 = " << io::hash_text(all) << '\n';
+        }
+    } else {
+        out << "weights = (none)\n";
+    }
+    out << "causal = " << (settings.causal ? "true" : "false") << '\n'
+        << "scale = " << exact(settings.scale) << '\n'
+        << "kernel = " << (settings.kernel.kind == kernels::KernelKind::reference ? "reference" : "blocked") << '\n'
+        << "isa = " << kernels::isa_name(kernels::resolve_isa(settings.kernel.isa)) << '\n'
+        << "block-q = " << settings.kernel.block_q << '\n'
+        << "block-k = " << settings.kernel.block_k << '\n'
+        << "save-weights = " << io::name_of(layout.save_weights) << '\n'
+        << "weights-dtype = " << io::name_of(layout.weights_dtype) << '\n'
+        << "weights-seqs = " << layout.weights_first << ':' << layout.weights_end() << '\n'
+        << "compression = " << (layout.gzip_level ? "gzip:" + std::to_string(layout.gzip_level) : std::string("none"))
+        << '\n';
+    return out.str();
+}
+
+}  // namespace attnbatch::cli

@@ -1,0 +1,25 @@
+// What a resumed run must share with the run that wrote OUTPUT.partial for the two to make
+// one bit-identical output: the input (files, datasets, shapes, lengths, weights) and every
+// option that changes a result bit. Ranks, threads, --io, --schedule and --max-memory do not
+// (SPEC.md guarantees it), so they may change between attempts.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnbatch/dist/unit_computer.hpp"
+#include "attnbatch/io/input.hpp"
+#include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/io/output.hpp"
+
+namespace attnbatch::cli {
+
+// "key = value" lines (journal.hpp). Input files are named by their real path, size and
+// modification time: rewriting an input in place between attempts changes its identity.
+std::string resume_identity(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
+                            const std::vector<std::int32_t>& lengths, const dist::AttentionSettings& settings,
+                            const io::OutputLayout& layout);
+
+}  // namespace attnbatch::cli
