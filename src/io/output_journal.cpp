@@ -108,10 +108,10 @@ OutputFile OutputFile::reopen(const std::string& output_path, const OutputLayout
         out.open_journal();
     } catch (const H5Error& error) {
         throw OutputError(exit_io, partial + ": cannot continue the partial output: " + error.what() +
-                                       "; hint: --force discards it and starts afresh");
+                                       "; hint: run with --force instead of --resume to discard it and start afresh");
     } catch (const std::invalid_argument& error) {
         throw OutputError(exit_io, partial + ": cannot continue the partial output: " + error.what() +
-                                       "; hint: --force discards it and starts afresh");
+                                       "; hint: run with --force instead of --resume to discard it and start afresh");
     }
     return out;
 }
@@ -150,7 +150,7 @@ std::string read_journal_identity(const std::string& partial_path) {
         return read_text_dataset(file, kIdentity);
     } catch (const H5Error& error) {
         throw OutputError(exit_io, partial_path + ": cannot read its progress journal (" + kIdentity + "): " +
-                                       error.what() + "; hint: --force discards it and starts afresh");
+                                       error.what() + "; hint: run with --force instead of --resume to discard it and start afresh");
     }
 }
 
@@ -168,7 +168,7 @@ JournalState OutputFile::journal_state() const {
         }
     } catch (const H5Error& error) {
         throw OutputError(exit_io, partial_path() + ": cannot read the progress journal: " + error.what() +
-                                       "; hint: --force discards it and starts afresh");
+                                       "; hint: run with --force instead of --resume to discard it and start afresh");
     }
     return state;
 }

@@ -1,0 +1,357 @@
+#!/usr/bin/python3
+"""Interrupted runs resume to the very file an uninterrupted run writes.
+
+usage: mpi_resume_test.py ATTNBATCH MPIEXEC WORKDIR CASE
+
+CASE
+  kill     5 cycles: SIGKILL of one random rank after a random number of units
+           (ATTNBATCH_FAULT=R:after_unit:K:kill), each attempt with a random number of
+           ranks (1-3), --io and --schedule, then a final --resume
+  sigterm  5 cycles of SIGTERM: injected on one random rank, or sent from outside to every
+           rank (as Slurm does) once the run has printed progress, or twice to one rank (the
+           immediate stop); every attempt must exit 5 within BOUND_S of the signal
+  faults   every fault site x action, each from a fresh start, then a resume
+  checks   requeue without --resume, changed options or input, a damaged unit, a damaged
+           .partial, a complete OUTPUT, no .partial
+
+Every case ends with `cmp` against a reference run: the whole file byte for byte (the
+creation time is pinned with SOURCE_DATE_EPOCH; the first attempt uses the reference's ranks
+and io mode, which the file records). After every failed attempt there must be no file named
+OUTPUT, and a watcher thread polling during the attempts fails the test if OUTPUT ever appears
+before the run that completes it.
+"""
+import hashlib
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import h5py
+
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1", SOURCE_DATE_EPOCH="1767225600")
+ENV.pop("ATTNBATCH_FAULT", None)
+# A stop signal is answered at the next round boundary; steps are capped at about 10 s of
+# compute (run_command.cpp), here they take milliseconds. The bound leaves room for mpirun.
+BOUND_S = 15.0
+TIMEOUT_S = 120
+
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+        print("FAIL: " + message, flush=True)
+    return condition
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class Job:
+    """One input, one option set, a reference output and a directory for interrupted attempts."""
+
+    def __init__(self, binary, mpiexec, work, generate, options):
+        self.binary, self.mpiexec, self.work = binary, mpiexec, work
+        self.input = os.path.join(work, "in.h5")
+        run = subprocess.run([binary, "generate", "--output", self.input] + generate, capture_output=True, text=True)
+        if run.returncode != 0:
+            raise SystemExit("generate failed: " + run.stderr)
+        self.options = options
+        self.ref_dir = os.path.join(work, "ref")
+        self.dir = os.path.join(work, "run")
+        os.makedirs(self.ref_dir)
+        os.makedirs(self.dir)
+        self.output = os.path.join(self.dir, "out.h5")
+        self.partial = self.output + ".partial"
+        # As the first attempt will be run: the file records the options it was created with.
+        code, out, err, _ = self.attempt(2, io="parallel", extra=["--resume"], directory=self.ref_dir)
+        if code != 0:
+            raise SystemExit("reference run failed (%d): %s" % (code, err))
+        self.reference = os.path.join(self.ref_dir, "out.h5")
+        self.watching = False
+        self.early_output = []
+        threading.Thread(target=self.watch, daemon=True).start()
+
+    def command(self, ranks, io="parallel", schedule="static", extra=()):
+        # Relative paths, the same in both directories: /config records them.
+        return [self.mpiexec, "-np", str(ranks), "--oversubscribe", "--bind-to", "none", self.binary, "run",
+                "--input", "../in.h5", "--output", "out.h5", "--io", io, "--schedule", schedule] + self.options + list(extra)
+
+    def attempt(self, ranks, io="parallel", schedule="static", fault=None, extra=(), directory=None):
+        env = dict(ENV)
+        if fault:
+            env["ATTNBATCH_FAULT"] = fault
+        start = time.monotonic()
+        try:
+            run = subprocess.run(self.command(ranks, io, schedule, extra), cwd=directory or self.dir, env=env,
+                                 capture_output=True, text=True, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            check(False, "attempt with %d ranks, fault %s: no exit within %d s (a hang)" % (ranks, fault, TIMEOUT_S))
+            return None, "", "", TIMEOUT_S
+        return run.returncode, run.stdout, run.stderr, time.monotonic() - start
+
+    def watch(self):
+        while True:
+            if self.watching and os.path.exists(self.output):
+                self.early_output.append(time.monotonic())
+            time.sleep(0.002)
+
+    def interrupted(self, label, run, allowed_codes=None):
+        """Checks an attempt that must have stopped early: no OUTPUT, a .partial kept."""
+        code, out, err, elapsed = run
+        print("%s: exit %s in %.2f s, %d units done" % (label, code, elapsed, self.done_units()), flush=True)
+        ok = check(code not in (0, None), "%s: exit %s, expected a failure" % (label, code))
+        if allowed_codes is not None:
+            ok &= check(code in allowed_codes, "%s: exit %s, expected one of %s; stderr: %s" %
+                        (label, code, allowed_codes, err.strip()[-400:]))
+        ok &= check(not os.path.exists(self.output), "%s: a file named OUTPUT exists after a failed run" % label)
+        ok &= check(os.path.exists(self.partial), "%s: no %s kept" % (label, self.partial))
+        return ok
+
+    def done_units(self):
+        if not os.path.exists(self.partial):
+            return -1
+        try:
+            with h5py.File(self.partial, "r") as f:
+                return int(f["journal/progress"][:, 0].sum())
+        except (OSError, KeyError):
+            return -1
+
+    def finish(self, label, ranks=2):
+        """The final --resume: exit 0, OUTPUT complete and byte-identical to the reference."""
+        self.watching = False
+        code, out, err, elapsed = self.attempt(ranks, extra=["--resume"])
+        print("%s: final resume exit %s in %.2f s: %s" % (label, code, elapsed,
+                                                          " | ".join(l for l in out.splitlines() if "resume" in l)))
+        check(code == 0, "%s: final resume exit %s; stderr: %s" % (label, code, err.strip()[-400:]))
+        check(not os.path.exists(self.partial), "%s: .partial left after completion" % label)
+        if check(os.path.exists(self.output), "%s: no OUTPUT after the final resume" % label):
+            with h5py.File(self.output, "r") as f:
+                check(int(f.attrs["complete"]) == 1, "%s: OUTPUT has complete != 1" % label)
+            check(digest(self.output) == digest(self.reference),
+                  "%s: OUTPUT differs from the uninterrupted run (cmp %s %s)" % (label, self.output, self.reference))
+        check(not self.early_output, "%s: OUTPUT existed during an interrupted attempt" % label)
+
+    def reset(self):
+        self.watching = False
+        for path in (self.output, self.partial):
+            if os.path.exists(path):
+                os.remove(path)
+        self.early_output = []
+
+
+def random_layout(rng):
+    ranks = rng.choice([1, 2, 3])
+    io = "gather" if ranks == 1 else rng.choice(["gather", "parallel"])
+    return ranks, io, rng.choice(["static", "dynamic"])
+
+
+def case_kill(job, rng):
+    job.watching = True
+    previous = 0
+    for cycle in range(5):
+        ranks, io, schedule = (2, "parallel", "static") if cycle == 0 else random_layout(rng)
+        victim, units = rng.randrange(ranks), rng.randint(1, 6)
+        fault = "%d:after_unit:%d:kill" % (victim, units)
+        label = "kill cycle %d (%d ranks, %s, %s, %s)" % (cycle + 1, ranks, io, schedule, fault)
+        job.interrupted(label, job.attempt(ranks, io, schedule, fault, ["--resume"]))
+        done = job.done_units()
+        check(done >= previous, "%s: done units went from %d to %d" % (label, previous, done))
+        previous = done
+    check(previous > 0, "kill: no unit was ever recorded as done")
+    job.finish("kill")
+
+
+def rank_pids(binary, directory):
+    """The attnbatch processes running in `directory` (the ranks, not mpirun)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink("/proc/%s/exe" % entry) == binary and os.readlink("/proc/%s/cwd" % entry) == directory:
+                pids.append(int(entry))
+        except OSError:
+            pass
+    return pids
+
+
+def signal_from_outside(job, ranks, io, schedule, times):
+    """Starts an attempt, waits for its first progress line, then sends SIGTERM `times` times to
+    every rank. Returns (exit code, seconds from the first signal to the exit)."""
+    command = job.command(ranks, io, schedule, ["--resume", "--progress", "auto", "--progress-interval", "0.001"])
+    process = subprocess.Popen(command, cwd=job.dir, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + TIMEOUT_S
+    for line in process.stdout:
+        if line.startswith("progress:") or time.monotonic() > deadline:
+            break
+    sent = time.monotonic()
+    for _ in range(times):
+        for pid in rank_pids(job.binary, job.dir):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    try:
+        process.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        check(False, "SIGTERM from outside: no exit within %d s (a hang)" % TIMEOUT_S)
+        return None, TIMEOUT_S
+    return process.returncode, time.monotonic() - sent
+
+
+def case_sigterm(job, rng):
+    job.watching = True
+    previous = 0
+    for cycle in range(5):
+        ranks, io, schedule = (2, "parallel", "static") if cycle == 0 else random_layout(rng)
+        if cycle % 2 == 0:
+            fault = "%d:after_unit:%d:signal" % (rng.randrange(ranks), rng.randint(1, 6))
+            label = "sigterm cycle %d (%d ranks, %s, %s, %s)" % (cycle + 1, ranks, io, schedule, fault)
+            code, out, err, elapsed = job.attempt(ranks, io, schedule, fault, ["--resume"])
+            after_signal = elapsed
+            check("interrupted by SIGTERM" in err, "%s: no 'interrupted by SIGTERM' message: %s" % (label, err.strip()[-300:]))
+        else:
+            times = 2 if cycle == 3 else 1
+            label = "sigterm cycle %d (%d ranks, %s, %s, %d SIGTERM from outside)" % (cycle + 1, ranks, io, schedule, times)
+            code, after_signal = signal_from_outside(job, ranks, io, schedule, times)
+            elapsed = after_signal
+        job.interrupted(label, (code, "", "", elapsed), allowed_codes=[5])
+        check(after_signal < BOUND_S, "%s: exit %.1f s after the signal, bound %.0f s" % (label, after_signal, BOUND_S))
+        done = job.done_units()
+        check(done >= previous, "%s: done units went from %d to %d" % (label, previous, done))
+        previous = done
+    job.finish("sigterm")
+
+
+def case_faults(job, rng):
+    sites = ["after_unit:3", "before_flush:4", "after_flush:4", "before_rename"]
+    for site in sites:
+        for action in ["throw", "exit", "kill", "signal"]:
+            job.reset()
+            job.watching = True
+            # Only rank 0 renames, so before_rename strikes there; elsewhere any rank.
+            victim = 0 if site == "before_rename" else rng.randrange(2)
+            fault = "%d:%s:%s" % (victim, site, action)
+            label = "fault %s" % fault
+            run = job.attempt(2, "parallel", "static", fault, ["--resume"])
+            if action == "signal" and site == "before_rename":
+                # The last round is stored: a signal now has nothing left to stop.
+                check(run[0] == 0, "%s: exit %s, expected 0 (nothing left to interrupt)" % (label, run[0]))
+                print("%s: exit %s" % (label, run[0]), flush=True)
+                job.watching = False
+                os.remove(job.output)
+                continue
+            job.interrupted(label, run, allowed_codes=[5] if action == "signal" else None)
+            job.finish(label)
+
+
+def case_checks(job, rng):
+    job.watching = True
+    job.interrupted("checks: first attempt", job.attempt(2, fault="1:after_unit:12:kill", extra=["--resume"]))
+    kept = digest(job.partial)
+
+    code, out, err, _ = job.attempt(2)
+    check(code == 2, "requeue without --resume: exit %s, expected 2" % code)
+    check("--resume" in err and ".partial" in err, "requeue without --resume: message %r" % err.strip())
+    check(digest(job.partial) == kept, "requeue without --resume: the .partial changed")
+
+    code, out, err, _ = job.attempt(2, extra=["--resume", "--causal"])
+    check(code == 2, "--resume with --causal added: exit %s, expected 2" % code)
+    check("causal: recorded false, now true" in err, "--resume with --causal: message %r" % err.strip())
+    check(digest(job.partial) == kept, "--resume with other options: the .partial changed")
+
+    stamp = os.stat(job.input)
+    os.utime(job.input, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000_000))
+    code, out, err, _ = job.attempt(2, extra=["--resume"])
+    check(code == 2 and "input.modified" in err, "--resume after the input changed: exit %s, %r" % (code, err.strip()))
+    os.utime(job.input, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    check(digest(job.partial) == kept, "--resume with a changed input: the .partial changed")
+
+    # Damage the data of a unit the journal says is done, as a lost write would: the resume
+    # must find it by its checksum and compute it again.
+    with h5py.File(job.partial, "r") as f:
+        progress = f["journal/progress"][:]
+        bounds = f["journal/unit_bounds"][:]
+        done = [u for u in range(len(progress)) if progress[u, 0]]
+        unit = done[len(done) // 2]
+        output = f["output"]
+        row_bytes = output.shape[1] * output.shape[2] * 4
+        chunk = output.id.get_chunk_info_by_coord((int(bounds[unit]), 0, 0))
+        rows_in_chunk = output.chunks[0]
+        offset = chunk.byte_offset + (int(bounds[unit]) % rows_in_chunk) * row_bytes
+    with open(job.partial, "r+b") as raw:
+        raw.seek(offset)
+        raw.write(b"\x7f" * 64)
+    code, out, err, _ = job.attempt(3, io="gather", extra=["--resume"])
+    check(code == 0 and "1 failed their checksum" in out,
+          "damaged unit %d: exit %s, expected 0 and '1 failed their checksum'; stdout: %s" % (unit, code, out.strip()[-400:]))
+    job.watching = False
+    check(digest(job.output) == digest(job.reference), "damaged unit: the resumed OUTPUT differs from the reference")
+
+    final = digest(job.output)
+    code, out, err, _ = job.attempt(1, extra=["--resume"])
+    check(code == 0 and "nothing to resume" in out, "--resume with a complete OUTPUT: exit %s, %r" % (code, out.strip()))
+    check(digest(job.output) == final, "--resume with a complete OUTPUT changed it")
+
+    job.reset()
+    with open(job.partial, "wb") as f:
+        f.write(os.urandom(4096))
+    garbage = digest(job.partial)
+    code, out, err, _ = job.attempt(2, extra=["--resume"])
+    check(code == 4 and "--force" in err and ".partial" in err, "--resume on a garbage .partial: exit %s, %r" % (code, err.strip()))
+    check(digest(job.partial) == garbage, "--resume on a garbage .partial changed it")
+    check(not os.path.exists(job.output), "--resume on a garbage .partial: OUTPUT exists")
+
+    os.remove(job.partial)
+    code, out, err, _ = job.attempt(2, extra=["--resume"])
+    check(code == 0 and "starting afresh" in out, "--resume without a .partial: exit %s, %r" % (code, out.strip()))
+    check(digest(job.output) == digest(job.reference), "--resume without a .partial: OUTPUT differs from the reference")
+
+
+CASES = {
+    "kill": (case_kill, ["--num-seqs", "200", "--seq-len", "64", "--dim", "32", "--min-len", "0", "--seed", "3"],
+             ["--heads", "2", "--unit-sequences", "4"]),
+    "sigterm": (case_sigterm, ["--num-seqs", "96", "--seq-len", "256", "--dim", "32", "--min-len", "1", "--seed", "4"],
+                ["--heads", "2", "--unit-sequences", "2", "--kernel", "reference", "--threads", "1",
+                 "--save-weights", "mean", "--weights-dtype", "f16"]),
+    "faults": (case_faults, ["--num-seqs", "60", "--seq-len", "32", "--dim", "16", "--min-len", "0", "--seed", "5"],
+               ["--heads", "2", "--unit-sequences", "3", "--weights-seqs", "10:50"]),
+    "checks": (case_checks, ["--num-seqs", "120", "--seq-len", "64", "--dim", "32", "--min-len", "1", "--seed", "6"],
+               ["--heads", "4", "--unit-sequences", "4"]),
+}
+
+
+def main():
+    if len(sys.argv) != 5 or sys.argv[4] not in CASES:
+        print(__doc__)
+        return 2
+    binary, mpiexec, work, case = sys.argv[1:]
+    binary = os.path.realpath(binary)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    work = os.path.realpath(work)
+    seed = int(os.environ.get("ATTNBATCH_TEST_SEED", random.randrange(1 << 30)))
+    print("seed %d (ATTNBATCH_TEST_SEED=%d reproduces it)" % (seed, seed), flush=True)
+    run, generate, options = CASES[case]
+    job = Job(binary, mpiexec, work, generate, options)
+    run(job, random.Random(seed))
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
