@@ -20,12 +20,11 @@
 #   requeue       the exit-5 protocol with a stand-in binary (fake_attnbatch.sh) on 2 tasks:
 #                 scancel --signal=USR1 --batch -> the shell forwards it through srun to both
 #                 tasks -> exit 5 -> scontrol requeue -> the restart adds --resume -> COMPLETED
-#   multi_rank    -n 2 -c 1 with the real binary: verifies, PERFORMANCE ranks=2   [needs the
-#                 distributed coordinator; not registered yet, see CMakeLists.txt]
+#   multi_rank    -n 2 -c 1 with the real binary: verifies, PERFORMANCE ranks=2
 #   preempt       the exit-5 protocol with the real binary on 2 ranks: USR1 mid-run -> exit 5
-#                 -> requeue -> --resume -> complete output that verifies   [needs signals and
-#                 --resume, and multi-rank; not registered yet, see CMakeLists.txt]
-#   preempt_1rank the same on 1 rank   [needs signals and --resume; not registered yet]
+#                 -> requeue -> --resume -> complete output that verifies and is byte-identical
+#                 (cmp) to an uninterrupted run
+#   preempt_1rank the same on 1 rank
 set -uo pipefail
 # shellcheck source=tests/jobs/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -39,6 +38,9 @@ mkdir -p "$WORK" || die "cannot make $WORK"
 cd "$WORK" || die "cannot enter $WORK"
 WORK=$PWD
 export ATTNBATCH=$BIN
+# Pins the creation time every output records (and sbatch passes the environment on), so
+# that an interrupted job and an uninterrupted run can be compared byte for byte.
+export SOURCE_DATE_EPOCH=1767225600
 SBATCH=$REPO/jobs/slurm/attnbatch.sbatch
 t0=$SECONDS
 
@@ -286,6 +288,15 @@ preempt|preempt_1rank)
     check "the restart ran with --resume" grep -qE '^attnbatch.sbatch: .* --resume$' "$log"
     check "out.h5 complete, no .partial" test -f out.h5 -a ! -e out.h5.partial
     verify_all in.h5 out.h5
+    # The same job uninterrupted, outside Slurm, with what the file records of the first
+    # attempt (ranks, threads, io mode, options, paths; the time is pinned): byte-identical.
+    mkdir -p uninterrupted && ln -sf ../in.h5 uninterrupted/in.h5
+    io=gather
+    [ "$ranks" -gt 1 ] && io=parallel
+    (cd uninterrupted && OMP_NUM_THREADS=1 mpirun -np "$ranks" --bind-to none "$BIN" run --input in.h5 --output out.h5 \
+        --heads 4 --kernel reference --save-weights none --unit-sequences 4 --progress always >run.log 2>&1) ||
+        note "the uninterrupted run failed: $(tail -3 uninterrupted/run.log)"
+    check "byte-identical to an uninterrupted run (cmp)" cmp out.h5 uninterrupted/out.h5
     [ "$failures" = 0 ] || show_log "$log"
     ;;
 
