@@ -4,7 +4,8 @@
 # Debian's OpenBLAS (bias rows + cblas_sgemm with beta = 1) on the same inputs: 4096 tokens
 # (16 sequences x 256) times W of the engine's shapes (d 64, 512, 768; Q/K/V/w_o and fused
 # QKV), with 1 and 2 threads. Repetitions are interleaved in one process (A B, B A, ...); the
-# table gives median GFLOP/s of each, their ratio own/OpenBLAS and the min-max spread. Then
+# table gives median GFLOP/s of each, their ratio own/OpenBLAS (> 1: own is faster), the
+# median of the per-pair ratios (sturdier when the load changes) and the min-max spread. Then
 # determinism (each run twice, and 1 vs 2 threads: bit-identical yes/no) and accuracy (max
 # |y - y_f64| against a double-precision reference) of both.
 #

@@ -158,9 +158,10 @@ int main(int argc, char** argv) {
                 par == 0 ? "sequential" : par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "?", variant.c_str());
     std::printf("own kernel ISA: %s | repeats %d, interleaved A B / B A, each sample >= %.0f ms\n\n",
                 k::isa_name(k::resolve_isa(k::Isa::best)), repeat, min_sample * 1e3);
-    std::printf("%-28s %4s %8s %8s %8s %10s %10s\n", "shape (4096 tokens)", "thr", "own", "OpenBLAS", "own/BLAS",
-                "own spread", "BLAS spread");
-    std::printf("%-28s %4s %8s %8s %8s %10s %10s\n", "", "", "GFLOP/s", "GFLOP/s", "ratio", "(min-max)", "(min-max)");
+    std::printf("%-28s %4s %8s %8s %8s %8s %10s %10s\n", "shape (4096 tokens)", "thr", "own", "OpenBLAS", "own/BLAS",
+                "paired", "own spread", "BLAS spread");
+    std::printf("%-28s %4s %8s %8s %8s %8s %10s %10s\n", "", "", "GFLOP/s", "GFLOP/s", "medians", "ratio", "(min-max)",
+                "(min-max)");
 
     struct Check {
         std::string name;
@@ -206,10 +207,12 @@ int main(int argc, char** argv) {
                 }
             }
             const double mo = median(own), mb = median(blas);
+            std::vector<double> paired;  // own/BLAS of the samples taken side by side
+            for (int r = 0; r < repeat; ++r) paired.push_back(own[r] / blas[r]);
             char so[32], sb[32];
             std::snprintf(so, sizeof so, "%.0f-%.0f", *std::min_element(own.begin(), own.end()), *std::max_element(own.begin(), own.end()));
             std::snprintf(sb, sizeof sb, "%.0f-%.0f", *std::min_element(blas.begin(), blas.end()), *std::max_element(blas.begin(), blas.end()));
-            std::printf("%-28s %4d %8.1f %8.1f %8.2f %10s %10s\n", s.name, threads, mo, mb, mo / mb, so, sb);
+            std::printf("%-28s %4d %8.1f %8.1f %8.2f %8.2f %10s %10s\n", s.name, threads, mo, mb, mo / mb, median(paired), so, sb);
             std::fflush(stdout);
         }
 
