@@ -126,7 +126,7 @@ for m in "${modes[@]}"; do
                 rc=0
                 # shellcheck disable=SC2086  # run_args is a list of options
                 OMP_NUM_THREADS=$t timeout "$timeout_s" "${mpi[@]}" -x OMP_NUM_THREADS "$bin" run \
-                    --input "$input" --output "$out/data/out.h5" --threads "$t" --progress never \
+                    --input "$input" --output "$out/data/out.h5" --heads "$heads" --threads "$t" --progress never \
                     --report "$report" $run_args >"$log" 2>&1 || rc=$?
                 total=$((total + 1))
                 perf=$(grep -m1 '^PERFORMANCE ' "$log" || true)
