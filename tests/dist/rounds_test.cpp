@@ -391,3 +391,78 @@ TEST(DynamicScheduler, EqualRatesGiveEqualStepsWithinARound) {
 
 }  // namespace
 }  // namespace attnbatch::dist
+
+namespace attnbatch::dist {
+namespace {
+
+// What a resumed run plans: the units not yet done, so neighbours in the vector may be far
+// apart in the file. No step may span such a gap (its sequences would include done ones).
+std::vector<Unit> units_with_gaps(std::mt19937_64& rng) {
+    std::vector<Unit> all = random_units(300, 4, rng), pending;
+    for (const Unit& unit : all) {
+        if (rng() % 3 != 0) pending.push_back(unit);
+    }
+    return pending;
+}
+
+void expect_no_step_spans_a_gap(const std::vector<Unit>& units, const RankStep& step) {
+    for (std::int64_t u = step.first_unit + 1; u < step.first_unit + step.unit_count; ++u) {
+        EXPECT_EQ(units[static_cast<std::size_t>(u - 1)].last, units[static_cast<std::size_t>(u)].first)
+            << "a step over units " << step.first_unit << ".." << step.first_unit + step.unit_count - 1 << " spans a gap";
+    }
+}
+
+TEST(ResumedUnits, StaticStepsNeverSpanAGap) {
+    std::mt19937_64 rng(17);
+    for (int ranks : {1, 2, 5}) {
+        const std::vector<Unit> units = units_with_gaps(rng);
+        const Plan plan = plan_static(units, ranks, StaticStrategy::contiguous);
+        std::int64_t covered = 0;
+        for (const Round& round : static_rounds(units, plan, 64, 8)) {
+            for (const RankStep& step : round) {
+                if (step.empty()) continue;
+                expect_step_matches_units(units, step);
+                expect_no_step_spans_a_gap(units, step);
+                covered += step.unit_count;
+            }
+        }
+        EXPECT_EQ(covered, static_cast<std::int64_t>(units.size()));
+    }
+}
+
+TEST(ResumedUnits, DynamicStepsNeverSpanAGap) {
+    std::mt19937_64 rng(23);
+    const std::vector<Unit> units = units_with_gaps(rng);
+    const auto all = dynamic_rounds(3, units, 64, 8, [](int rank, int) { return 1.0 + rank; });
+    std::int64_t covered = 0;
+    for (const Round& round : all[0]) {
+        for (const RankStep& step : round) {
+            if (step.empty()) continue;
+            expect_no_step_spans_a_gap(units, step);
+            covered += step.unit_count;
+        }
+    }
+    EXPECT_EQ(covered, static_cast<std::int64_t>(units.size()));
+}
+
+TEST(ResumedUnits, UnitsWithBoundsCostWhatFormUnitsCosts) {
+    CostModel model;
+    model.d_k = model.d_v = 8;
+    const std::vector<std::int32_t> lengths{5, 0, 7, 7, 1, 3};
+    const std::vector<Unit> formed = form_units(lengths, model, 2);
+    std::vector<std::int64_t> bounds{0};
+    for (const Unit& unit : formed) bounds.push_back(unit.last);
+    const std::vector<Unit> again = units_with_bounds(lengths, model, bounds);
+    ASSERT_EQ(again.size(), formed.size());
+    for (std::size_t u = 0; u < formed.size(); ++u) {
+        EXPECT_EQ(again[u].first, formed[u].first);
+        EXPECT_EQ(again[u].last, formed[u].last);
+        EXPECT_EQ(again[u].cost, formed[u].cost);
+        EXPECT_EQ(again[u].tokens, formed[u].tokens);
+    }
+    EXPECT_THROW(units_with_bounds(lengths, model, {0, 3, 3, 6}), std::invalid_argument);
+    EXPECT_THROW(units_with_bounds(lengths, model, {0, 7}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace attnbatch::dist
