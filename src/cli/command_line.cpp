@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+extern char** environ;
+
 namespace attnbatch::cli {
 
 namespace {
@@ -104,10 +106,23 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
 
     try {
         po::store(po::command_line_parser(args).options(all).run(), vm);
-        po::store(po::parse_environment(all, [&all](const std::string& variable) {
-                      return environment_name_to_option(variable, all);
-                  }),
-                  vm);
+        // Parsed one variable at a time, so that a bad value names the variable it came from.
+        for (char** entry = environ; entry && *entry; ++entry) {
+            const std::string text = *entry;
+            const std::size_t equals = text.find('=');
+            if (equals == std::string::npos) continue;
+            const std::string variable = text.substr(0, equals);
+            if (environment_name_to_option(variable, all).empty()) continue;
+            try {
+                po::store(po::parse_environment(all, [&all, &variable](const std::string& name) {
+                              return name == variable ? environment_name_to_option(name, all) : std::string{};
+                          }),
+                          vm);
+            } catch (const po::error& e) {
+                throw UserError(exit_usage, "environment variable " + text + ": " + error_text(e) +
+                                                "; hint: fix or unset " + variable);
+            }
+        }
         if (vm.count("help")) {
             std::cout << "Usage: attnbatch " << spec.name << " [options]\n" << spec.summary << "\n\n"
                       << all << "\nExamples:\n" << spec.examples;

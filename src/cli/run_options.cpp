@@ -155,7 +155,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     o.schedule = vm["schedule"].as<std::string>();
     if (o.schedule != "static" && o.schedule != "dynamic") throw UserError(exit_usage, "--schedule: '" + o.schedule + "' is not one of static|dynamic");
     o.kernel.threads = vm["threads"].as<int>();
-    if (o.kernel.threads < 0) throw UserError(exit_usage, "--threads: expected 0 (automatic) or more");
+    if (o.kernel.threads < 0) throw UserError(exit_usage, "--threads " + std::to_string(o.kernel.threads) + ": expected 0 (automatic) or more");
     o.kernel.block_q = vm["block-q"].as<int>();
     o.kernel.block_k = vm["block-k"].as<int>();
     if (o.kernel.block_q < 0 || o.kernel.block_k < 0) throw UserError(exit_usage, "--block-q/--block-k: expected 0 (automatic) or a positive tile size");

@@ -3,7 +3,11 @@
 
 #include "h5_check.hpp"
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 namespace attnbatch::io {
@@ -30,13 +34,81 @@ herr_t collect_frame(unsigned /*index*/, const H5E_error2_t* frame, void* data) 
     return 0;
 }
 
+// The system error behind a failure, when a frame carries one: the virtual file drivers
+// report "..., errno = 28, error message = 'No space left on device', ...". `frame` is the
+// frame's text shortened to what it says before its details ("H5FD__sec2_write(): file write
+// failed"), without the time, descriptor and buffer addresses the drivers add.
+struct SystemCause {
+    int number = 0;
+    std::string text;
+    std::string frame;
+};
+
+std::optional<SystemCause> system_cause(const std::vector<std::string>& stack) {
+    for (const auto& frame : stack) {
+        const std::size_t at = frame.find("errno = ");
+        if (at == std::string::npos) continue;
+        SystemCause cause;
+        cause.number = std::atoi(frame.c_str() + at + 8);
+        if (cause.number <= 0) continue;
+        const std::string marker = "error message = '";
+        const std::size_t text = frame.find(marker, at);
+        const std::size_t end = text == std::string::npos ? text : frame.find('\'', text + marker.size());
+        cause.text = end != std::string::npos ? frame.substr(text + marker.size(), end - text - marker.size())
+                                               : std::string(std::strerror(cause.number));
+        std::size_t cut = std::min(frame.find(": time = "), frame.find(", "));
+        cut = std::min(cut, frame.find(", errno"));
+        cause.frame = frame.substr(0, std::min(cut, at));
+        while (!cause.frame.empty() && (cause.frame.back() == ' ' || cause.frame.back() == ',')) cause.frame.pop_back();
+        return cause;
+    }
+    return std::nullopt;
+}
+
+std::string system_hint(int number) {
+    switch (number) {
+        case ENOSPC: return "hint: the file system is full; free space there or write to another file system";
+        case EDQUOT: return "hint: the disk quota is exhausted; free space or write to another file system";
+        case EFBIG:
+            return "hint: the file reached a file-size limit (ulimit -f / RLIMIT_FSIZE) or the file system's largest "
+                   "file size";
+        case EROFS: return "hint: the file system is mounted read-only; write to another directory";
+        case EACCES:
+        case EPERM: return "hint: check the permissions of the file and its directory";
+        default: return "";
+    }
+}
+
+std::string lock_hint(int number) {
+    if (number == EAGAIN || number == EWOULDBLOCK) {
+        return "hint: another process has the file open for writing and HDF5 locked it (an h5py File in mode 'a', "
+               "'r+' or 'w'?); close it there first, or, only if nothing writes it any more (a lock stranded on NFS "
+               "or Lustre), set HDF5_USE_FILE_LOCKING=FALSE";
+    }
+    if (number == ENOLCK || number == ENOSYS || number == EOPNOTSUPP || number == EINVAL) {
+        return "hint: this file system does not support file locks (common on NFS and Lustre); set "
+               "HDF5_USE_FILE_LOCKING=FALSE";
+    }
+    return file_locking_hint;
+}
+
 std::string build_message(const std::string& call, const Where& where, const std::vector<std::string>& stack,
                           bool lock_failure) {
     std::ostringstream out;
     out << call << " failed on " << where.file;
     if (!where.object.empty() && where.object != "/") out << ':' << where.object;
+    const std::optional<SystemCause> cause = system_cause(stack);
     if (stack.empty()) {
         out << " (HDF5 left no error stack)";
+    } else if (cause) {
+        // The whole stack of a failed write runs to thousands of characters; what the user
+        // needs is what HDF5 was doing and what the system said (stack() keeps the rest).
+        out << ": " << stack.front();
+        if (stack.size() > 1) out << " <- ... <- " << cause->frame;
+        out << ": " << cause->text << " (errno " << cause->number << ")";
+        const std::string hint = lock_failure ? lock_hint(cause->number) : system_hint(cause->number);
+        if (!hint.empty()) out << "; " << hint;
+        return out.str();
     } else {
         out << ": ";
         for (std::size_t i = 0; i < stack.size(); ++i) out << (i ? " <- " : "") << stack[i];

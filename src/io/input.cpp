@@ -10,6 +10,7 @@
 #include <limits>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 namespace attnbatch::io {
@@ -18,6 +19,47 @@ namespace {
 
 [[noreturn]] void invalid(const std::string& message) { throw InputError(exit_invalid_input, message); }
 [[noreturn]] void usage(const std::string& message) { throw InputError(exit_usage, message); }
+
+// A dataset's type for messages: TypeInfo::name() for numbers and strings, and for the
+// classes it calls "other" what they are, so that a user sees why the data is refused (numpy
+// complex and bool arrays reach HDF5 as a compound and an enum).
+std::string type_text(const Dataset& dataset, const TypeInfo& info) {
+    if (info.type_class != TypeClass::other) return info.name();
+    const std::string bytes = " (" + std::to_string(info.size) + (info.size == 1 ? " byte)" : " bytes)");
+    const hid_t type = H5Dget_type(dataset.id());
+    if (type < 0) return info.name();
+    std::string text;
+    switch (H5Tget_class(type)) {
+        case H5T_COMPOUND: {
+            const int members = H5Tget_nmembers(type);
+            bool two_floats = members == 2;
+            for (int i = 0; i < members && two_floats; ++i) two_floats = H5Tget_member_class(type, static_cast<unsigned>(i)) == H5T_FLOAT;
+            text = "compound of " + std::to_string(members) + (members == 1 ? " field" : " fields") + bytes +
+                   (two_floats ? ", i.e. complex numbers" : "");
+            break;
+        }
+        case H5T_ENUM: {
+            char name[8] = {};
+            const bool boolean = H5Tget_nmembers(type) == 2 && H5Tget_member_name(type, 0) != nullptr;
+            if (boolean) {
+                char* first = H5Tget_member_name(type, 0);
+                std::snprintf(name, sizeof name, "%s", first);
+                H5free_memory(first);
+            }
+            text = std::string("enum") + bytes + (boolean && std::string(name) == "FALSE" ? ", i.e. booleans" : "");
+            break;
+        }
+        case H5T_VLEN: text = "variable-length sequence"; break;
+        case H5T_ARRAY: text = "array" + bytes; break;
+        case H5T_OPAQUE: text = "opaque" + bytes; break;
+        case H5T_BITFIELD: text = "bitfield" + bytes; break;
+        case H5T_REFERENCE: text = "reference"; break;
+        case H5T_TIME: text = "time" + bytes; break;
+        default: text = info.name(); break;
+    }
+    H5Tclose(type);
+    return text;
+}
 
 std::string number_text(double value) {
     std::ostringstream out;
@@ -51,7 +93,7 @@ DataType float_type(const Data& data) {
     const std::string hint = type.type_class == TypeClass::floating
                                  ? "convert it, e.g. with numpy .astype('float32')"
                                  : data.option + " names real-valued data";
-    invalid(data.at() + " has dtype " + type.name() + ", expected float32 or float64; hint: " + hint);
+    invalid(data.at() + " has dtype " + type_text(data.dataset, type) + ", expected float32 or float64; hint: " + hint);
 }
 
 void expect_rank(const Data& data, std::size_t rank, const std::string& expected) {
@@ -131,7 +173,7 @@ void expect_finite(const Data& data, std::size_t scan_bytes, std::uint64_t first
 void check_lengths_shape(const Data& lengths, std::int64_t n) {
     const TypeInfo type = lengths.dataset.type_info();
     if (type.type_class != TypeClass::integer) {
-        invalid(lengths.at() + " has dtype " + type.name() + ", expected an integer type; hint: " + lengths.option +
+        invalid(lengths.at() + " has dtype " + type_text(lengths.dataset, type) + ", expected an integer type; hint: " + lengths.option +
                 " names the valid-token count of each sequence");
     }
     if (lengths.dims.size() != 1 || static_cast<std::int64_t>(lengths.dims[0]) != n) {

@@ -22,6 +22,14 @@ File open_input_file(const std::string& path, const std::string& option, const F
         throw InputError(exit_io, path + ": is a directory, expected an HDF5 file; hint: " + option +
                                       " takes a file path");
     }
+    // A FIFO, socket or device would block the open (a FIFO with no writer forever, deaf to
+    // SIGTERM) or stream bytes HDF5 cannot seek in.
+    if (!S_ISREG(status.st_mode)) {
+        const char* kind = S_ISFIFO(status.st_mode) ? "a FIFO" : S_ISSOCK(status.st_mode) ? "a socket"
+                           : S_ISCHR(status.st_mode) || S_ISBLK(status.st_mode) ? "a device" : "not a regular file";
+        throw InputError(exit_io, path + ": is " + std::string(kind) + ", expected a regular HDF5 file; hint: " + option +
+                                      " takes a file path (copy streamed data to a file first)");
+    }
     if (::access(path.c_str(), R_OK) != 0) {
         throw InputError(exit_io, path + ": cannot read: " + std::strerror(errno) + "; hint: check the permissions");
     }
@@ -40,7 +48,10 @@ File open_input_file(const std::string& path, const std::string& option, const F
     } catch (const H5Error& error) {
         // The file exists, is readable and has the HDF5 signature: unless another process
         // holds a lock on it, HDF5 refusing it means damaged content (a truncated copy, say).
-        if (error.is_lock_failure()) throw InputError(exit_io, path + ": cannot open: " + error.what());
+        if (error.is_lock_failure()) {
+            throw InputError(exit_io, path + ": cannot open for reading, HDF5 could not lock the file: " +
+                                          std::string(error.what()));
+        }
         throw InputError(exit_invalid_input, path + ": damaged HDF5 file, it cannot be opened (" + std::string(error.what()) +
                                                  "); hint: a truncated or partial copy? regenerate or copy it again");
     }
