@@ -473,11 +473,18 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
     } catch (const dist::AgreedFailure&) {
         throw;  // every rank closed the output together and leaves together
     } catch (const std::exception& e) {
-        if (ranks == 1) throw;
+        // An io error at the end (the final flush or rename on a full disk) keeps its exit
+        // code; anything else is a bug.
+        const auto* io_error = dynamic_cast<const io::Error*>(&e);
+        if (ranks == 1) {
+            if (io_error) rethrow_as_user_error();
+            throw;
+        }
         // Caught here, before the output's destructor could start a collective close that
         // the other ranks would never join.
-        std::cerr << "attnbatch run: internal error: rank " << comm.rank() << ": " << e.what() << '\n';
-        comm.abort(exit_internal);
+        std::cerr << "attnbatch run: " << (io_error ? "error" : "internal error") << ": rank " << comm.rank() << ": "
+                  << e.what() << '\n';
+        comm.abort(io_error ? io_error->exit_code() : exit_internal);
     }
     const double total = MPI_Wtime() - t_start;
     if (!root) return exit_ok;

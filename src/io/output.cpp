@@ -5,6 +5,8 @@
 #include "attnbatch/io/h5_error.hpp"
 #include "paths.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +26,18 @@ namespace {
 bool exists(const std::string& path) {
     struct stat status {};
     return ::lstat(path.c_str(), &status) == 0;
+}
+
+// Whether another process holds the HDF5 lock of `path` (HDF5 takes flock(LOCK_EX) on files
+// it opens for writing). Unknowable when the user turned HDF5's locking off: then no.
+bool held_by_a_writer(const std::string& path) {
+    const char* locking = std::getenv("HDF5_USE_FILE_LOCKING");
+    if (locking && std::string(locking) == "FALSE") return false;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ::close(fd);  // releases our lock, if we got it
+    return held;
 }
 
 void check_layout(const OutputLayout& layout, const std::string& path) {
@@ -143,6 +157,10 @@ void prepare_output_path(const std::string& output_path, bool force) {
     if (exists(partial)) {
         if (!force) {
             usage(partial + " exists, left by an interrupted run; hint: --resume continues it, --force starts afresh");
+        }
+        if (held_by_a_writer(partial)) {
+            usage(partial + " is being written by another process (it holds the file's lock), so --force does not "
+                            "remove it; hint: wait for that run or stop it first");
         }
         if (::unlink(partial.c_str()) != 0) {
             throw OutputError(exit_io, partial + ": cannot remove the stale partial output: " + std::strerror(errno));
