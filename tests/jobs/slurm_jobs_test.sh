@@ -291,8 +291,6 @@ preempt|preempt_1rank)
     # The same job uninterrupted, outside Slurm, with what the file records of the first
     # attempt (ranks, threads, io mode, options, paths; the time is pinned): byte-identical.
     mkdir -p uninterrupted && ln -sf ../in.h5 uninterrupted/in.h5
-    io=gather
-    [ "$ranks" -gt 1 ] && io=parallel
     (cd uninterrupted && OMP_NUM_THREADS=1 mpirun -np "$ranks" --bind-to none "$BIN" run --input in.h5 --output out.h5 \
         --heads 4 --kernel reference --save-weights none --unit-sequences 4 --progress always >run.log 2>&1) ||
         note "the uninterrupted run failed: $(tail -3 uninterrupted/run.log)"
