@@ -419,6 +419,19 @@ int valid_keys(const AttentionParams& p, int b) { return p.lengths ? imin(p.leng
 
 // In-register transpose of kLanes x kLanes floats: log2(kLanes) stages, each swapping the
 // off-diagonal h x h blocks of every 2h x 2h block with two-source shuffles.
+// GCC's two-source shuffle with a mask vector. Clang has no such builtin (its
+// __builtin_shufflevector wants constant indices); the fuzz build compiles with clang and
+// needs this to be right, not fast, so it moves lanes one by one.
+inline Vec shuffle_two(const Vec& a, const Vec& b, const IVec& mask) {
+#if defined(__clang__)
+    Vec out;
+    for (int j = 0; j < kLanes; ++j) out[j] = mask[j] < kLanes ? a[mask[j]] : b[mask[j] - kLanes];
+    return out;
+#else
+    return __builtin_shuffle(a, b, mask);
+#endif
+}
+
 template <int H>
 inline void transpose_stage(Vec* rows) {
     IVec lo, hi;
@@ -430,8 +443,8 @@ inline void transpose_stage(Vec* rows) {
     for (int i = 0; i < kLanes; ++i) {
         if ((i & H) != 0) continue;
         const Vec a = rows[i], b = rows[i + H];
-        rows[i] = __builtin_shuffle(a, b, lo);
-        rows[i + H] = __builtin_shuffle(a, b, hi);
+        rows[i] = shuffle_two(a, b, lo);
+        rows[i + H] = shuffle_two(a, b, hi);
     }
 }
 
