@@ -51,7 +51,7 @@ std::string value_text(const po::variable_value& value) {
         return out.str();
     }
     if (const auto* b = boost::any_cast<bool>(&any)) return *b ? "true" : "false";
-    return "?";
+    return "(a value of a type --print-config cannot show)";
 }
 
 // A po::error's message. Boost.Program_options (1.74) fills its template by replacing each

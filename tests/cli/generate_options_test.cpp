@@ -73,7 +73,7 @@ TEST(PrintConfig, ShowsValuesOfEveryType) {
     EXPECT_EQ(generate.status, 0) << generate.err;
     EXPECT_NE(generate.out.find("slab-bytes = 4096\n"), std::string::npos) << generate.out;
     EXPECT_NE(generate.out.find("scale-values = 2.5\n"), std::string::npos) << generate.out;
-    for (const Outcome* run : {&bench, &generate}) EXPECT_EQ(run->out.find(" = ?"), std::string::npos) << run->out;
+    for (const Outcome* run : {&bench, &generate}) EXPECT_EQ(run->out.find("cannot show"), std::string::npos) << run->out;
 }
 
 }  // namespace
