@@ -2,6 +2,7 @@
 #include "attnbatch/io/h5_dataset.hpp"
 
 #include "h5_check.hpp"
+#include "h5_creation.hpp"
 #include "h5_strings.hpp"
 #include "paths.hpp"
 
@@ -18,11 +19,8 @@ std::string shape_text(const Dims& dims) {
 
 namespace {
 
-PropertyListHandle intermediate_groups(const Where& where) {
-    PropertyListHandle lcpl(H5_CALL(H5Pcreate, where, H5P_LINK_CREATE));
-    H5_CALL(H5Pset_create_intermediate_group, where, lcpl.id(), 1u);
-    return lcpl;
-}
+using detail::intermediate_groups;
+using detail::untimed_creation;
 
 DataspaceHandle simple_space(const Dims& dims, const Where& where) {
     if (dims.empty()) return DataspaceHandle(H5_CALL(H5Screate, where, H5S_SCALAR));
@@ -113,7 +111,7 @@ Dataset Dataset::create(const File& file, const std::string& path, const Datatyp
                         const DatasetCreation& creation) {
     const Where where{file.path(), detail::absolute_object_path(path)};
     const DataspaceHandle space = simple_space(dims, where);
-    const PropertyListHandle dcpl(H5_CALL(H5Pcreate, where, H5P_DATASET_CREATE));
+    const PropertyListHandle dcpl = untimed_creation(where, H5P_DATASET_CREATE);
     if (!creation.chunk.empty()) {
         H5_CALL(H5Pset_chunk, where, dcpl.id(), static_cast<int>(creation.chunk.size()), creation.chunk.data());
     }
@@ -127,8 +125,6 @@ Dataset Dataset::create(const File& file, const std::string& path, const Datatyp
         H5_CALL(H5Pset_fill_value, where, dcpl.id(), H5T_NATIVE_DOUBLE, &creation.fill_value);
     }
     if (creation.allocate_early) H5_CALL(H5Pset_alloc_time, where, dcpl.id(), H5D_ALLOC_TIME_EARLY);
-    // No modification times in object headers: the same data makes the same file bytes.
-    H5_CALL(H5Pset_obj_track_times, where, dcpl.id(), false);
     const PropertyListHandle lcpl = intermediate_groups(where);
     const hid_t id = H5_CALL(H5Dcreate2, where, file.id(), where.object.c_str(), type.id(), space.id(), lcpl.id(),
                              dcpl.id(), H5P_DEFAULT);
@@ -226,8 +222,7 @@ void write_text_dataset(const File& file, const std::string& path, const std::st
     H5_CALL(H5Tset_cset, where, type.id(), H5T_CSET_UTF8);
     const DataspaceHandle space(H5_CALL(H5Screate, where, H5S_SCALAR));
     const PropertyListHandle lcpl = intermediate_groups(where);
-    const PropertyListHandle dcpl(H5_CALL(H5Pcreate, where, H5P_DATASET_CREATE));
-    H5_CALL(H5Pset_obj_track_times, where, dcpl.id(), false);  // as Dataset::create
+    const PropertyListHandle dcpl = untimed_creation(where, H5P_DATASET_CREATE);
     const DatasetHandle dataset(H5_CALL(H5Dcreate2, where, file.id(), where.object.c_str(), type.id(), space.id(),
                                         lcpl.id(), dcpl.id(), H5P_DEFAULT));
     H5_CALL(H5Dwrite, where, dataset.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, stored.data());

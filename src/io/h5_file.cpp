@@ -2,6 +2,7 @@
 #include "attnbatch/io/h5_file.hpp"
 
 #include "h5_check.hpp"
+#include "h5_creation.hpp"
 #include "h5_compat.hpp"
 #include "paths.hpp"
 
@@ -51,11 +52,8 @@ void File::close() {
 
 Group Group::create(const File& file, const std::string& path) {
     const Where where{file.path(), detail::absolute_object_path(path)};
-    PropertyListHandle lcpl(H5_CALL(H5Pcreate, where, H5P_LINK_CREATE));
-    H5_CALL(H5Pset_create_intermediate_group, where, lcpl.id(), 1u);
-    // No modification times in object headers: the same data makes the same file bytes.
-    PropertyListHandle gcpl(H5_CALL(H5Pcreate, where, H5P_GROUP_CREATE));
-    H5_CALL(H5Pset_obj_track_times, where, gcpl.id(), false);
+    const PropertyListHandle lcpl = detail::intermediate_groups(where);
+    const PropertyListHandle gcpl = detail::untimed_creation(where, H5P_GROUP_CREATE);
     const hid_t id = H5_CALL(H5Gcreate2, where, file.id(), where.object.c_str(), lcpl.id(), gcpl.id(), H5P_DEFAULT);
     return Group(id, where);
 }

@@ -23,13 +23,12 @@ void check_plan(const JournalPlan& plan, std::int64_t n) {
     if (!valid) throw std::invalid_argument("OutputFile: journal unit bounds must rise strictly from 0 to N");
 }
 
-// The rows of `progress` named by `units`, as a union of hyperslabs: one H5Dwrite whatever
-// their number (collective writes need the same number of calls on every rank).
-void write_progress_rows(const Dataset& progress, std::vector<std::int64_t> pending, hid_t transfer) {
+// The rows of `progress` for `rows` (unit, checksum), as a union of hyperslabs: one H5Dwrite
+// whatever their number (collective writes need the same number of calls on every rank).
+void write_progress_rows(const Dataset& progress, std::vector<std::pair<std::int64_t, std::int64_t>>& rows,
+                         hid_t transfer) {
     const Where& where = progress.where();
-    const std::size_t count = pending.size() / 2;
-    std::vector<std::pair<std::int64_t, std::int64_t>> rows(count);
-    for (std::size_t i = 0; i < count; ++i) rows[i] = {pending[2 * i], pending[2 * i + 1]};
+    const std::size_t count = rows.size();
     std::sort(rows.begin(), rows.end());
     std::vector<std::int64_t> values;
     values.reserve(2 * count);
@@ -53,6 +52,11 @@ void write_progress_rows(const Dataset& progress, std::vector<std::int64_t> pend
     const std::int64_t none[2] = {0, 0};
     H5_CALL(H5Dwrite, where, progress.id(), H5T_NATIVE_INT64, memory_space.id(), file_space.id(), transfer,
             count ? values.data() : none);
+}
+
+OutputError cannot_continue(const std::string& partial, const std::string& why) {
+    return OutputError(exit_io, partial + ": cannot continue the partial output: " + why +
+                                    "; hint: run with --force instead of --resume to discard it and start afresh");
 }
 
 }  // namespace
@@ -107,11 +111,9 @@ OutputFile OutputFile::reopen(const std::string& output_path, const OutputLayout
         out.lengths_ = expect(Dataset::open(out.file_, "/lengths"), {n});
         out.open_journal();
     } catch (const H5Error& error) {
-        throw OutputError(exit_io, partial + ": cannot continue the partial output: " + error.what() +
-                                       "; hint: run with --force instead of --resume to discard it and start afresh");
-    } catch (const std::invalid_argument& error) {
-        throw OutputError(exit_io, partial + ": cannot continue the partial output: " + error.what() +
-                                       "; hint: run with --force instead of --resume to discard it and start afresh");
+        throw cannot_continue(partial, error.what());
+    } catch (const std::invalid_argument& error) {  // a shape that is not the layout's
+        throw cannot_continue(partial, error.what());
     }
     return out;
 }
@@ -125,8 +127,8 @@ void OutputFile::remember_checksums(std::int64_t first, std::int64_t last, const
                                std::to_string(last) + ") are not whole journal units");
     }
     for (auto u = unit; u != end; ++u) {
-        pending_.push_back(u - unit_bounds_.begin());
-        pending_.push_back(static_cast<std::int64_t>(unit_checksum(layout_, *u, *(u + 1), first, block)));
+        pending_.emplace_back(u - unit_bounds_.begin(),
+                              static_cast<std::int64_t>(unit_checksum(layout_, *u, *(u + 1), first, block)));
     }
 }
 

@@ -168,7 +168,7 @@ private:
     std::optional<Dataset> output_, attention_, lse_, lengths_;
     std::optional<Dataset> journal_progress_;
     std::vector<std::int64_t> unit_bounds_;
-    std::vector<std::int64_t> pending_;  // (unit, checksum) pairs written but not yet recorded
+    std::vector<std::pair<std::int64_t, std::int64_t>> pending_;  // (unit, checksum) written, not yet recorded
 };
 
 // The identity recorded in a partial output's journal (journal.hpp), read without opening
