@@ -5,7 +5,7 @@
 //   bench_projection [--repeat N] [--quick] [--variant NAME] | --core-only
 //
 // Y = X W + b with X (tokens, in) row-major, W (in, out) row-major, b (out): as in
-// src/dist/unit_computer.cpp, X is `seqs` whole sequences of `len` tokens (lengths all L).
+// src/distributed/unit_computer.cpp, X is `seqs` whole sequences of `len` tokens (lengths all L).
 // OpenBLAS side: Y is filled with b row by row (with the same thread count), then
 // cblas_sgemm with beta = 1 adds X W; OpenBLAS would otherwise spend the same pass on
 // zeroing C for beta = 0, so this is sgemm's own cost plus nothing hidden.

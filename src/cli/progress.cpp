@@ -33,7 +33,7 @@ ProgressReporter::ProgressReporter(const std::string& mode, double interval_seco
     bar_ = mode == "always" || (mode == "auto" && ::isatty(STDERR_FILENO));
 }
 
-std::string ProgressReporter::line(const dist::RoundProgress& p, double elapsed) const {
+std::string ProgressReporter::line(const distributed::RoundProgress& p, double elapsed) const {
     // Done and total count the work of earlier attempts (--resume); rates and the ETA only
     // this attempt's, which is what the clock measured.
     const std::int64_t units = before_.units + p.units;
@@ -50,7 +50,7 @@ std::string ProgressReporter::line(const dist::RoundProgress& p, double elapsed)
     return text;
 }
 
-void ProgressReporter::update(const dist::RoundProgress& p) {
+void ProgressReporter::update(const distributed::RoundProgress& p) {
     if (!enabled_) return;
     const double t = now(), elapsed = t - start_;
     const bool last = before_.units + p.units >= units_;

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "attnbatch/dist/coordinator.hpp"
+#include "attnbatch/distributed/coordinator.hpp"
 
 namespace attnbatch::cli {
 
@@ -16,21 +16,21 @@ public:
     ProgressReporter(const std::string& mode, double interval_seconds, std::int64_t units, std::int64_t sequences,
                      double cost, std::string label);
     // The work earlier attempts did (--resume): counted as done, not in the rates.
-    void resumed_from(const dist::RoundProgress& done) { before_ = done; }
-    void update(const dist::RoundProgress& progress);
+    void resumed_from(const distributed::RoundProgress& done) { before_ = done; }
+    void update(const distributed::RoundProgress& progress);
     ~ProgressReporter() { finish(); }
     ProgressReporter(const ProgressReporter&) = delete;
     ProgressReporter& operator=(const ProgressReporter&) = delete;
     void finish();  // ends the bar's line
 
 private:
-    std::string line(const dist::RoundProgress& progress, double elapsed) const;
+    std::string line(const distributed::RoundProgress& progress, double elapsed) const;
     bool bar_ = false, enabled_ = false;
     double interval_, start_, last_shown_ = -1e300;
     std::int64_t units_, sequences_;
     double cost_;
     std::string label_;
-    dist::RoundProgress before_;
+    distributed::RoundProgress before_;
     bool drawn_ = false;
 };
 

@@ -54,17 +54,17 @@ Resume inspect_for_resume(const RunOptions& o, const io::OutputLayout& layout, c
     return resume;
 }
 
-void broadcast_resume(dist::Comm& comm, Resume& resume) {
+void broadcast_resume(distributed::Comm& comm, Resume& resume) {
     comm.broadcast(&resume.state, sizeof resume.state, 0);
-    dist::broadcast_vector(comm, resume.unit_bounds, 0);
-    dist::broadcast_vector(comm, resume.done, 0);
+    distributed::broadcast_vector(comm, resume.unit_bounds, 0);
+    distributed::broadcast_vector(comm, resume.done, 0);
 }
 
-std::vector<dist::Unit> resumed_units(const std::vector<std::int32_t>& lengths, const dist::CostModel& cost,
+std::vector<distributed::Unit> resumed_units(const std::vector<std::int32_t>& lengths, const distributed::CostModel& cost,
                                       const Resume& resume, std::int64_t max_sequences) {
-    std::vector<dist::Unit> units = dist::units_with_bounds(lengths, cost, resume.unit_bounds);
+    std::vector<distributed::Unit> units = distributed::units_with_bounds(lengths, cost, resume.unit_bounds);
     std::int64_t largest = 0;
-    for (const dist::Unit& unit : units) largest = std::max(largest, unit.last - unit.first);
+    for (const distributed::Unit& unit : units) largest = std::max(largest, unit.last - unit.first);
     if (largest > max_sequences) {
         throw UserError(exit_usage, "--resume: the partial output's units hold up to " + std::to_string(largest) +
                                         " sequences, but --max-memory allows " + std::to_string(max_sequences) +
@@ -74,9 +74,9 @@ std::vector<dist::Unit> resumed_units(const std::vector<std::int32_t>& lengths, 
     return units;
 }
 
-std::vector<std::int64_t> unit_bounds_of(const std::vector<dist::Unit>& units) {
+std::vector<std::int64_t> unit_bounds_of(const std::vector<distributed::Unit>& units) {
     std::vector<std::int64_t> bounds{0};
-    for (const dist::Unit& unit : units) bounds.push_back(unit.last);
+    for (const distributed::Unit& unit : units) bounds.push_back(unit.last);
     return bounds;
 }
 

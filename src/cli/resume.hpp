@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "attnbatch/dist/comm.hpp"
-#include "attnbatch/dist/plan.hpp"
+#include "attnbatch/distributed/comm.hpp"
+#include "attnbatch/distributed/plan.hpp"
 #include "attnbatch/io/output.hpp"
 #include "run_options.hpp"
 
@@ -25,13 +25,13 @@ struct Resume {
 // exit 2 naming what differs) and its done units were re-checked; fresh otherwise.
 Resume inspect_for_resume(const RunOptions& options, const io::OutputLayout& layout, const std::string& identity);
 
-void broadcast_resume(dist::Comm& comm, Resume& resume);
+void broadcast_resume(distributed::Comm& comm, Resume& resume);
 
 // The partial run's units, costed for this run; UserError (exit 2) when one of them holds
 // more sequences than this run's memory bound allows in a step.
-std::vector<dist::Unit> resumed_units(const std::vector<std::int32_t>& lengths, const dist::CostModel& cost,
+std::vector<distributed::Unit> resumed_units(const std::vector<std::int32_t>& lengths, const distributed::CostModel& cost,
                                       const Resume& resume, std::int64_t max_sequences);
 
-std::vector<std::int64_t> unit_bounds_of(const std::vector<dist::Unit>& units);
+std::vector<std::int64_t> unit_bounds_of(const std::vector<distributed::Unit>& units);
 
 }  // namespace attnbatch::cli

@@ -37,7 +37,7 @@ std::string exact(double value) {
 }  // namespace
 
 std::string resume_identity(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
-                            const std::vector<std::int32_t>& lengths, const dist::AttentionSettings& settings,
+                            const std::vector<std::int32_t>& lengths, const distributed::AttentionSettings& settings,
                             const io::OutputLayout& layout) {
     std::ostringstream out;
     out << "journal format = 1\n";

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "attnbatch/dist/unit_computer.hpp"
+#include "attnbatch/distributed/unit_computer.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
 #include "attnbatch/io/output.hpp"
@@ -19,7 +19,7 @@ namespace attnbatch::cli {
 // "key = value" lines (journal.hpp). Input files are named by their real path, size and
 // modification time: rewriting an input in place between attempts changes its identity.
 std::string resume_identity(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
-                            const std::vector<std::int32_t>& lengths, const dist::AttentionSettings& settings,
+                            const std::vector<std::int32_t>& lengths, const distributed::AttentionSettings& settings,
                             const io::OutputLayout& layout);
 
 }  // namespace attnbatch::cli

@@ -16,16 +16,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "attnbatch/dist/comm.hpp"
-#include "attnbatch/dist/coordinator.hpp"
-#include "attnbatch/dist/mpi_comm.hpp"
-#include "attnbatch/dist/plan.hpp"
-#include "attnbatch/dist/rounds.hpp"
-#include "attnbatch/dist/spec_codec.hpp"
-#include "attnbatch/dist/step_io.hpp"
-#include "attnbatch/dist/stop_request.hpp"
-#include "attnbatch/dist/unit_computer.hpp"
-#include "attnbatch/dist/unit_plan.hpp"
+#include "attnbatch/distributed/comm.hpp"
+#include "attnbatch/distributed/coordinator.hpp"
+#include "attnbatch/distributed/mpi_comm.hpp"
+#include "attnbatch/distributed/plan.hpp"
+#include "attnbatch/distributed/schedule.hpp"
+#include "attnbatch/distributed/spec_codec.hpp"
+#include "attnbatch/distributed/step_io.hpp"
+#include "attnbatch/distributed/stop_request.hpp"
+#include "attnbatch/distributed/unit_computer.hpp"
+#include "attnbatch/distributed/memory_model.hpp"
 #include "attnbatch/io/errors.hpp"
 #include "attnbatch/io/fault_injection.hpp"
 #include "attnbatch/io/input.hpp"
@@ -90,7 +90,7 @@ private:
 // Runs `work` where `here` is true, and makes every rank agree on its outcome: a failure on
 // any rank throws AgreedFailure on all of them.
 template <class Work>
-void agreed(dist::Comm& comm, bool here, Work&& work) {
+void agreed(distributed::Comm& comm, bool here, Work&& work) {
     int code = 0;
     std::string message;
     if (here) {
@@ -111,7 +111,7 @@ void agreed(dist::Comm& comm, bool here, Work&& work) {
             }
         }
     }
-    dist::agree_or_throw(comm, code, message);
+    distributed::agree_or_throw(comm, code, message);
 }
 
 // The output must be a new file path, never the input or the weights (--force would otherwise
@@ -133,7 +133,7 @@ void check_output_path(const RunOptions& o) {
 }
 
 // Rank 0 reads --config files and every rank parses the same text.
-RunOptions parse_options_everywhere(dist::Comm& comm, const std::vector<std::string>& args) {
+RunOptions parse_options_everywhere(distributed::Comm& comm, const std::vector<std::string>& args) {
     if (comm.size() > 1) {
         set_config_reader([&comm](const std::string& path) -> std::optional<std::string> {
             std::string content;
@@ -148,7 +148,7 @@ RunOptions parse_options_everywhere(dist::Comm& comm, const std::vector<std::str
                 }
             }
             comm.broadcast(&found, sizeof found, 0);
-            dist::broadcast_string(comm, content, 0);
+            distributed::broadcast_string(comm, content, 0);
             if (!found) return std::nullopt;
             return content;
         });
@@ -158,8 +158,8 @@ RunOptions parse_options_everywhere(dist::Comm& comm, const std::vector<std::str
     return o;
 }
 
-dist::CostModel cost_model_for(const io::InputSpec& spec, bool causal) {
-    dist::CostModel model;
+distributed::CostModel cost_model_for(const io::InputSpec& spec, bool causal) {
+    distributed::CostModel model;
     model.heads = spec.heads;
     model.d_k = spec.d_k;
     model.d_v = spec.d_v;
@@ -172,17 +172,17 @@ dist::CostModel cost_model_for(const io::InputSpec& spec, bool causal) {
 }
 
 // The sequences a rank's share spans (contiguous shares: exactly its sequences).
-std::pair<std::int64_t, std::int64_t> share_span(const std::vector<dist::Unit>& units, const dist::RankShare& share) {
+std::pair<std::int64_t, std::int64_t> share_span(const std::vector<distributed::Unit>& units, const distributed::RankShare& share) {
     if (share.units.empty()) return {0, 0};
     return {units[static_cast<std::size_t>(share.units.front())].first,
             units[static_cast<std::size_t>(share.units.back())].last};
 }
 
-void print_plan(const dist::Plan& plan, const std::vector<dist::Unit>& units, const std::string& schedule,
+void print_plan(const distributed::Plan& plan, const std::vector<distributed::Unit>& units, const std::string& schedule,
                 const char* strategy) {
     const std::size_t ranks = plan.ranks.size();
     double total = 0, largest = 0;
-    for (const dist::RankShare& share : plan.ranks) {
+    for (const distributed::RankShare& share : plan.ranks) {
         total += share.cost;
         largest = std::max(largest, share.cost);
     }
@@ -192,14 +192,14 @@ void print_plan(const dist::Plan& plan, const std::vector<dist::Unit>& units, co
     // Every rank for small runs; the extremes otherwise (a 4096-rank table helps no one).
     const std::size_t shown = ranks <= 16 ? ranks : 0;
     for (std::size_t r = 0; r < shown; ++r) {
-        const dist::RankShare& s = plan.ranks[r];
+        const distributed::RankShare& s = plan.ranks[r];
         const auto [first, last] = share_span(units, s);
         std::cout << "    rank " << r << ": " << s.units.size() << " units, sequences [" << first << ", " << last << "), "
                   << s.tokens << " tokens, predicted " << s.cost * 1e-9 << " GFLOP\n";
     }
     if (shown == 0 && ranks > 0) {
         auto [lo, hi] = std::minmax_element(plan.ranks.begin(), plan.ranks.end(),
-                                            [](const dist::RankShare& a, const dist::RankShare& b) { return a.cost < b.cost; });
+                                            [](const distributed::RankShare& a, const distributed::RankShare& b) { return a.cost < b.cost; });
         std::cout << "    per rank: mean " << total / static_cast<double>(ranks) * 1e-9 << " GFLOP, min " << lo->cost * 1e-9
                   << " (rank " << (lo - plan.ranks.begin()) << "), max " << hi->cost * 1e-9 << " (rank "
                   << (hi - plan.ranks.begin()) << ")\n";
@@ -210,18 +210,18 @@ void print_plan(const dist::Plan& plan, const std::vector<dist::Unit>& units, co
     std::cout.unsetf(std::ios::floatfield);
 }
 
-double imbalance_of(const std::vector<dist::RankTimes>& ranks) {
+double imbalance_of(const std::vector<distributed::RankTimes>& ranks) {
     double sum = 0, largest = 0;
-    for (const dist::RankTimes& t : ranks) {
+    for (const distributed::RankTimes& t : ranks) {
         sum += t.compute;
         largest = std::max(largest, t.compute);
     }
     return sum > 0 ? largest / (sum / static_cast<double>(ranks.size())) - 1.0 : 0.0;
 }
 
-double hidden_fraction_of(const std::vector<dist::RankTimes>& ranks) {
+double hidden_fraction_of(const std::vector<distributed::RankTimes>& ranks) {
     double io = 0, exposed = 0;
-    for (const dist::RankTimes& t : ranks) {
+    for (const distributed::RankTimes& t : ranks) {
         const double mine = t.read + t.write + t.communicate;
         io += mine;
         exposed += std::min(mine, t.exposed);
@@ -230,7 +230,7 @@ double hidden_fraction_of(const std::vector<dist::RankTimes>& ranks) {
 }
 
 void write_report(const std::string& path, const RunOptions& o, const std::string& io_mode, int threads, double total,
-                  const dist::RunResult& result, std::size_t units, std::int64_t max_sequences) {
+                  const distributed::RunResult& result, std::size_t units, std::int64_t max_sequences) {
     std::ofstream out(path);
     if (!out) throw UserError(exit_io, "--report: cannot write '" + path + "'");
     out << std::setprecision(6) << "{\n  \"ranks\": " << result.ranks.size() << ",\n  \"threads\": " << threads
@@ -240,7 +240,7 @@ void write_report(const std::string& path, const RunOptions& o, const std::strin
         << ",\n  \"io_hidden_fraction\": " << hidden_fraction_of(result.ranks) << ",\n  \"collective_fallback\": \""
         << result.collective_fallback << "\",\n  \"per_rank\": [";
     for (std::size_t r = 0; r < result.ranks.size(); ++r) {
-        const dist::RankTimes& t = result.ranks[r];
+        const distributed::RankTimes& t = result.ranks[r];
         const double flops = t.attention_flops + t.projection_flops;
         out << (r ? "," : "") << "\n    {\"rank\": " << r << ", \"wall\": " << t.wall << ", \"read\": " << t.read
             << ", \"compute\": " << t.compute << ", \"communicate\": " << t.communicate << ", \"write\": " << t.write
@@ -258,18 +258,18 @@ struct Job {
     io::InputSpec spec;
     std::optional<io::ProjectionWeights> weights;
     io::OutputLayout layout;
-    dist::AttentionSettings settings;
+    distributed::AttentionSettings settings;
     std::vector<std::int32_t> lengths;
 };
 
-int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
+int run_job(distributed::Comm& comm, const std::vector<std::string>& args) {
     const bool root = comm.is_root();
     Job job;
     job.o = parse_options_everywhere(comm, args);
     const RunOptions& o = job.o;
     if (o.stop) return exit_ok;
     const double t_start = MPI_Wtime();
-    dist::install_stop_handlers();
+    distributed::install_stop_handlers();
     agreed(comm, true, [&] { io::arm_fault_from_environment(comm.rank()); });
     agreed(comm, root, [&] { check_output_path(o); });
 
@@ -283,9 +283,9 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
         io::InputReader lengths_reader(job.spec);
         job.lengths = lengths_reader.read_all_lengths();
     });
-    dist::broadcast_spec(comm, job.spec, 0);
-    dist::broadcast_weights(comm, job.weights, 0);
-    dist::broadcast_vector(comm, job.lengths, 0);
+    distributed::broadcast_spec(comm, job.spec, 0);
+    distributed::broadcast_weights(comm, job.weights, 0);
+    distributed::broadcast_vector(comm, job.lengths, 0);
     const io::InputSpec& spec = job.spec;
 
     io::OutputLayout& layout = job.layout;
@@ -314,34 +314,34 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
 #else
     kernel.threads = 1;
 #endif
-    dist::AttentionSettings& settings = job.settings;
+    distributed::AttentionSettings& settings = job.settings;
     settings.causal = o.causal;
     settings.scale = o.scale > 0 ? static_cast<float>(o.scale) : static_cast<float>(1.0 / std::sqrt(static_cast<double>(spec.d_k)));
     settings.kernel = kernel;
 
     // Units: sized by the memory bound, formed the same way whatever the number of ranks.
     const int in_flight = io_mode == "gather" && plan_ranks > 1 ? 3 : 2;
-    const dist::MemoryModel memory = dist::memory_model(spec, layout, kernel, in_flight);
+    const distributed::MemoryModel memory = distributed::memory_model(spec, layout, kernel, in_flight);
     std::int64_t max_sequences = 0;
     agreed(comm, true, [&] {
-        max_sequences = dist::sequences_per_unit(memory, o.max_memory, spec.n);
+        max_sequences = distributed::sequences_per_unit(memory, o.max_memory, spec.n);
         if (o.unit_sequences > 0) max_sequences = std::min<std::int64_t>(max_sequences, o.unit_sequences);
     });
-    const dist::CostModel cost = cost_model_for(spec, o.causal);
-    std::vector<dist::Unit> all_units = dist::form_units(job.lengths, cost, max_sequences);
+    const distributed::CostModel cost = cost_model_for(spec, o.causal);
+    std::vector<distributed::Unit> all_units = distributed::form_units(job.lengths, cost, max_sequences);
 
     // The journal's identity: rank 0 reads the files' metadata, every rank records the same.
     std::string identity;
     if (root) identity = resume_identity(spec, job.weights, job.lengths, settings, layout);
-    dist::broadcast_string(comm, identity, 0);
+    distributed::broadcast_string(comm, identity, 0);
     Resume resume;
     if (o.resume && !o.dry_run) {
         agreed(comm, root, [&] { resume = inspect_for_resume(o, layout, identity); });
         broadcast_resume(comm, resume);
     }
     if (resume.state == Resume::complete) return exit_ok;
-    dist::RoundProgress done_before;
-    std::vector<dist::Unit> units;  // what this attempt computes: every unit, or those not done
+    distributed::RoundProgress done_before;
+    std::vector<distributed::Unit> units;  // what this attempt computes: every unit, or those not done
     if (resume.state == Resume::partial) {
         agreed(comm, true, [&] { all_units = resumed_units(job.lengths, cost, resume, max_sequences); });
         for (std::size_t u = 0; u < all_units.size(); ++u) {
@@ -358,21 +358,21 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
     }
     const bool dynamic = o.schedule == "dynamic";
     // The static plan also tells each rank which values to scan under --io parallel.
-    const dist::Plan plan = dist::plan_static(units, plan_ranks, dist::StaticStrategy::contiguous);
+    const distributed::Plan plan = distributed::plan_static(units, plan_ranks, distributed::StaticStrategy::contiguous);
 
     const io::OutputSizes sizes = io::estimate_output_bytes(layout);
     if (root) {
         std::cout << "attnbatch run: " << spec.path << " N=" << spec.n << " L=" << spec.len << " H=" << spec.heads
                   << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (o.causal ? " causal" : "") << " -> " << o.output << '\n'
-                  << "  output " << dist::format_bytes(static_cast<double>(sizes.output + sizes.lse + sizes.lengths))
-                  << ", weights " << dist::format_bytes(static_cast<double>(sizes.attention)) << " ("
+                  << "  output " << distributed::format_bytes(static_cast<double>(sizes.output + sizes.lse + sizes.lengths))
+                  << ", weights " << distributed::format_bytes(static_cast<double>(sizes.attention)) << " ("
                   << io::name_of(layout.save_weights) << ", " << io::name_of(layout.weights_dtype) << ")"
                   << (layout.gzip_level ? " before gzip" : "") << "; " << plan_ranks << (plan_ranks == 1 ? " rank" : " ranks")
                   << (plan_ranks != ranks ? " (simulated)" : "") << " x "
                   << kernel.threads << " threads, io " << io_mode << ", steps of at most " << max_sequences
-                  << " sequences under --max-memory " << dist::format_bytes(static_cast<double>(o.max_memory)) << " per rank\n";
+                  << " sequences under --max-memory " << distributed::format_bytes(static_cast<double>(o.max_memory)) << " per rank\n";
         if (o.dry_run || ranks > 1) {
-            if (dynamic) print_plan(dist::simulate_dynamic(units, plan_ranks), units, o.schedule, "simulated-equal-speed");
+            if (dynamic) print_plan(distributed::simulate_dynamic(units, plan_ranks), units, o.schedule, "simulated-equal-speed");
             else print_plan(plan, units, o.schedule, "contiguous");
         }
         if (o.dry_run) std::cout << "  dry run: shapes, types and lengths validated, values not scanned, nothing written\n";
@@ -384,8 +384,8 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
         if (layout.gzip_level != 0 || resume.state == Resume::partial) return;  // a partial holds its space
         const std::uint64_t free_bytes = io::free_bytes_at(o.output);
         if (sizes.total() > free_bytes) {
-            throw UserError(exit_usage, o.output + ": the output needs " + dist::format_bytes(static_cast<double>(sizes.total())) +
-                                            " but its file system has " + dist::format_bytes(static_cast<double>(free_bytes)) +
+            throw UserError(exit_usage, o.output + ": the output needs " + distributed::format_bytes(static_cast<double>(sizes.total())) +
+                                            " but its file system has " + distributed::format_bytes(static_cast<double>(free_bytes)) +
                                             " free; hint: --save-weights mean|none, --weights-dtype f16, --weights-seqs A:B or "
                                             "--compression gzip shrink it");
         }
@@ -402,7 +402,7 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
     io::Provenance provenance;
     provenance.version = ATTNBATCH_VERSION;
     provenance.creation_time = io::creation_time_now();
-    dist::broadcast_string(comm, provenance.creation_time, 0);  // attributes must match on every rank
+    distributed::broadcast_string(comm, provenance.creation_time, 0);  // attributes must match on every rank
     provenance.input_file = spec.path;
     provenance.input_dataset = spec.mode == io::InputMode::embeddings ? spec.dataset : spec.query + "," + spec.key + "," + spec.value;
     provenance.heads = spec.heads;
@@ -423,7 +423,7 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
     };
     std::unique_ptr<io::OutputFile> output;
     std::unique_ptr<io::InputReader> reader;
-    std::unique_ptr<dist::StepIo> step_io;
+    std::unique_ptr<distributed::StepIo> step_io;
     if (parallel) {
         if (!continuing) agreed(comm, root, [&] { io::prepare_output_path(o.output, o.force); });
         output_options.paths_prepared = true;
@@ -437,40 +437,40 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
             code = e.exit_code();
             message = e.what();
         }
-        const dist::AgreedError created = dist::agree(comm, code, message);
+        const distributed::AgreedError created = distributed::agree(comm, code, message);
         if (created.code != 0 && output) {
             if (root) std::cerr << "attnbatch run: error: " << created.message << '\n';
             comm.abort(created.code);
         }
-        if (created.code != 0) throw dist::AgreedFailure(created.code, created.message);
+        if (created.code != 0) throw distributed::AgreedFailure(created.code, created.message);
         agreed(comm, true, [&] { reader = std::make_unique<io::InputReader>(spec); });
-        step_io = dist::make_parallel_io(comm, std::move(reader), std::move(output), o.force);
+        step_io = distributed::make_parallel_io(comm, std::move(reader), std::move(output), o.force);
     } else {
         agreed(comm, root, [&] {
             output = open_output(output_options.access);
             reader = std::make_unique<io::InputReader>(spec);
         });
-        step_io = dist::make_gather_io(comm, spec, layout, std::move(reader), std::move(output));
+        step_io = distributed::make_gather_io(comm, spec, layout, std::move(reader), std::move(output));
     }
 
     const double max_step_cost = kMaxStepSeconds * kAssumedFlopsPerThread * kernel.threads;
-    dist::RunResult result;
+    distributed::RunResult result;
     try {
-        std::unique_ptr<dist::Scheduler> scheduler =
-            dynamic ? dist::make_dynamic_scheduler(units, ranks, max_sequences, kMinRounds, max_step_cost)
-                    : dist::make_static_scheduler(dist::static_rounds(units, plan, max_sequences, kMinRounds, max_step_cost));
+        std::unique_ptr<distributed::Scheduler> scheduler =
+            dynamic ? distributed::make_dynamic_scheduler(units, ranks, max_sequences, kMinRounds, max_step_cost)
+                    : distributed::make_static_scheduler(distributed::static_rounds(units, plan, max_sequences, kMinRounds, max_step_cost));
         double total_cost = 0;
-        for (const dist::Unit& unit : all_units) total_cost += unit.cost;
+        for (const distributed::Unit& unit : all_units) total_cost += unit.cost;
         ProgressReporter progress(root || o.verbose ? o.progress : "never", o.progress_interval,
                                   static_cast<std::int64_t>(all_units.size()), spec.n, total_cost,
                                   o.verbose && ranks > 1 ? "rank " + std::to_string(comm.rank()) : "");
         progress.resumed_from(done_before);
-        dist::RunContext context{spec, job.weights, settings, layout};
-        context.on_round = [&progress](const dist::RoundProgress& p) { progress.update(p); };
-        result = dist::run_rounds(comm, context, *scheduler, *step_io);
+        distributed::RunContext context{spec, job.weights, settings, layout};
+        context.on_round = [&progress](const distributed::RoundProgress& p) { progress.update(p); };
+        result = distributed::run_rounds(comm, context, *scheduler, *step_io);
         progress.finish();
         step_io.reset();
-    } catch (const dist::AgreedFailure&) {
+    } catch (const distributed::AgreedFailure&) {
         throw;  // every rank closed the output together and leaves together
     } catch (const std::exception& e) {
         // An io error at the end (the final flush or rename on a full disk) keeps its exit
@@ -489,9 +489,9 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
     const double total = MPI_Wtime() - t_start;
     if (!root) return exit_ok;
 
-    dist::RankTimes sum;
+    distributed::RankTimes sum;
     double slowest_compute = 0;
-    for (const dist::RankTimes& t : result.ranks) {
+    for (const distributed::RankTimes& t : result.ranks) {
         sum.sequences += t.sequences;
         sum.tokens += t.tokens;
         sum.attention_flops += t.attention_flops;
@@ -527,10 +527,10 @@ int run_job(dist::Comm& comm, const std::vector<std::string>& args) {
 
 int run_command(const std::vector<std::string>& args) {
     MpiSession mpi;
-    std::unique_ptr<dist::Comm> comm = mpi.size() > 1 ? dist::make_mpi_comm(MPI_COMM_WORLD) : dist::make_serial_comm();
+    std::unique_ptr<distributed::Comm> comm = mpi.size() > 1 ? distributed::make_mpi_comm(MPI_COMM_WORLD) : distributed::make_serial_comm();
     try {
         return run_job(*comm, args);
-    } catch (const dist::AgreedFailure& failure) {
+    } catch (const distributed::AgreedFailure& failure) {
         // Every rank is here with the same code; rank 0 speaks for them.
         if (comm->is_root()) throw UserError(failure.code(), failure.what());
         return failure.code();

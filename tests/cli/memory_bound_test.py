@@ -11,7 +11,7 @@ scripts/install-deps.sh) and checked with `attnbatch verify --samples 4`:
   weights     a small input whose attention weights (--save-weights all, 1 GiB) are 4x the
               budget (--max-memory 256M).
 
-The run's fixed margin is 128 MiB (src/dist/unit_plan.cpp) and the process's own baseline is
+The run's fixed margin is 128 MiB (src/distributed/memory_model.cpp) and the process's own baseline is
 about 30 MiB, so budgets of 200-256 MiB leave room for several units of sequences: the run
 must stream through units (at least 4), not load the batch whole.
 

@@ -1,0 +1,74 @@
+// The distributed run: rounds of steps handed out by a Scheduler, each rank computing its
+// step on a background thread while its main thread stores the previous round and fetches
+// the next one (double buffering), and an agreement after every round so that a failure on
+// any rank ends every rank with the same exit code.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attnbatch/distributed/comm.hpp"
+#include "attnbatch/distributed/plan.hpp"
+#include "attnbatch/distributed/schedule.hpp"
+#include "attnbatch/distributed/step_io.hpp"
+#include "attnbatch/distributed/unit_computer.hpp"
+
+namespace attnbatch::distributed {
+
+// Thrown on every rank, at the same point, once the ranks agreed on a failure.
+class AgreedFailure : public std::runtime_error {
+public:
+    AgreedFailure(int code, const std::string& message) : std::runtime_error(message), code_(code) {}
+    int code() const noexcept { return code_; }
+
+private:
+    int code_;
+};
+
+// Throws AgreedFailure on every rank when any rank failed; returns otherwise.
+void agree_or_throw(Comm& comm, int code, const std::string& message);
+
+struct RankTimes {
+    double wall = 0;          // the rounds, from the first fetch to the end of finish()
+    double read = 0, write = 0, communicate = 0;  // on the main thread, overlapping compute
+    double compute = 0;       // the compute thread busy
+    double idle = 0;          // the compute thread waiting: wall - compute
+    std::int64_t units = 0, steps = 0, sequences = 0, tokens = 0;
+    double attention_flops = 0, projection_flops = 0;
+    double exposed = 0;       // of read + write + communicate, the time compute did not hide
+    // Of read + write + communicate, the fraction done while the compute thread was busy.
+    double hidden_fraction() const;
+    static constexpr int fields = 13;
+    std::vector<double> pack() const;
+    static RankTimes unpack(const double* values);
+};
+
+struct RunResult {
+    std::vector<RankTimes> ranks;  // every rank's, on every rank
+    std::int64_t rounds = 0;
+    std::string collective_fallback;  // why collective writes went independent, if they did
+};
+
+// Cumulative over every rank, after each round (rounds end together on all ranks).
+struct RoundProgress {
+    std::int64_t rounds = 0, units = 0, sequences = 0;
+    double cost = 0;  // predicted flops of the units done
+};
+
+struct RunContext {
+    const io::InputSpec& spec;
+    const std::optional<io::ProjectionWeights>& weights;
+    const AttentionSettings& settings;
+    const io::OutputLayout& layout;
+    std::function<void(const RoundProgress&)> on_round = {};  // called on every rank
+};
+
+// Collective. Runs every round and completes the output. A failure every rank agreed on
+// closes OUTPUT.partial incomplete and throws AgreedFailure on every rank.
+RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler, StepIo& io);
+
+}  // namespace attnbatch::distributed

@@ -1,0 +1,35 @@
+// How a run is cut into units of whole sequences: sized by the memory budget, independent of
+// the number of ranks, so that every unit is computed the same way whoever computes it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "attnbatch/io/input.hpp"
+#include "attnbatch/io/output.hpp"
+#include "attnbatch/kernels/attention.hpp"
+
+namespace attnbatch::distributed {
+
+// Resident bytes of the buffers one unit needs, per sequence, and what does not depend on
+// the unit size (kernel workspace, packed projection weights, a margin for the process).
+struct MemoryModel {
+    std::size_t per_sequence = 0;
+    std::size_t per_weights_sequence = 0;  // attention maps of a sequence that stores them
+    std::size_t fixed = 0;
+};
+
+// `in_flight`: blocks resident at once (2 with double buffering: one computed while the
+// previous is written and the next read; 3 on rank 0 of a gathered run, which also holds
+// another rank's block in transit).
+MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layout,
+                         const kernels::KernelOptions& kernel, int in_flight = 2);
+
+// The most sequences a step may hold under `max_memory` (at least 1, at most n). Throws
+// io::Error (exit 2) when one sequence does not fit, naming the options that shrink it.
+std::int64_t sequences_per_unit(const MemoryModel& model, std::size_t max_memory, std::int64_t n);
+
+std::string format_bytes(double bytes);
+
+}  // namespace attnbatch::distributed

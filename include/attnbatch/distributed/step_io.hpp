@@ -1,0 +1,77 @@
+// Where a rank's steps come from and where their results go, in the two --io modes:
+//   gather    rank 0 reads every rank's input and sends it, receives every rank's results
+//             and writes them (serial HDF5 is enough; other ranks never open a file);
+//   parallel  every rank reads its own sequences and all ranks write the one output file
+//             with collective MPI-IO writes (a rank without a step joins with an empty one).
+// Both are collective per round: every rank calls fetch() and store() once per round.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "attnbatch/distributed/comm.hpp"
+#include "attnbatch/distributed/schedule.hpp"
+#include "attnbatch/io/errors.hpp"
+#include "attnbatch/io/h5_error.hpp"
+#include "attnbatch/io/input.hpp"
+#include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/io/output.hpp"
+
+namespace attnbatch::distributed {
+
+struct IoTimes {
+    double read = 0, write = 0, communicate = 0;
+};
+
+// A failure of this rank that the round's agreement will spread: the first one is kept.
+struct LocalFailure {
+    int code = 0;
+    std::string message;
+    void set(int c, const std::string& m) {
+        if (code == 0) {
+            code = c;
+            message = m;
+        }
+    }
+    explicit operator bool() const { return code != 0; }
+};
+
+// Runs `work`; an io error becomes this rank's failure (for the round's agreement) instead
+// of an exception.
+template <class Work>
+void record_io_failure(LocalFailure& failure, Work&& work) {
+    try {
+        work();
+    } catch (const io::Error& e) {
+        failure.set(e.exit_code(), e.what());
+    } catch (const io::H5Error& e) {
+        failure.set(io::exit_io, e.what());
+    }
+}
+
+class StepIo {
+public:
+    virtual ~StepIo() = default;
+    // Fills `block` with this rank's step of `round` (left empty when the step is).
+    virtual void fetch(const Round& round, io::InputBlock& block, IoTimes& times, LocalFailure& failure) = 0;
+    // Stores this rank's results of `round`; `block` is null when this rank has none (its
+    // step was empty or failed).
+    virtual void store(const Round& round, const io::OutputBlock* block, IoTimes& times, LocalFailure& failure) = 0;
+    // complete = 1, close, and publish OUTPUT.partial as OUTPUT (one rank renames).
+    virtual void finish(IoTimes& times) = 0;
+    // Closes OUTPUT.partial incomplete (resumable) after a failure every rank agreed on.
+    virtual void abandon() = 0;
+    // Why collective writes fell back to independent ones, if they ever did ("" if not).
+    virtual std::string collective_fallback() const { return {}; }
+};
+
+// `reader` and `output` exist on rank 0 only (null elsewhere).
+std::unique_ptr<StepIo> make_gather_io(Comm& comm, const io::InputSpec& spec, const io::OutputLayout& layout,
+                                       std::unique_ptr<io::InputReader> reader, std::unique_ptr<io::OutputFile> output);
+
+// Every rank has its reader and the collectively created output.
+std::unique_ptr<StepIo> make_parallel_io(Comm& comm, std::unique_ptr<io::InputReader> reader,
+                                         std::unique_ptr<io::OutputFile> output, bool force);
+
+}  // namespace attnbatch::distributed

@@ -1,0 +1,46 @@
+// One unit's compute on one rank: project, attend, project the output. The coordinator feeds
+// it blocks of whole sequences; it makes no MPI or HDF5 call, so it runs on a thread of its
+// own while the rank's main thread reads and writes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "attnbatch/io/input.hpp"
+#include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/io/output.hpp"
+#include "attnbatch/kernels/attention.hpp"
+
+namespace attnbatch::distributed {
+
+struct AttentionSettings {
+    bool causal = false;
+    float scale = 0.0f;  // already resolved (1/sqrt(d_k) by default)
+    kernels::KernelOptions kernel;
+};
+
+// What the compute of some units did.
+struct ComputeTally {
+    std::int64_t sequences = 0, tokens = 0;
+    double attention_flops = 0, projection_flops = 0;
+};
+
+class UnitComputer {
+public:
+    UnitComputer(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
+                 const AttentionSettings& settings, const io::OutputLayout& layout);
+    ~UnitComputer();
+    UnitComputer(UnitComputer&&) noexcept;
+    UnitComputer& operator=(UnitComputer&&) = delete;
+
+    // Fills `block` (output, lse, lengths, attention) for the sequences of `in`; the block
+    // points into this object's buffers, valid until the next compute().
+    void compute(const io::InputBlock& in, io::OutputBlock& block, ComputeTally& tally);
+
+private:
+    class Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace attnbatch::distributed

@@ -1,0 +1,199 @@
+#include "attnbatch/distributed/coordinator.hpp"
+
+#include <algorithm>
+#include <new>
+
+#include "attnbatch/io/errors.hpp"
+#include "attnbatch/io/fault_injection.hpp"
+#include "attnbatch/distributed/stop_request.hpp"
+#include "background_worker.hpp"
+#include "wall_clock.hpp"
+
+namespace attnbatch::distributed {
+
+void agree_or_throw(Comm& comm, int code, const std::string& message) {
+    const AgreedError agreed = agree(comm, code, message);
+    if (agreed.code != 0) throw AgreedFailure(agreed.code, agreed.message);
+}
+
+double RankTimes::hidden_fraction() const {
+    const double io = read + write + communicate;
+    if (io <= 0) return 1.0;
+    return std::clamp(1.0 - exposed / io, 0.0, 1.0);
+}
+
+std::vector<double> RankTimes::pack() const {
+    return {wall, read, write, communicate, compute, idle, static_cast<double>(units), static_cast<double>(steps),
+            static_cast<double>(sequences), static_cast<double>(tokens), attention_flops, projection_flops, exposed};
+}
+
+RankTimes RankTimes::unpack(const double* v) {
+    RankTimes t;
+    t.wall = v[0];
+    t.read = v[1];
+    t.write = v[2];
+    t.communicate = v[3];
+    t.compute = v[4];
+    t.idle = v[5];
+    t.units = static_cast<std::int64_t>(v[6]);
+    t.steps = static_cast<std::int64_t>(v[7]);
+    t.sequences = static_cast<std::int64_t>(v[8]);
+    t.tokens = static_cast<std::int64_t>(v[9]);
+    t.attention_flops = v[10];
+    t.projection_flops = v[11];
+    t.exposed = v[12];
+    return t;
+}
+
+namespace {
+
+constexpr int kExitInterrupted = 5;  // SPEC.md: interrupted by a signal after a clean checkpoint
+
+std::int64_t sequences_in(const Round& round) {
+    std::int64_t count = 0;
+    for (const RankStep& step : round) count += step.last - step.first;
+    return count;
+}
+
+struct Slot {
+    io::InputBlock input;
+    io::OutputBlock output;
+    bool has_output = false;
+    ComputeTally tally;
+    double busy = 0;
+    double finished_at = 0;  // wall clock when the compute thread finished this slot's step
+};
+
+}  // namespace
+
+RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler, StepIo& io) {
+    const std::size_t me = static_cast<std::size_t>(comm.rank());
+    UnitComputer computers[2] = {UnitComputer(context.spec, context.weights, context.settings, context.layout),
+                                 UnitComputer(context.spec, context.weights, context.settings, context.layout)};
+    Slot slots[2];
+    IoTimes io_times;
+    LocalFailure failure;
+    RankTimes mine;
+    RunResult result;
+    double cost_done = 0;
+
+    const auto io_total = [&io_times] { return io_times.read + io_times.write + io_times.communicate; };
+    std::int64_t stored_sequences = 0;
+    RoundProgress progress;
+    // After every round: a failure on any rank fails every rank; a stop signal on any rank
+    // stops every rank once this round's results (`pending`) are stored.
+    const auto fail_if_any = [&]() {
+        const AgreedError agreed = agree(comm, failure.code, failure.message);
+        if (agreed.code == 0) return;
+        io.abandon();
+        throw AgreedFailure(agreed.code, agreed.message);
+    };
+    const auto settle = [&](const Round* pending, const Slot* pending_slot) {
+        fail_if_any();
+        const int signal = static_cast<int>(comm.max(static_cast<std::int64_t>(stop_signal())));
+        if (signal == 0) return;
+        if (pending) {
+            io.store(*pending, pending_slot->has_output ? &pending_slot->output : nullptr, io_times, failure);
+            stored_sequences += sequences_in(*pending);
+        }
+        fail_if_any();
+        io.abandon();
+        throw AgreedFailure(kExitInterrupted, std::string("interrupted by ") + signal_name(signal) + " after " +
+                                                  std::to_string(stored_sequences) + " sequences were written; " +
+                                                  "the partial output is kept with complete = 0");
+    };
+
+    BackgroundWorker worker;
+    const double t_start = wall_seconds();
+    Round current = scheduler.next(comm, 0.0);
+    io.fetch(current, slots[0].input, io_times, failure);
+    mine.exposed += io_total();  // nothing to overlap the first read with
+    settle(nullptr, nullptr);
+    Round previous;
+    bool have_previous = false;
+    for (std::size_t k = 0; !round_is_empty(current); ++k) {
+        Slot& slot = slots[k % 2];
+        Slot& other = slots[(k + 1) % 2];
+        UnitComputer& computer = computers[k % 2];
+        const RankStep& step = current[me];
+        const bool computing = !step.empty() && !failure && slot.input.count > 0;
+        if (computing) {
+            worker.start([&slot, &computer] {
+                const double t0 = wall_seconds();
+                computer.compute(slot.input, slot.output, slot.tally);
+                slot.finished_at = wall_seconds();
+                slot.busy += slot.finished_at - t0;
+            });
+        }
+        const double io_before = io_total();
+        if (have_previous) {
+            io.store(previous, other.has_output ? &other.output : nullptr, io_times, failure);
+            stored_sequences += sequences_in(previous);
+        }
+        const double rate = mine.compute > 0 ? cost_done / mine.compute : 0.0;
+        Round next = scheduler.next(comm, rate);
+        io.fetch(next, other.input, io_times, failure);
+        const double io_done_at = wall_seconds(), io_spent = io_total() - io_before;
+        slot.has_output = false;
+        if (computing) {
+            try {
+                worker.wait();
+                slot.has_output = true;
+                // The I/O of this round is exposed only where it outlasted the compute.
+                mine.exposed += std::clamp(io_done_at - slot.finished_at, 0.0, io_spent);
+                mine.compute += slot.busy;
+                slot.busy = 0;
+                cost_done += step.cost;
+                mine.units += step.unit_count;
+                mine.steps += 1;
+            } catch (const std::bad_alloc&) {
+                failure.set(io::exit_usage, "out of memory computing sequences [" + std::to_string(step.first) + ", " +
+                                                std::to_string(step.last) + "); hint: lower --max-memory");
+            } catch (const std::exception& e) {
+                failure.set(1, std::string("internal error computing sequences: ") + e.what());
+            }
+        }
+        if (!slot.has_output) mine.exposed += io_spent;
+        settle(&current, &slot);
+        progress.rounds += 1;
+        for (const RankStep& done : current) {
+            progress.units += done.unit_count;
+            progress.sequences += done.last - done.first;
+            progress.cost += done.cost;
+        }
+        if (context.on_round) context.on_round(progress);
+        io::fault_point("after_unit", progress.units);
+        previous = std::move(current);
+        have_previous = true;
+        current = std::move(next);
+        ++result.rounds;
+    }
+    const double io_before_end = io_total();
+    if (have_previous) {
+        Slot& last = slots[(result.rounds + 1) % 2];
+        io.store(previous, last.has_output ? &last.output : nullptr, io_times, failure);
+    }
+    fail_if_any();
+    io.finish(io_times);
+    mine.exposed += io_total() - io_before_end;  // nothing left to overlap the last write with
+
+    mine.wall = wall_seconds() - t_start;
+    mine.read = io_times.read;
+    mine.write = io_times.write;
+    mine.communicate = io_times.communicate;
+    mine.idle = std::max(0.0, mine.wall - mine.compute);
+    for (const Slot& s : slots) {
+        mine.sequences += s.tally.sequences;
+        mine.tokens += s.tally.tokens;
+        mine.attention_flops += s.tally.attention_flops;
+        mine.projection_flops += s.tally.projection_flops;
+    }
+    const std::vector<double> all = comm.all_gather(mine.pack());
+    for (int r = 0; r < comm.size(); ++r) {
+        result.ranks.push_back(RankTimes::unpack(all.data() + static_cast<std::size_t>(r) * RankTimes::fields));
+    }
+    result.collective_fallback = io.collective_fallback();
+    return result;
+}
+
+}  // namespace attnbatch::distributed

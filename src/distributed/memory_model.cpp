@@ -1,0 +1,88 @@
+#include "attnbatch/distributed/memory_model.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "attnbatch/io/errors.hpp"
+#include "attnbatch/kernels/projection.hpp"
+
+namespace attnbatch::distributed {
+
+namespace {
+constexpr std::size_t kFloat = sizeof(float);
+// The process itself: code, MPI and HDF5 libraries, HDF5's chunk cache, the allocator's slack
+// (one arena per thread: the main thread does I/O while the compute thread works).
+constexpr std::size_t kProcessMargin = std::size_t{128} << 20;
+}  // namespace
+
+MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layout,
+                         const kernels::KernelOptions& kernel, int in_flight) {
+    const std::size_t len = spec.len, heads = spec.heads, dk = spec.d_k, dv = spec.d_v;
+    const bool projected = spec.weights.has_value();
+    MemoryModel m;
+    std::size_t per = 0;
+    if (spec.mode == io::InputMode::embeddings) per += len * spec.d;      // x as read
+    else per += len * heads * (2 * dk + dv);                              // q, k, v as read
+    if (projected) per += len * heads * (2 * dk + dv);                    // projected q, k, v
+    per += len * heads * dv;                                              // attention output
+    if (spec.weights && spec.weights->has_w_o) per += len * static_cast<std::size_t>(spec.d_out());
+    per += heads * len;                                                   // lse
+    m.per_sequence = per * kFloat + sizeof(std::int32_t);
+    if (layout.save_weights != io::SaveWeights::none) {
+        m.per_weights_sequence = static_cast<std::size_t>(layout.weights_heads()) * len * len *
+                                 (layout.weights_dtype == io::WeightsDtype::f16 ? 2 : 4);
+    }
+    // The kernel's workspace for one sequence bounds it for any batch (it is per thread).
+    kernels::AttentionParams probe;
+    probe.batch = 1;
+    probe.heads = static_cast<int>(heads);
+    probe.len_q = probe.len_k = static_cast<int>(len);
+    probe.dim_k = static_cast<int>(dk);
+    probe.dim_v = static_cast<int>(dv);
+    probe.weights_mode = layout.save_weights == io::SaveWeights::none ? kernels::WeightsMode::none
+                         : layout.save_weights == io::SaveWeights::mean ? kernels::WeightsMode::mean_over_heads
+                                                                        : kernels::WeightsMode::all;
+    probe.weights = probe.weights_mode == kernels::WeightsMode::none ? nullptr : &m;
+    std::size_t fixed = kernels::attention_workspace_bytes(probe, kernel);
+    if (spec.weights) {
+        const int d = static_cast<int>(spec.weights->d_in);
+        const int qk = static_cast<int>(spec.weights->qk_width), v = static_cast<int>(spec.weights->v_width);
+        std::size_t packed = 2 * kernels::projection_packed_floats(d, qk, kernel.isa) +
+                             kernels::projection_packed_floats(d, v, kernel.isa);
+        if (spec.weights->has_w_o) packed += kernels::projection_packed_floats(v, static_cast<int>(spec.d_out()), kernel.isa);
+        fixed += packed * kFloat + kernels::projection_workspace_bytes(std::max(d, v), kernel.isa, kernel.threads);
+    }
+    // Each block in flight has its own buffers, workspaces and packed weights.
+    const std::size_t copies = static_cast<std::size_t>(std::max(1, in_flight));
+    m.per_sequence *= copies;
+    m.per_weights_sequence *= copies;
+    m.fixed = fixed * copies + kProcessMargin;
+    return m;
+}
+
+std::string format_bytes(double bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (bytes >= 1024.0 && u < 5) {
+        bytes /= 1024.0;
+        ++u;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+    return text;
+}
+
+std::int64_t sequences_per_unit(const MemoryModel& model, std::size_t max_memory, std::int64_t n) {
+    const std::size_t one = model.per_sequence + model.per_weights_sequence;
+    if (model.fixed + one > max_memory) {
+        throw io::Error(io::exit_usage,
+                        "--max-memory " + format_bytes(static_cast<double>(max_memory)) + " is below the " +
+                            format_bytes(static_cast<double>(model.fixed + one)) +
+                            " one sequence needs; hint: raise --max-memory, or shrink the weights with "
+                            "--save-weights mean|none, --weights-dtype f16 or --weights-seqs");
+    }
+    const auto fitting = static_cast<std::int64_t>((max_memory - model.fixed) / one);
+    return std::max<std::int64_t>(std::min(fitting, n), 1);
+}
+
+}  // namespace attnbatch::distributed
