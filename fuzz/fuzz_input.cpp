@@ -11,7 +11,7 @@
 // read_weights, and what validation promised is checked: positive sizes, lengths in [0, L],
 // finite values.
 //
-// Expected outcomes: success, or io::Error (InputError) with exit code 2, 3 or 4. Anything else
+// Expected outcomes: success, or Error (Error) with exit code 2, 3 or 4. Anything else
 // escaping, a crash, a hang, UB or a leak is a finding.
 //
 // Work proportional to a huge declared shape is not a finding (a chunked dataset of
@@ -31,7 +31,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "attnbatch/io/errors.hpp"
+#include "attnbatch/error.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
 
@@ -94,7 +94,7 @@ Size sizes(const InputSpec& spec) {
 void expect_input_error(const Error& e) {
     const int code = e.exit_code();
     if (code != exit_usage && code != exit_invalid_input && code != exit_io) {
-        finding("io::Error with exit code " + std::to_string(code) + ": " + e.what());
+        finding("Error with exit code " + std::to_string(code) + ": " + e.what());
     }
 }
 

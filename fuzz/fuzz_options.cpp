@@ -10,7 +10,7 @@
 // For 0..5 the text before the first NUL byte is argv, one word per line; the text after it,
 // when present, is an INI file passed as --config (written to /dev/shm, one file per process).
 //
-// Expected outcomes: success, or UserError with exit code 2. Anything else escaping, a crash,
+// Expected outcomes: success, or Error with exit code 2. Anything else escaping, a crash,
 // UB or a leak is a finding. Words may not name files: '/' becomes '_', and the fuzzer runs in
 // a scratch directory (scripts/fuzz.sh), so --config given in argv reads nothing of ours.
 #include <unistd.h>
@@ -44,9 +44,9 @@ std::ostringstream g_sink;  // what --help / --print-config print
     std::abort();
 }
 
-void expect_usage_error(const UserError& e) {
-    if (e.code() != exit_usage) finding("UserError with exit code " + std::to_string(e.code()) + ": " + e.what());
-    if (std::string(e.what()).empty()) finding("UserError with an empty message");
+void expect_usage_error(const Error& e) {
+    if (e.exit_code() != exit_usage) finding("Error with exit code " + std::to_string(e.exit_code()) + ": " + e.what());
+    if (std::string(e.what()).empty()) finding("Error with an empty message");
 }
 
 void check_run_options(const RunOptions& o) {
@@ -91,7 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             } else {
                 parse_isa(text);
             }
-        } catch (const UserError& e) {
+        } catch (const Error& e) {
             expect_usage_error(e);
         }
         return 0;
@@ -130,7 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (g_sink.str().find("(a value of a type --print-config cannot show)") != std::string::npos) {
             finding("--print-config could not show a value:\n" + g_sink.str());
         }
-    } catch (const UserError& e) {
+    } catch (const Error& e) {
         expect_usage_error(e);
     }
     return 0;

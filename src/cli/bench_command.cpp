@@ -43,13 +43,13 @@ k::WeightsMode parse_weights_mode(const std::string& s) {
     if (s == "none") return k::WeightsMode::none;
     if (s == "all") return k::WeightsMode::all;
     if (s == "mean") return k::WeightsMode::mean_over_heads;
-    throw UserError(exit_usage, "--save-weights: '" + s + "' is not one of none|all|mean");
+    throw Error(exit_usage, "--save-weights: '" + s + "' is not one of none|all|mean");
 }
 
 void require_positive(const po::variables_map& vm, const char* name, long long limit) {
     const int value = vm[name].as<int>();
     if (value < 1 || value > limit) {
-        throw UserError(exit_usage, std::string("--") + name + ": " + std::to_string(value) +
+        throw Error(exit_usage, std::string("--") + name + ": " + std::to_string(value) +
                                         " is out of range, expected 1.." + std::to_string(limit));
     }
 }
@@ -106,22 +106,22 @@ int bench_command(const std::vector<std::string>& args) {
     const k::WeightsMode weights_mode = parse_weights_mode(weights_text);
     const std::string dtype_text = vm["weights-dtype"].as<std::string>();
     if (dtype_text != "f32" && dtype_text != "f16") {
-        throw UserError(exit_usage, "--weights-dtype: '" + dtype_text + "' is not one of f32|f16");
+        throw Error(exit_usage, "--weights-dtype: '" + dtype_text + "' is not one of f32|f16");
     }
     const std::string kernel_text = vm["kernel"].as<std::string>();
     if (kernel_text != "blocked" && kernel_text != "reference") {
-        throw UserError(exit_usage, "--kernel: '" + kernel_text + "' is not one of blocked|reference");
+        throw Error(exit_usage, "--kernel: '" + kernel_text + "' is not one of blocked|reference");
     }
-    if (vm["threads"].as<int>() < 0) throw UserError(exit_usage, "--threads: expected 0 (automatic) or more");
+    if (vm["threads"].as<int>() < 0) throw Error(exit_usage, "--threads: expected 0 (automatic) or more");
     if (vm["block-q"].as<int>() < 0 || vm["block-k"].as<int>() < 0) {
-        throw UserError(exit_usage, "--block-q/--block-k: expected 0 (automatic) or a positive tile size");
+        throw Error(exit_usage, "--block-q/--block-k: expected 0 (automatic) or a positive tile size");
     }
 
     k::KernelOptions kopt;
     kopt.kind = kernel_text == "reference" ? k::KernelKind::reference : k::KernelKind::blocked;
     kopt.isa = parse_isa(vm["isa"].as<std::string>());
     if (!k::isa_available(kopt.isa)) {
-        throw UserError(exit_usage, std::string("--isa: ") + k::isa_name(kopt.isa) + " is not available on this CPU or in this build");
+        throw Error(exit_usage, std::string("--isa: ") + k::isa_name(kopt.isa) + " is not available on this CPU or in this build");
     }
     kopt.isa = k::resolve_isa(kopt.isa);
     kopt.threads = vm["threads"].as<int>();

@@ -119,7 +119,7 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
                           }),
                           vm);
             } catch (const po::error& e) {
-                throw UserError(exit_usage, "environment variable " + text + ": " + error_text(e) +
+                throw Error(exit_usage, "environment variable " + text + ": " + error_text(e) +
                                                 "; hint: fix or unset " + variable);
             }
         }
@@ -132,7 +132,7 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
             const std::string path = vm["config"].as<std::string>();
             const std::optional<std::string> content = config_reader()(path);
             if (!content) {
-                throw UserError(exit_usage, "--config: cannot open '" + path + "' (expected a readable INI file)");
+                throw Error(exit_usage, "--config: cannot open '" + path + "' (expected a readable INI file)");
             }
             std::istringstream file(*content);
             // Keys before any section apply to every subcommand; a [name] section only to the
@@ -147,7 +147,7 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
                 if (first != std::string::npos && line[first] == '[') {
                     const auto close = line.find(']', first);
                     if (close == std::string::npos) {
-                        throw UserError(exit_usage, "--config " + path + ":" + std::to_string(line_number) +
+                        throw Error(exit_usage, "--config " + path + ":" + std::to_string(line_number) +
                                                         ": unterminated section header (expected [name])");
                     }
                     section = line.substr(first + 1, close - first - 1);
@@ -160,12 +160,12 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
             try {
                 po::store(po::parse_config_file(text, all, false), vm);
             } catch (const po::error& e) {
-                throw UserError(exit_usage, "--config " + path + ": " + error_text(e));
+                throw Error(exit_usage, "--config " + path + ": " + error_text(e));
             }
         }
         po::notify(vm);
     } catch (const po::error& e) {
-        throw UserError(exit_usage, error_text(e) + " (see 'attnbatch " + spec.name + " --help')");
+        throw Error(exit_usage, error_text(e) + " (see 'attnbatch " + spec.name + " --help')");
     }
     if (vm.count("print-config")) {
         std::cout << describe_options(vm);

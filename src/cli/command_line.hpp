@@ -5,33 +5,14 @@
 #include <boost/program_options.hpp>
 #include <functional>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "attnbatch/error.hpp"
 
 namespace attnbatch::cli {
 
 namespace po = boost::program_options;
-
-// Exit codes of SPEC.md.
-enum ExitCode : int {
-    exit_ok = 0,
-    exit_internal = 1,
-    exit_usage = 2,
-    exit_invalid_input = 3,
-    exit_io = 4,
-    exit_interrupted = 5,
-};
-
-// A failure the user can fix; `what()` is the one-line message, `code` the exit code.
-class UserError : public std::runtime_error {
-public:
-    UserError(int code, const std::string& message) : std::runtime_error(message), code_(code) {}
-    int code() const { return code_; }
-
-private:
-    int code_;
-};
 
 struct CommandSpec {
     std::string name;      // "bench"

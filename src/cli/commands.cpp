@@ -53,12 +53,12 @@ int run_cli(int argc, char** argv) {
         const std::vector<std::string> args(argv + 2, argv + argc);
         try {
             return s.run(args);
-        } catch (const UserError& e) {
+        } catch (const Error& e) {
             std::cerr << "attnbatch " << name << ": error: " << e.what() << '\n';
-            return e.code();
+            return e.exit_code();
         } catch (const std::bad_alloc&) {
-            std::cerr << "attnbatch " << name << ": error: out of memory (lower --max-memory or the problem size)\n";
-            return exit_internal;
+            std::cerr << "attnbatch " << name << ": error: " << out_of_memory_message << '\n';
+            return exit_out_of_memory;
         } catch (const std::exception& e) {
             std::cerr << "attnbatch " << name << ": internal error: " << e.what() << '\n';
             return exit_internal;

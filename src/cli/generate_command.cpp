@@ -26,7 +26,6 @@
 #include "attnbatch/io/output_size.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
-#include "io_errors.hpp"
 #include "random_field.hpp"
 #include "slab_writer.hpp"
 
@@ -75,7 +74,7 @@ struct Plan {
     const char* dtype_name() const { return float64 ? "float64" : "float32"; }
 };
 
-[[noreturn]] void usage(const std::string& message) { throw UserError(exit_usage, message); }
+[[noreturn]] void usage(const std::string& message) { throw Error(exit_usage, message); }
 
 std::int64_t positive(const po::variables_map& vm, const char* name) {
     const int value = vm[name].as<int>();
@@ -249,21 +248,21 @@ void check_target(const std::string& option, const std::string& path, bool force
                   " exists, left by an interrupted (or still running) generate; hint: --force removes it");
         }
         if (::unlink(partial.c_str()) != 0) {
-            throw UserError(exit_io, partial + ": cannot remove the stale partial file: " + std::strerror(errno));
+            throw Error(exit_io, partial + ": cannot remove the stale partial file: " + std::strerror(errno));
         }
     }
     const std::string directory = directory_of(path);
     struct stat status {};
     if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
-        throw UserError(exit_io, option + " " + path + ": directory " + directory + " does not exist");
+        throw Error(exit_io, option + " " + path + ": directory " + directory + " does not exist");
     }
     if (bytes > 0x1p62) usage(option + " " + path + ": the requested sizes make a file beyond 2^62 bytes");
-    const std::uint64_t free_bytes = with_io_errors([&] { return io::free_bytes_at(path); });
+    const std::uint64_t free_bytes = io::free_bytes_at(path);
     if (bytes > static_cast<double>(free_bytes)) {
         std::ostringstream message;
         message << option << " " << path << ": needs about " << static_cast<std::uint64_t>(bytes)
                 << " bytes but its file system has " << free_bytes << " free";
-        throw UserError(exit_io, message.str());
+        throw Error(exit_io, message.str());
     }
 }
 
@@ -524,7 +523,7 @@ int generate_command(const std::vector<std::string>& args) {
     if (!plan.weights_out.empty()) weights.emplace(plan.weights_out);
     LengthRange range;
     std::vector<Written> input_written, weights_written;
-    with_io_errors([&] {
+    {
         io::File file = input.create();
         input_written = write_input(file, plan, range);
         file.close();
@@ -535,7 +534,7 @@ int generate_command(const std::vector<std::string>& args) {
         }
         input.publish(plan.force);
         if (weights) weights->publish(plan.force);
-    });
+    }
 
     std::string extra;
     if (plan.min_len) extra += ", lengths " + std::to_string(range.min) + ".." + std::to_string(range.max);

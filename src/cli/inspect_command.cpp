@@ -13,14 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "attnbatch/io/errors.hpp"
+#include "attnbatch/error.hpp"
 #include "attnbatch/io/h5_error.hpp"
 #include "attnbatch/io/h5_file.hpp"
 #include "attnbatch/io/input.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "inspect_report.hpp"
-#include "io_errors.hpp"
 
 namespace attnbatch::cli {
 namespace {
@@ -65,28 +64,28 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 io::File open_file(const std::string& path) {
     struct stat status {};
     if (::stat(path.c_str(), &status) != 0) {
-        throw UserError(exit_io, path + ": cannot open: " + std::strerror(errno) + "; hint: check the path");
+        throw Error(exit_io, path + ": cannot open: " + std::strerror(errno) + "; hint: check the path");
     }
-    if (S_ISDIR(status.st_mode)) throw UserError(exit_io, path + ": is a directory, expected an HDF5 file");
+    if (S_ISDIR(status.st_mode)) throw Error(exit_io, path + ": is a directory, expected an HDF5 file");
     if (::access(path.c_str(), R_OK) != 0) {
-        throw UserError(exit_io, path + ": cannot read: " + std::strerror(errno) + "; hint: check the permissions");
+        throw Error(exit_io, path + ": cannot read: " + std::strerror(errno) + "; hint: check the permissions");
     }
     bool hdf5 = false;
     try {
         hdf5 = io::is_hdf5_file(path);
     } catch (const io::H5Error& error) {
-        throw UserError(exit_io, path + ": cannot read: " + error.what());
+        throw Error(exit_io, path + ": cannot read: " + error.what());
     }
-    if (!hdf5) throw UserError(exit_invalid_input, path + ": not an HDF5 file (no HDF5 signature found)");
+    if (!hdf5) throw Error(exit_invalid_input, path + ": not an HDF5 file (no HDF5 signature found)");
     try {
         return io::File::open(path, io::FileMode::read_only);
     } catch (const io::H5Error& error) {
         if (error.is_lock_failure() && ends_with(path, ".partial")) {
-            throw UserError(exit_invalid_input, "output in progress: " + path +
+            throw Error(exit_invalid_input, "output in progress: " + path +
                                                     " is locked by the process writing it (a running attnbatch run); "
                                                     "hint: inspect the final OUTPUT once the run ends");
         }
-        throw UserError(exit_io, path + ": cannot open: " + error.what());
+        throw Error(exit_io, path + ": cannot open: " + error.what());
     }
 }
 
@@ -129,7 +128,7 @@ void validate_input(InspectReport& report, const FileSchema& schema, const po::v
     options.weights_path = text_option(vm, "weights");
     options.heads = vm.count("heads") ? vm["heads"].as<int>() : 0;
     if (vm.count("heads") && options.heads < 1) {
-        throw UserError(exit_usage, "--heads: " + std::to_string(options.heads) + " is not a positive number of heads");
+        throw Error(exit_usage, "--heads: " + std::to_string(options.heads) + " is not a positive number of heads");
     }
     options.check_finite = !vm["quick"].as<bool>();
     const bool found_qkv = options.dataset.empty() && options.query.empty() && options.key.empty() &&
@@ -143,7 +142,7 @@ void validate_input(InspectReport& report, const FileSchema& schema, const po::v
     }
     try {
         report.input = io::describe_input(options);
-    } catch (const io::Error& error) {
+    } catch (const Error& error) {
         report.code = error.exit_code();
         report.verdict = std::string("invalid input: ") + error.what();
         return;
@@ -167,7 +166,7 @@ void validate_input(InspectReport& report, const FileSchema& schema, const po::v
 }
 
 void validate_output(InspectReport& report, const io::File& file, const FileSchema& schema) {
-    report.output = with_io_errors([&] { return check_output(file, schema); });
+    report.output = check_output(file, schema);
     const OutputCheck& check = *report.output;
     const std::string written =
         check.written >= 0 ? std::to_string(check.written) + " of " + std::to_string(check.n) + " sequences written" : "";
@@ -224,7 +223,7 @@ void validate_weights(InspectReport& report, const FileSchema& schema, const po:
 void inspect(InspectReport& report, const po::variables_map& vm) {
     report.in_progress = ends_with(report.path, ".partial");
     const io::File file = open_file(report.path);
-    report.schema = with_io_errors([&] { return read_schema(file); });
+    report.schema = read_schema(file);
     report.kind = decide_kind(*report.schema, vm);
     switch (report.kind) {
         case FileKind::input: validate_input(report, *report.schema, vm); break;
@@ -271,20 +270,20 @@ int inspect_command(const std::vector<std::string>& args) {
     po::variables_map vm;
     if (!parse_command_line(spec, options, positional_as_file(args, options), vm)) return exit_ok;
     if (!vm.count("file") || vm["file"].as<std::string>().empty()) {
-        throw UserError(exit_usage, "FILE is required: attnbatch inspect FILE (or --file FILE)");
+        throw Error(exit_usage, "FILE is required: attnbatch inspect FILE (or --file FILE)");
     }
     const std::string as = vm["as"].as<std::string>();
     if (as != "auto" && as != "input" && as != "output" && as != "weights") {
-        throw UserError(exit_usage, "--as: '" + as + "' is not one of auto|input|output|weights");
+        throw Error(exit_usage, "--as: '" + as + "' is not one of auto|input|output|weights");
     }
 
     InspectReport report;
     report.path = vm["file"].as<std::string>();
     try {
         inspect(report, vm);
-    } catch (const UserError& error) {
-        if (error.code() == exit_usage) throw;  // options at fault, not the file: no report
-        report.code = error.code();
+    } catch (const Error& error) {
+        if (error.exit_code() == exit_usage) throw;  // options at fault, not the file: no report
+        report.code = error.exit_code();
         report.verdict = error.what();
     }
     if (vm["json"].as<bool>()) {
@@ -292,7 +291,7 @@ int inspect_command(const std::vector<std::string>& args) {
     } else {
         print_text(std::cout, report);
     }
-    if (report.code != exit_ok) throw UserError(report.code, report.verdict);
+    if (report.code != exit_ok) throw Error(report.code, report.verdict);
     return exit_ok;
 }
 

@@ -32,7 +32,7 @@ Resume inspect_for_resume(const RunOptions& o, const io::OutputLayout& layout, c
     }
     const std::string differences = io::identity_differences(io::read_journal_identity(partial), identity);
     if (!differences.empty()) {
-        throw UserError(exit_usage, partial + " was written from other input or options (" + differences +
+        throw Error(exit_usage, partial + " was written from other input or options (" + differences +
                                         "); hint: resume with the original ones, or --force to start afresh");
     }
     const io::OutputFile file = io::OutputFile::reopen(o.output, layout);
@@ -66,7 +66,7 @@ std::vector<distributed::Unit> resumed_units(const std::vector<std::int32_t>& le
     std::int64_t largest = 0;
     for (const distributed::Unit& unit : units) largest = std::max(largest, unit.last - unit.first);
     if (largest > max_sequences) {
-        throw UserError(exit_usage, "--resume: the partial output's units hold up to " + std::to_string(largest) +
+        throw Error(exit_usage, "--resume: the partial output's units hold up to " + std::to_string(largest) +
                                         " sequences, but --max-memory allows " + std::to_string(max_sequences) +
                                         " per step on this run; hint: resume with the --max-memory (and --io) of the "
                                         "first attempt, or more");

@@ -21,13 +21,13 @@ struct Resume {
 };
 
 // Rank 0. complete: OUTPUT exists (and --force does not ask to finish a .partial beside
-// it); partial: OUTPUT.partial exists, was written with the same `identity` (else UserError
+// it); partial: OUTPUT.partial exists, was written with the same `identity` (else Error
 // exit 2 naming what differs) and its done units were re-checked; fresh otherwise.
 Resume inspect_for_resume(const RunOptions& options, const io::OutputLayout& layout, const std::string& identity);
 
 void broadcast_resume(distributed::Comm& comm, Resume& resume);
 
-// The partial run's units, costed for this run; UserError (exit 2) when one of them holds
+// The partial run's units, costed for this run; Error (exit 2) when one of them holds
 // more sequences than this run's memory bound allows in a step.
 std::vector<distributed::Unit> resumed_units(const std::vector<std::int32_t>& lengths, const distributed::CostModel& cost,
                                       const Resume& resume, std::int64_t max_sequences);

@@ -26,7 +26,7 @@
 #include "attnbatch/distributed/stop_request.hpp"
 #include "attnbatch/distributed/unit_computer.hpp"
 #include "attnbatch/distributed/memory_model.hpp"
-#include "attnbatch/io/errors.hpp"
+#include "attnbatch/error.hpp"
 #include "attnbatch/io/fault_injection.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
@@ -35,7 +35,6 @@
 #include "attnbatch/kernels/attention.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
-#include "io_errors.hpp"
 #include "progress.hpp"
 #include "resume.hpp"
 #include "resume_identity.hpp"
@@ -87,46 +86,19 @@ private:
     int size_ = 1, rank_ = 0;
 };
 
-// Runs `work` where `here` is true, and makes every rank agree on its outcome: a failure on
-// any rank throws AgreedFailure on all of them.
-template <class Work>
-void agreed(distributed::Comm& comm, bool here, Work&& work) {
-    int code = 0;
-    std::string message;
-    if (here) {
-        try {
-            work();
-        } catch (const UserError& e) {
-            code = e.code();
-            message = e.what();
-        } catch (const std::bad_alloc&) {
-            code = exit_usage;
-            message = "out of memory (lower --max-memory or the problem size)";
-        } catch (...) {
-            try {
-                rethrow_as_user_error();  // io errors get their exit codes; anything else goes on up
-            } catch (const UserError& e) {
-                code = e.code();
-                message = e.what();
-            }
-        }
-    }
-    distributed::agree_or_throw(comm, code, message);
-}
-
 // The output must be a new file path, never the input or the weights (--force would otherwise
 // replace them) and never a directory (found out only at the final rename, after the work).
 void check_output_path(const RunOptions& o) {
     struct stat out {};
     if (::stat(o.output.c_str(), &out) != 0) return;
     if (S_ISDIR(out.st_mode)) {
-        throw UserError(exit_usage, "--output " + o.output + " is a directory, expected a file path; hint: e.g. " + o.output + "/out.h5");
+        throw Error(exit_usage, "--output " + o.output + " is a directory, expected a file path; hint: e.g. " + o.output + "/out.h5");
     }
     for (const std::string* input : {&o.input.input_path, &o.input.weights_path}) {
         struct stat in {};
         if (input->empty() || ::stat(input->c_str(), &in) != 0) continue;
         if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
-            throw UserError(exit_usage, "--output " + o.output + " is the same file as " + *input +
+            throw Error(exit_usage, "--output " + o.output + " is the same file as " + *input +
                                             ", expected a different path (inputs are never overwritten, even with --force)");
         }
     }
@@ -154,7 +126,7 @@ RunOptions parse_options_everywhere(distributed::Comm& comm, const std::vector<s
         });
     }
     RunOptions o;
-    agreed(comm, true, [&] { o = parse_run_options(args); });
+    distributed::agreed(comm, true, [&] { o = parse_run_options(args); });
     return o;
 }
 
@@ -232,7 +204,7 @@ double hidden_fraction_of(const std::vector<distributed::RankTimes>& ranks) {
 void write_report(const std::string& path, const RunOptions& o, const std::string& io_mode, int threads, double total,
                   const distributed::RunResult& result, std::size_t units, std::int64_t max_sequences) {
     std::ofstream out(path);
-    if (!out) throw UserError(exit_io, "--report: cannot write '" + path + "'");
+    if (!out) throw Error(exit_io, "--report: cannot write '" + path + "'");
     out << std::setprecision(6) << "{\n  \"ranks\": " << result.ranks.size() << ",\n  \"threads\": " << threads
         << ",\n  \"io\": \"" << io_mode << "\",\n  \"schedule\": \"" << o.schedule << "\",\n  \"output\": \"" << o.output
         << "\",\n  \"wall_seconds\": " << total << ",\n  \"units\": " << units << ",\n  \"rounds\": " << result.rounds
@@ -270,12 +242,12 @@ int run_job(distributed::Comm& comm, const std::vector<std::string>& args) {
     if (o.stop) return exit_ok;
     const double t_start = MPI_Wtime();
     distributed::install_stop_handlers();
-    agreed(comm, true, [&] { io::arm_fault_from_environment(comm.rank()); });
-    agreed(comm, root, [&] { check_output_path(o); });
+    distributed::agreed(comm, true, [&] { io::arm_fault_from_environment(comm.rank()); });
+    distributed::agreed(comm, root, [&] { check_output_path(o); });
 
     // Rank 0 validates shapes, types and lengths; the data values are scanned later, each
     // rank its own share.
-    agreed(comm, root, [&] {
+    distributed::agreed(comm, root, [&] {
         io::InputOptions input = o.input;
         input.check_finite = false;
         job.spec = io::describe_input(input);
@@ -293,10 +265,10 @@ int run_job(distributed::Comm& comm, const std::vector<std::string>& args) {
     layout.save_weights = o.save_weights;
     layout.weights_dtype = o.weights_dtype;
     layout.gzip_level = o.gzip_level;
-    agreed(comm, true, [&] {
+    distributed::agreed(comm, true, [&] {
         if (!o.weights_seqs_given) return;
         if (o.weights_last > spec.n) {
-            throw UserError(exit_usage, "--weights-seqs " + std::to_string(o.weights_first) + ":" +
+            throw Error(exit_usage, "--weights-seqs " + std::to_string(o.weights_first) + ":" +
                                             std::to_string(o.weights_last) + " ends past N = " + std::to_string(spec.n) +
                                             " (expected A < B <= N)");
         }
@@ -323,7 +295,7 @@ int run_job(distributed::Comm& comm, const std::vector<std::string>& args) {
     const int in_flight = io_mode == "gather" && plan_ranks > 1 ? 3 : 2;
     const distributed::MemoryModel memory = distributed::memory_model(spec, layout, kernel, in_flight);
     std::int64_t max_sequences = 0;
-    agreed(comm, true, [&] {
+    distributed::agreed(comm, true, [&] {
         max_sequences = distributed::sequences_per_unit(memory, o.max_memory, spec.n);
         if (o.unit_sequences > 0) max_sequences = std::min<std::int64_t>(max_sequences, o.unit_sequences);
     });
@@ -336,14 +308,14 @@ int run_job(distributed::Comm& comm, const std::vector<std::string>& args) {
     distributed::broadcast_string(comm, identity, 0);
     Resume resume;
     if (o.resume && !o.dry_run) {
-        agreed(comm, root, [&] { resume = inspect_for_resume(o, layout, identity); });
+        distributed::agreed(comm, root, [&] { resume = inspect_for_resume(o, layout, identity); });
         broadcast_resume(comm, resume);
     }
     if (resume.state == Resume::complete) return exit_ok;
     distributed::RoundProgress done_before;
     std::vector<distributed::Unit> units;  // what this attempt computes: every unit, or those not done
     if (resume.state == Resume::partial) {
-        agreed(comm, true, [&] { all_units = resumed_units(job.lengths, cost, resume, max_sequences); });
+        distributed::agreed(comm, true, [&] { all_units = resumed_units(job.lengths, cost, resume, max_sequences); });
         for (std::size_t u = 0; u < all_units.size(); ++u) {
             if (!resume.done[u]) {
                 units.push_back(all_units[u]);
@@ -380,11 +352,11 @@ int run_job(distributed::Comm& comm, const std::vector<std::string>& args) {
     }
     if (o.dry_run) return exit_ok;
 
-    agreed(comm, root, [&] {
+    distributed::agreed(comm, root, [&] {
         if (layout.gzip_level != 0 || resume.state == Resume::partial) return;  // a partial holds its space
         const std::uint64_t free_bytes = io::free_bytes_at(o.output);
         if (sizes.total() > free_bytes) {
-            throw UserError(exit_usage, o.output + ": the output needs " + distributed::format_bytes(static_cast<double>(sizes.total())) +
+            throw Error(exit_usage, o.output + ": the output needs " + distributed::format_bytes(static_cast<double>(sizes.total())) +
                                             " but its file system has " + distributed::format_bytes(static_cast<double>(free_bytes)) +
                                             " free; hint: --save-weights mean|none, --weights-dtype f16, --weights-seqs A:B or "
                                             "--compression gzip shrink it");
@@ -393,7 +365,7 @@ int run_job(distributed::Comm& comm, const std::vector<std::string>& args) {
 
     // Every value checked before any compute: in parallel each rank scans its own share.
     const bool parallel = io_mode == "parallel";
-    agreed(comm, root || parallel, [&] {
+    distributed::agreed(comm, root || parallel, [&] {
         io::ValueScan scan{0, spec.n, root, o.input.scan_bytes};
         if (parallel) std::tie(scan.first, scan.last) = share_span(units, plan.ranks[static_cast<std::size_t>(comm.rank())]);
         io::check_values(spec, scan);
@@ -425,7 +397,7 @@ int run_job(distributed::Comm& comm, const std::vector<std::string>& args) {
     std::unique_ptr<io::InputReader> reader;
     std::unique_ptr<distributed::StepIo> step_io;
     if (parallel) {
-        if (!continuing) agreed(comm, root, [&] { io::prepare_output_path(o.output, o.force); });
+        if (!continuing) distributed::agreed(comm, root, [&] { io::prepare_output_path(o.output, o.force); });
         output_options.paths_prepared = true;
         output_options.access.configure = [](hid_t fapl) { H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL); };
         // Collective: a failure here is the same on every rank, or the job cannot go on.
@@ -433,7 +405,7 @@ int run_job(distributed::Comm& comm, const std::vector<std::string>& args) {
         std::string message;
         try {
             output = open_output(output_options.access);
-        } catch (const io::Error& e) {
+        } catch (const Error& e) {
             code = e.exit_code();
             message = e.what();
         }
@@ -443,10 +415,10 @@ int run_job(distributed::Comm& comm, const std::vector<std::string>& args) {
             comm.abort(created.code);
         }
         if (created.code != 0) throw distributed::AgreedFailure(created.code, created.message);
-        agreed(comm, true, [&] { reader = std::make_unique<io::InputReader>(spec); });
+        distributed::agreed(comm, true, [&] { reader = std::make_unique<io::InputReader>(spec); });
         step_io = distributed::make_parallel_io(comm, std::move(reader), std::move(output), o.force);
     } else {
-        agreed(comm, root, [&] {
+        distributed::agreed(comm, root, [&] {
             output = open_output(output_options.access);
             reader = std::make_unique<io::InputReader>(spec);
         });
@@ -475,11 +447,8 @@ int run_job(distributed::Comm& comm, const std::vector<std::string>& args) {
     } catch (const std::exception& e) {
         // An io error at the end (the final flush or rename on a full disk) keeps its exit
         // code; anything else is a bug.
-        const auto* io_error = dynamic_cast<const io::Error*>(&e);
-        if (ranks == 1) {
-            if (io_error) rethrow_as_user_error();
-            throw;
-        }
+        const auto* io_error = dynamic_cast<const Error*>(&e);
+        if (ranks == 1) throw;
         // Caught here, before the output's destructor could start a collective close that
         // the other ranks would never join.
         std::cerr << "attnbatch run: " << (io_error ? "error" : "internal error") << ": rank " << comm.rank() << ": "
@@ -532,13 +501,13 @@ int run_command(const std::vector<std::string>& args) {
         return run_job(*comm, args);
     } catch (const distributed::AgreedFailure& failure) {
         // Every rank is here with the same code; rank 0 speaks for them.
-        if (comm->is_root()) throw UserError(failure.code(), failure.what());
-        return failure.code();
-    } catch (const UserError& e) {
+        if (comm->is_root()) throw Error(failure.exit_code(), failure.what());
+        return failure.exit_code();
+    } catch (const Error& e) {
         if (mpi.size() == 1) throw;
         std::cerr << "attnbatch run: error: rank " << mpi.rank() << ": " << e.what() << '\n';
-        comm->abort(e.code());
-        return e.code();  // not reached
+        comm->abort(e.exit_code());
+        return e.exit_code();  // not reached
     } catch (const std::exception& e) {
         if (mpi.size() == 1) throw;
         // Other ranks may be waiting in a collective for this one: end the job.

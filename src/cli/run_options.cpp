@@ -27,7 +27,7 @@ void parse_weights_seqs(const std::string& text, RunOptions& o) {
         o.weights_last = b;
         o.weights_seqs_given = true;
     } catch (const std::exception&) {
-        throw UserError(exit_usage, "--weights-seqs: '" + text + "' is not a range A:B with 0 <= A < B");
+        throw Error(exit_usage, "--weights-seqs: '" + text + "' is not a range A:B with 0 <= A < B");
     }
 }
 
@@ -35,7 +35,7 @@ int parse_compression(const std::string& text) {
     if (text == "none") return 0;
     if (text == "gzip") return 4;
     if (text.size() == 6 && text.compare(0, 5, "gzip:") == 0 && text[5] >= '1' && text[5] <= '9') return text[5] - '0';
-    throw UserError(exit_usage, "--compression: '" + text + "' is not one of none|gzip|gzip:1..9");
+    throw Error(exit_usage, "--compression: '" + text + "' is not one of none|gzip|gzip:1..9");
 }
 
 }  // namespace
@@ -45,7 +45,7 @@ kernels::Isa parse_isa(const std::string& s) {
     if (s == "portable") return kernels::Isa::portable;
     if (s == "avx2") return kernels::Isa::avx2;
     if (s == "avx512") return kernels::Isa::avx512;
-    throw UserError(exit_usage, "--isa: '" + s + "' is not one of best|portable|avx2|avx512");
+    throw Error(exit_usage, "--isa: '" + s + "' is not one of best|portable|avx2|avx512");
 }
 
 std::size_t parse_bytes(const std::string& text, const std::string& option) {
@@ -67,7 +67,7 @@ std::size_t parse_bytes(const std::string& text, const std::string& option) {
     // Beyond 2^60 bytes (an exbibyte) no machine has it; the bound also keeps the size_t
     // conversion defined. Below one byte ("0.1") the size would truncate to 0.
     if (used == 0 || scale == 0 || !(value > 0) || !std::isfinite(value) || value * scale < 1 || value * scale > 1.15e18) {
-        throw UserError(exit_usage, option + ": '" + text + "' is not a positive size (expected e.g. 4G, 512M or 1000000)");
+        throw Error(exit_usage, option + ": '" + text + "' is not a positive size (expected e.g. 4G, 512M or 1000000)");
     }
     return static_cast<std::size_t>(value * scale);
 }
@@ -132,60 +132,60 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     if (vm.count("value")) o.input.value = vm["value"].as<std::string>();
     if (vm.count("weights")) o.input.weights_path = vm["weights"].as<std::string>();
     const int heads = vm["heads"].as<int>();
-    if (heads < 1) throw UserError(exit_usage, "--heads: " + std::to_string(heads) + " is not a positive number of heads");
+    if (heads < 1) throw Error(exit_usage, "--heads: " + std::to_string(heads) + " is not a positive number of heads");
     o.input.heads = vm["heads"].defaulted() ? 0 : heads;
     o.causal = vm["causal"].as<bool>();
     o.scale = vm["scale"].as<double>();
-    if (!(o.scale >= 0) || !std::isfinite(o.scale)) throw UserError(exit_usage, "--scale: expected a positive number (0 for 1/sqrt(d_k))");
+    if (!(o.scale >= 0) || !std::isfinite(o.scale)) throw Error(exit_usage, "--scale: expected a positive number (0 for 1/sqrt(d_k))");
     const std::string save = vm["save-weights"].as<std::string>();
     if (save == "none") o.save_weights = io::SaveWeights::none;
     else if (save == "all") o.save_weights = io::SaveWeights::all;
     else if (save == "mean") o.save_weights = io::SaveWeights::mean;
-    else throw UserError(exit_usage, "--save-weights: '" + save + "' is not one of none|all|mean");
+    else throw Error(exit_usage, "--save-weights: '" + save + "' is not one of none|all|mean");
     const std::string dtype = vm["weights-dtype"].as<std::string>();
     if (dtype == "f32") o.weights_dtype = io::WeightsDtype::f32;
     else if (dtype == "f16") o.weights_dtype = io::WeightsDtype::f16;
-    else throw UserError(exit_usage, "--weights-dtype: '" + dtype + "' is not one of f32|f16");
+    else throw Error(exit_usage, "--weights-dtype: '" + dtype + "' is not one of f32|f16");
     if (vm.count("weights-seqs")) parse_weights_seqs(vm["weights-seqs"].as<std::string>(), o);
     o.gzip_level = parse_compression(vm["compression"].as<std::string>());
     o.io_mode = vm["io"].as<std::string>();
     if (o.io_mode != "auto" && o.io_mode != "gather" && o.io_mode != "parallel") {
-        throw UserError(exit_usage, "--io: '" + o.io_mode + "' is not one of auto|gather|parallel");
+        throw Error(exit_usage, "--io: '" + o.io_mode + "' is not one of auto|gather|parallel");
     }
     o.schedule = vm["schedule"].as<std::string>();
-    if (o.schedule != "static" && o.schedule != "dynamic") throw UserError(exit_usage, "--schedule: '" + o.schedule + "' is not one of static|dynamic");
+    if (o.schedule != "static" && o.schedule != "dynamic") throw Error(exit_usage, "--schedule: '" + o.schedule + "' is not one of static|dynamic");
     o.kernel.threads = vm["threads"].as<int>();
-    if (o.kernel.threads < 0) throw UserError(exit_usage, "--threads " + std::to_string(o.kernel.threads) + ": expected 0 (automatic) or more");
+    if (o.kernel.threads < 0) throw Error(exit_usage, "--threads " + std::to_string(o.kernel.threads) + ": expected 0 (automatic) or more");
     o.kernel.block_q = vm["block-q"].as<int>();
     o.kernel.block_k = vm["block-k"].as<int>();
-    if (o.kernel.block_q < 0 || o.kernel.block_k < 0) throw UserError(exit_usage, "--block-q/--block-k: expected 0 (automatic) or a positive tile size");
+    if (o.kernel.block_q < 0 || o.kernel.block_k < 0) throw Error(exit_usage, "--block-q/--block-k: expected 0 (automatic) or a positive tile size");
     const std::string kernel = vm["kernel"].as<std::string>();
-    if (kernel != "blocked" && kernel != "reference") throw UserError(exit_usage, "--kernel: '" + kernel + "' is not one of blocked|reference");
+    if (kernel != "blocked" && kernel != "reference") throw Error(exit_usage, "--kernel: '" + kernel + "' is not one of blocked|reference");
     o.kernel.kind = kernel == "reference" ? kernels::KernelKind::reference : kernels::KernelKind::blocked;
     o.kernel.isa = parse_isa(vm["isa"].as<std::string>());
     if (!kernels::isa_available(o.kernel.isa)) {
-        throw UserError(exit_usage, std::string("--isa: ") + kernels::isa_name(o.kernel.isa) + " is not available on this CPU or in this build");
+        throw Error(exit_usage, std::string("--isa: ") + kernels::isa_name(o.kernel.isa) + " is not available on this CPU or in this build");
     }
     o.max_memory = vm.count("max-memory") ? parse_bytes(vm["max-memory"].as<std::string>(), "--max-memory") : quarter_of_ram();
-    if (vm["unit-sequences"].as<long>() < 0) throw UserError(exit_usage, "--unit-sequences: expected 0 (automatic) or more");
+    if (vm["unit-sequences"].as<long>() < 0) throw Error(exit_usage, "--unit-sequences: expected 0 (automatic) or more");
     o.unit_sequences = vm["unit-sequences"].as<long>();
     o.resume = vm["resume"].as<bool>();
     o.force = vm["force"].as<bool>();
     o.dry_run = vm["dry-run"].as<bool>();
     o.simulate_ranks = vm["simulate-ranks"].as<int>();
     if (o.simulate_ranks < 0 || o.simulate_ranks > (1 << 24)) {
-        throw UserError(exit_usage, "--simulate-ranks: expected 1 to 16777216 ranks, or 0 for the ranks of this run");
+        throw Error(exit_usage, "--simulate-ranks: expected 1 to 16777216 ranks, or 0 for the ranks of this run");
     }
     if (o.simulate_ranks > 0 && !o.dry_run) {
-        throw UserError(exit_usage, "--simulate-ranks " + std::to_string(o.simulate_ranks) + " needs --dry-run (it plans without running)");
+        throw Error(exit_usage, "--simulate-ranks " + std::to_string(o.simulate_ranks) + " needs --dry-run (it plans without running)");
     }
     if (vm.count("report")) o.report = vm["report"].as<std::string>();
     o.progress = vm["progress"].as<std::string>();
     o.progress_interval = vm["progress-interval"].as<double>();
-    if (!(o.progress_interval > 0)) throw UserError(exit_usage, "--progress-interval: expected seconds > 0");
+    if (!(o.progress_interval > 0)) throw Error(exit_usage, "--progress-interval: expected seconds > 0");
     o.verbose = vm["verbose"].as<bool>();
     if (o.progress != "auto" && o.progress != "always" && o.progress != "never") {
-        throw UserError(exit_usage, "--progress: '" + o.progress + "' is not one of auto|always|never");
+        throw Error(exit_usage, "--progress: '" + o.progress + "' is not one of auto|always|never");
     }
     o.resolved_config = describe_options(vm);
     return o;

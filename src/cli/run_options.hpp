@@ -41,7 +41,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args);
 // --isa: best|portable|avx2|avx512 (shared by run and bench).
 kernels::Isa parse_isa(const std::string& text);
 
-// "4G", "512M", "1.5GiB", "1000000": bytes; throws UserError naming `option`.
+// "4G", "512M", "1.5GiB", "1000000": bytes; throws Error naming `option`.
 std::size_t parse_bytes(const std::string& text, const std::string& option);
 
 }  // namespace attnbatch::cli

@@ -8,7 +8,7 @@
 #include <map>
 #include <sstream>
 
-#include "attnbatch/io/errors.hpp"
+#include "attnbatch/error.hpp"
 #include "attnbatch/io/h5.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
@@ -16,7 +16,6 @@
 #include "attnbatch/kernels/half.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
-#include "io_errors.hpp"
 #include "recorded_run.hpp"
 
 namespace attnbatch::cli {
@@ -56,10 +55,10 @@ int verify_command(const std::vector<std::string>& args) {
     if (!parse_command_line(spec, options, args, vm)) return exit_ok;
     const std::string input_path = vm["input"].as<std::string>(), output_path = vm["output"].as<std::string>();
 
-    try {
+    {
         io::File out = io::File::open(output_path, io::FileMode::read_only);
         if (!io::has_attribute(out, "complete") || io::get_int_attribute(out, "complete") != 1) {
-            throw UserError(exit_invalid_input, output_path + ": attribute complete is not 1 (the run did not finish); expected a complete output");
+            throw Error(exit_invalid_input, output_path + ": attribute complete is not 1 (the run did not finish); expected a complete output");
         }
         const RecordedRun run = read_recorded_run(out, input_path, vm.count("weights") ? vm["weights"].as<std::string>() : "");
         const io::InputSpec& in = run.input;
@@ -88,7 +87,7 @@ int verify_command(const std::vector<std::string>& args) {
             } catch (const std::exception&) {
                 k = 0;
             }
-            if (k < 1) throw UserError(exit_usage, "--samples: '" + samples_text + "' is not a positive count or 'all'");
+            if (k < 1) throw Error(exit_usage, "--samples: '" + samples_text + "' is not a positive count or 'all'");
             const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(k), n);
             for (std::size_t i = 0; i < count; ++i)
                 samples.push_back(count == 1 ? 0 : static_cast<std::int64_t>(i * (n - 1) / (count - 1)));
@@ -161,8 +160,6 @@ int verify_command(const std::vector<std::string>& args) {
         }
         std::cout << (ok ? "  OK: within tolerance\n" : "  FAILED: outside tolerance\n");
         return ok ? exit_ok : exit_invalid_input;
-    } catch (...) {
-        rethrow_as_user_error();
     }
 }
 

@@ -8,11 +8,10 @@
 #include <sstream>
 #include <sys/stat.h>
 
-#include "attnbatch/io/errors.hpp"
+#include "attnbatch/error.hpp"
 #include "attnbatch/io/h5.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
-#include "io_errors.hpp"
 #include "recorded_run.hpp"
 
 namespace attnbatch::cli {
@@ -23,7 +22,7 @@ namespace {
 std::vector<std::int64_t> parse_index_list(const std::string& text, std::int64_t limit, const std::string& option) {
     std::vector<std::int64_t> values;
     auto fail = [&]() -> std::vector<std::int64_t> {
-        throw UserError(exit_usage, option + ": '" + text + "' is not an index, a range A:B or a list i,j,k within [0, " +
+        throw Error(exit_usage, option + ": '" + text + "' is not an index, a range A:B or a list i,j,k within [0, " +
                                         std::to_string(limit) + ")");
     };
     try {
@@ -42,7 +41,7 @@ std::vector<std::int64_t> parse_index_list(const std::string& text, std::int64_t
             if (used != item.size() || v < 0 || v >= limit) return fail();
             values.push_back(v);
         }
-    } catch (const UserError&) {
+    } catch (const Error&) {
         throw;
     } catch (const std::exception&) {
         return fail();
@@ -76,15 +75,15 @@ int weights_command(const std::vector<std::string>& args) {
     const bool csv = to.size() > 4 && to.compare(to.size() - 4, 4, ".csv") == 0;
     const bool h5 = (to.size() > 3 && to.compare(to.size() - 3, 3, ".h5") == 0) ||
                     (to.size() > 5 && to.compare(to.size() - 5, 5, ".hdf5") == 0);
-    if (!csv && !h5) throw UserError(exit_usage, "--to: '" + to + "' must end in .h5, .hdf5 or .csv");
+    if (!csv && !h5) throw Error(exit_usage, "--to: '" + to + "' must end in .h5, .hdf5 or .csv");
     struct stat existing {};
     if (::stat(to.c_str(), &existing) == 0 && !vm["force"].as<bool>()) {
-        throw UserError(exit_usage, "--to: " + to + " exists; hint: --force replaces it");
+        throw Error(exit_usage, "--to: " + to + " exists; hint: --force replaces it");
     }
-    try {
+    {
         io::File out = io::File::open(vm["output"].as<std::string>(), io::FileMode::read_only);
         if (!io::has_attribute(out, "complete") || io::get_int_attribute(out, "complete") != 1) {
-            throw UserError(exit_invalid_input, vm["output"].as<std::string>() + ": attribute complete is not 1; expected a finished run's output");
+            throw Error(exit_invalid_input, vm["output"].as<std::string>() + ": attribute complete is not 1; expected a finished run's output");
         }
         const RecordedRun run = read_recorded_run(out, vm["input"].as<std::string>(),
                                                   vm.count("weights") ? vm["weights"].as<std::string>() : "");
@@ -137,10 +136,10 @@ int weights_command(const std::vector<std::string>& args) {
                 ds.close();
                 file.close();
             }
-            if (std::rename(partial.c_str(), to.c_str()) != 0) throw UserError(exit_io, to + ": cannot rename " + partial + " into place");
+            if (std::rename(partial.c_str(), to.c_str()) != 0) throw Error(exit_io, to + ": cannot rename " + partial + " into place");
         } else {
             std::ofstream csv_out(to);
-            if (!csv_out) throw UserError(exit_io, "--to: cannot write " + to);
+            if (!csv_out) throw Error(exit_io, "--to: cannot write " + to);
             csv_out << "sequence,head,query,key,weight\n";
             csv_out.precision(9);
             for (std::size_t si = 0; si < sequences.size(); ++si)
@@ -150,13 +149,11 @@ int weights_command(const std::vector<std::string>& args) {
                             const float w = maps[((si * heads.size() + hi) * len + i) * len + j];
                             if (w != 0.0f) csv_out << sequences[si] << ',' << heads[hi] << ',' << i << ',' << j << ',' << w << '\n';
                         }
-            if (!csv_out) throw UserError(exit_io, "--to: writing " + to + " failed");
+            if (!csv_out) throw Error(exit_io, "--to: writing " + to + " failed");
         }
         std::cout << "attnbatch weights: " << sequences.size() << " sequence(s) x " << heads.size() << " head(s) of L = " << len
                   << " -> " << to << '\n';
         return exit_ok;
-    } catch (...) {
-        rethrow_as_user_error();
     }
 }
 

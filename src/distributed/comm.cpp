@@ -37,18 +37,4 @@ void broadcast_string(Comm& comm, std::string& text, int root) {
     text.assign(bytes.begin(), bytes.end());
 }
 
-AgreedError agree(Comm& comm, int code, const std::string& message) {
-    // The lowest failing rank wins: with contiguous shares that is the lowest sequence index.
-    const std::int64_t size = comm.size();
-    const std::int64_t failing = comm.max(code != 0 ? size - comm.rank() : std::int64_t{0});
-    if (failing == 0) return {};
-    const int root = static_cast<int>(size - failing);
-    AgreedError agreed{code, message};
-    std::int64_t agreed_code = code;
-    comm.broadcast(&agreed_code, sizeof agreed_code, root);
-    agreed.code = static_cast<int>(agreed_code);
-    broadcast_string(comm, agreed.message, root);
-    return agreed;
-}
-
 }  // namespace attnbatch::distributed

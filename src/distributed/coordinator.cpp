@@ -3,18 +3,13 @@
 #include <algorithm>
 #include <new>
 
-#include "attnbatch/io/errors.hpp"
+#include "attnbatch/error.hpp"
 #include "attnbatch/io/fault_injection.hpp"
 #include "attnbatch/distributed/stop_request.hpp"
 #include "background_worker.hpp"
 #include "wall_clock.hpp"
 
 namespace attnbatch::distributed {
-
-void agree_or_throw(Comm& comm, int code, const std::string& message) {
-    const AgreedError agreed = agree(comm, code, message);
-    if (agreed.code != 0) throw AgreedFailure(agreed.code, agreed.message);
-}
 
 double RankTimes::hidden_fraction() const {
     const double io = read + write + communicate;
@@ -147,10 +142,10 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
                 mine.units += step.unit_count;
                 mine.steps += 1;
             } catch (const std::bad_alloc&) {
-                failure.set(io::exit_usage, "out of memory computing sequences [" + std::to_string(step.first) + ", " +
+                failure.set(exit_out_of_memory, "out of memory computing sequences [" + std::to_string(step.first) + ", " +
                                                 std::to_string(step.last) + "); hint: lower --max-memory");
             } catch (const std::exception& e) {
-                failure.set(1, std::string("internal error computing sequences: ") + e.what());
+                failure.set(exit_internal, std::string("internal error computing sequences: ") + e.what());
             }
         }
         if (!slot.has_output) mine.exposed += io_spent;

@@ -109,7 +109,7 @@ public:
             recv_vector(comm_, block.lengths, 0, tag_input);
             for (std::vector<float>* array : input_arrays(spec_, block, block.count)) recv_vector(comm_, *array, 0, tag_input);
         } else {
-            failure.set(io::exit_io, "rank 0 could not read sequences [" + std::to_string(mine.first) + ", " +
+            failure.set(exit_io, "rank 0 could not read sequences [" + std::to_string(mine.first) + ", " +
                                          std::to_string(mine.last) + ") for rank " + std::to_string(comm_.rank()));
             clear(block);
         }
@@ -146,7 +146,7 @@ public:
             if (ok) write(step, received_.view(), times, failure);
         }
         const double t0 = wall_seconds();
-        record_io_failure(failure, [&] { output_->checkpoint(); });
+        record_failure(failure, [&] { output_->checkpoint(); });
         times.write += wall_seconds() - t0;
     }
 
@@ -175,7 +175,7 @@ private:
     bool read_into(const RankStep& step, io::InputBlock& block, IoTimes& times, LocalFailure& failure) {
         if (failure) return false;  // this round fails anyway: do not read more
         const double t0 = wall_seconds();
-        record_io_failure(failure, [&] { reader_->read(step.first, step.last, block); });
+        record_failure(failure, [&] { reader_->read(step.first, step.last, block); });
         times.read += wall_seconds() - t0;
         return !failure;
     }
@@ -201,7 +201,7 @@ private:
     void write(const RankStep& step, const io::OutputBlock& block, IoTimes& times, LocalFailure& failure) {
         if (failure) return;
         const double t0 = wall_seconds();
-        record_io_failure(failure, [&] { output_->write_block(step.first, step.last, block); });
+        record_failure(failure, [&] { output_->write_block(step.first, step.last, block); });
         times.write += wall_seconds() - t0;
     }
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "attnbatch/io/errors.hpp"
+#include "attnbatch/error.hpp"
 #include "attnbatch/kernels/projection.hpp"
 
 namespace attnbatch::distributed {
@@ -75,7 +75,7 @@ std::string format_bytes(double bytes) {
 std::int64_t sequences_per_unit(const MemoryModel& model, std::size_t max_memory, std::int64_t n) {
     const std::size_t one = model.per_sequence + model.per_weights_sequence;
     if (model.fixed + one > max_memory) {
-        throw io::Error(io::exit_usage,
+        throw Error(exit_usage,
                         "--max-memory " + format_bytes(static_cast<double>(max_memory)) + " is below the " +
                             format_bytes(static_cast<double>(model.fixed + one)) +
                             " one sequence needs; hint: raise --max-memory, or shrink the weights with "

@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "attnbatch/distributed/step_io.hpp"
-#include "attnbatch/io/errors.hpp"
+#include "attnbatch/error.hpp"
 #include "attnbatch/io/h5_error.hpp"
 #include "wall_clock.hpp"
 
@@ -53,7 +53,7 @@ public:
         block.lengths.clear();
         if (mine.empty() || failure) return;
         const double t0 = wall_seconds();
-        record_io_failure(failure, [&] { reader_->read(mine.first, mine.last, block); });
+        record_failure(failure, [&] { reader_->read(mine.first, mine.last, block); });
         times.read += wall_seconds() - t0;
     }
 
@@ -100,8 +100,8 @@ private:
         std::cerr << "attnbatch run: error: rank " << comm_.rank() << ": " << what
                   << " (inside a collective write: aborting every rank)\n";
         std::cerr.flush();
-        comm_.abort(io::exit_io);
-        std::_Exit(io::exit_io);  // not reached; virtual calls do not carry [[noreturn]]
+        comm_.abort(exit_io);
+        std::_Exit(exit_io);  // not reached; virtual calls do not carry [[noreturn]]
     }
 
     void note_fallback() {

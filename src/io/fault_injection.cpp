@@ -1,6 +1,6 @@
 #include "attnbatch/io/fault_injection.hpp"
 
-#include "attnbatch/io/errors.hpp"
+#include "attnbatch/error.hpp"
 
 #include <csignal>
 #include <cstdlib>

@@ -127,7 +127,7 @@ bool mentions_locking(const std::vector<std::string>& stack) {
 }  // namespace
 
 H5Error::H5Error(std::string call, Where where, std::vector<std::string> stack)
-    : std::runtime_error(build_message(call, where, stack, mentions_locking(stack))),
+    : Error(exit_io, build_message(call, where, stack, mentions_locking(stack))),
       call_(std::move(call)),
       where_(std::move(where)),
       stack_(std::move(stack)) {}

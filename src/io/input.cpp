@@ -17,8 +17,8 @@ namespace attnbatch::io {
 namespace {
 
 
-[[noreturn]] void invalid(const std::string& message) { throw InputError(exit_invalid_input, message); }
-[[noreturn]] void usage(const std::string& message) { throw InputError(exit_usage, message); }
+[[noreturn]] void invalid(const std::string& message) { throw Error(exit_invalid_input, message); }
+[[noreturn]] void usage(const std::string& message) { throw Error(exit_usage, message); }
 
 // A dataset's type for messages: TypeInfo::name() for numbers and strings, and for the
 // classes it calls "other" what they are, so that a user sees why the data is refused (numpy

@@ -15,11 +15,11 @@ namespace attnbatch::io::detail {
 File open_input_file(const std::string& path, const std::string& option, const FileAccess& access) {
     struct stat status {};
     if (::stat(path.c_str(), &status) != 0) {
-        throw InputError(exit_io, path + ": cannot open: " + std::strerror(errno) + "; hint: check the path given to " +
+        throw Error(exit_io, path + ": cannot open: " + std::strerror(errno) + "; hint: check the path given to " +
                                       option);
     }
     if (S_ISDIR(status.st_mode)) {
-        throw InputError(exit_io, path + ": is a directory, expected an HDF5 file; hint: " + option +
+        throw Error(exit_io, path + ": is a directory, expected an HDF5 file; hint: " + option +
                                       " takes a file path");
     }
     // A FIFO, socket or device would block the open (a FIFO with no writer forever, deaf to
@@ -27,20 +27,20 @@ File open_input_file(const std::string& path, const std::string& option, const F
     if (!S_ISREG(status.st_mode)) {
         const char* kind = S_ISFIFO(status.st_mode) ? "a FIFO" : S_ISSOCK(status.st_mode) ? "a socket"
                            : S_ISCHR(status.st_mode) || S_ISBLK(status.st_mode) ? "a device" : "not a regular file";
-        throw InputError(exit_io, path + ": is " + std::string(kind) + ", expected a regular HDF5 file; hint: " + option +
+        throw Error(exit_io, path + ": is " + std::string(kind) + ", expected a regular HDF5 file; hint: " + option +
                                       " takes a file path (copy streamed data to a file first)");
     }
     if (::access(path.c_str(), R_OK) != 0) {
-        throw InputError(exit_io, path + ": cannot read: " + std::strerror(errno) + "; hint: check the permissions");
+        throw Error(exit_io, path + ": cannot read: " + std::strerror(errno) + "; hint: check the permissions");
     }
     bool hdf5 = false;
     try {
         hdf5 = is_hdf5_file(path);
     } catch (const H5Error& error) {
-        throw InputError(exit_io, path + ": cannot read: " + error.what());
+        throw Error(exit_io, path + ": cannot read: " + error.what());
     }
     if (!hdf5) {
-        throw InputError(exit_invalid_input, path + ": not an HDF5 file (no HDF5 signature found); hint: " + option +
+        throw Error(exit_invalid_input, path + ": not an HDF5 file (no HDF5 signature found); hint: " + option +
                                                  " expects an HDF5 file, e.g. one written by `attnbatch generate`");
     }
     try {
@@ -49,10 +49,10 @@ File open_input_file(const std::string& path, const std::string& option, const F
         // The file exists, is readable and has the HDF5 signature: unless another process
         // holds a lock on it, HDF5 refusing it means damaged content (a truncated copy, say).
         if (error.is_lock_failure()) {
-            throw InputError(exit_io, path + ": cannot open for reading, HDF5 could not lock the file: " +
+            throw Error(exit_io, path + ": cannot open for reading, HDF5 could not lock the file: " +
                                           std::string(error.what()));
         }
-        throw InputError(exit_invalid_input, path + ": damaged HDF5 file, it cannot be opened (" + std::string(error.what()) +
+        throw Error(exit_invalid_input, path + ": damaged HDF5 file, it cannot be opened (" + std::string(error.what()) +
                                                  "); hint: a truncated or partial copy? regenerate or copy it again");
     }
 }
@@ -75,9 +75,9 @@ Dataset open_input_dataset(const File& file, const std::string& path, const std:
         if (available.size() > 8) message += ", ...";
         message += ")";
     }
-    throw InputError(exit_invalid_input, message);
+    throw Error(exit_invalid_input, message);
 }
 
-void rethrow_read_failure(const std::exception& error) { throw InputError(exit_io, error.what()); }
+void rethrow_read_failure(const std::exception& error) { throw Error(exit_io, error.what()); }
 
 }  // namespace attnbatch::io::detail

@@ -21,7 +21,7 @@
 namespace attnbatch::io {
 namespace {
 
-[[noreturn]] void usage(const std::string& message) { throw OutputError(exit_usage, message); }
+[[noreturn]] void usage(const std::string& message) { throw Error(exit_usage, message); }
 
 bool exists(const std::string& path) {
     struct stat status {};
@@ -163,13 +163,13 @@ void prepare_output_path(const std::string& output_path, bool force) {
                             "remove it; hint: wait for that run or stop it first");
         }
         if (::unlink(partial.c_str()) != 0) {
-            throw OutputError(exit_io, partial + ": cannot remove the stale partial output: " + std::strerror(errno));
+            throw Error(exit_io, partial + ": cannot remove the stale partial output: " + std::strerror(errno));
         }
     }
     const std::string directory = detail::directory_of(output_path);
     struct stat status {};
     if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
-        throw OutputError(exit_io, output_path + ": cannot create the output: directory " + directory +
+        throw Error(exit_io, output_path + ": cannot create the output: directory " + directory +
                                        " does not exist; hint: create it or fix --output");
     }
 }
@@ -213,7 +213,7 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
     } catch (const H5Error& error) {
         out = OutputFile();  // close every handle before removing the file
         ::unlink(partial.c_str());
-        throw OutputError(exit_io, partial + ": cannot create the output: " + error.what());
+        throw Error(exit_io, partial + ": cannot create the output: " + error.what());
     }
     return out;
 }
@@ -251,7 +251,7 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
         write_rows(*lengths_, rows(first), rows(count), block.lengths, size(count), transfer);
         if (journal_progress_) remember_checksums(first, last, block);
     } catch (const H5Error& error) {
-        throw OutputError(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
+        throw Error(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
                                        std::to_string(last) + "): " + error.what());
     }
 }
@@ -260,7 +260,7 @@ void OutputFile::flush() {
     try {
         file_.flush();
     } catch (const H5Error& error) {
-        throw OutputError(exit_io, partial_path() + ": cannot flush the output: " + error.what());
+        throw Error(exit_io, partial_path() + ": cannot flush the output: " + error.what());
     }
 }
 
@@ -273,7 +273,7 @@ void OutputFile::close_complete() {
         }
         file_.close();
     } catch (const H5Error& error) {
-        throw OutputError(exit_io, partial_path() + ": cannot complete the output: " + error.what());
+        throw Error(exit_io, partial_path() + ": cannot complete the output: " + error.what());
     }
 }
 
@@ -285,7 +285,7 @@ void OutputFile::close_incomplete() {
         }
         file_.close();
     } catch (const H5Error& error) {
-        throw OutputError(exit_io, partial_path() + ": cannot close the output: " + error.what());
+        throw Error(exit_io, partial_path() + ": cannot close the output: " + error.what());
     }
 }
 

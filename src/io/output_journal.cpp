@@ -54,8 +54,8 @@ void write_progress_rows(const Dataset& progress, std::vector<std::pair<std::int
             count ? values.data() : none);
 }
 
-OutputError cannot_continue(const std::string& partial, const std::string& why) {
-    return OutputError(exit_io, partial + ": cannot continue the partial output: " + why +
+Error cannot_continue(const std::string& partial, const std::string& why) {
+    return Error(exit_io, partial + ": cannot continue the partial output: " + why +
                                     "; hint: run with --force instead of --resume to discard it and start afresh");
 }
 
@@ -140,7 +140,7 @@ void OutputFile::checkpoint(hid_t transfer) {
     try {
         write_progress_rows(*journal_progress_, pending_, transfer);
     } catch (const H5Error& error) {
-        throw OutputError(exit_io, partial_path() + ": cannot record progress: " + error.what());
+        throw Error(exit_io, partial_path() + ": cannot record progress: " + error.what());
     }
     pending_.clear();
     flush();
@@ -151,7 +151,7 @@ std::string read_journal_identity(const std::string& partial_path) {
         const File file = File::open(partial_path, FileMode::read_only);
         return read_text_dataset(file, kIdentity);
     } catch (const H5Error& error) {
-        throw OutputError(exit_io, partial_path + ": cannot read its progress journal (" + kIdentity + "): " +
+        throw Error(exit_io, partial_path + ": cannot read its progress journal (" + kIdentity + "): " +
                                        error.what() + "; hint: run with --force instead of --resume to discard it and start afresh");
     }
 }
@@ -169,7 +169,7 @@ JournalState OutputFile::journal_state() const {
             state.checksums[u] = progress[2 * u + 1];
         }
     } catch (const H5Error& error) {
-        throw OutputError(exit_io, partial_path() + ": cannot read the progress journal: " + error.what() +
+        throw Error(exit_io, partial_path() + ": cannot read the progress journal: " + error.what() +
                                        "; hint: run with --force instead of --resume to discard it and start afresh");
     }
     return state;

@@ -34,7 +34,7 @@ std::uint64_t free_bytes_at(const std::string& path) {
     }
     struct statvfs info {};
     if (::statvfs(where.c_str(), &info) != 0) {
-        throw OutputError(exit_io, where + ": cannot query free space: " + std::strerror(errno));
+        throw Error(exit_io, where + ": cannot query free space: " + std::strerror(errno));
     }
     return static_cast<std::uint64_t>(info.f_bavail) * static_cast<std::uint64_t>(info.f_frsize);
 }

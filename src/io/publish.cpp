@@ -16,7 +16,7 @@ namespace attnbatch::io {
 namespace {
 
 [[noreturn]] void io_failure(const std::string& path, const std::string& what) {
-    throw OutputError(exit_io, path + ": " + what + ": " + std::strerror(errno));
+    throw Error(exit_io, path + ": " + what + ": " + std::strerror(errno));
 }
 
 void fsync_path(const std::string& path, int flags) {
@@ -51,7 +51,7 @@ void publish_output(const std::string& output_path, bool force) {
     const int renamed = force ? ::rename(partial.c_str(), output_path.c_str()) : rename_no_replace(partial, output_path);
     if (renamed != 0) {
         if (errno == EEXIST) {
-            throw OutputError(exit_usage, output_path + " appeared while the run was going; the result stays in " +
+            throw Error(exit_usage, output_path + " appeared while the run was going; the result stays in " +
                                               partial + "; hint: move it yourself, or rerun with --force");
         }
         io_failure(partial, "cannot rename to " + output_path);

@@ -560,7 +560,7 @@ TEST(RunRounds, AFailedFetchOnOneRankEndsEveryRankWithItsError) {
                         for (int r = 0; r < ranks; ++r) {
                             const auto& failure = outcome.failures[static_cast<std::size_t>(r)];
                             ASSERT_TRUE(failure.has_value()) << "rank " << r << " did not fail";
-                            EXPECT_EQ(failure->code(), 4) << "rank " << r;
+                            EXPECT_EQ(failure->exit_code(), 4) << "rank " << r;
                             EXPECT_EQ(std::string(failure->what()), f.message) << "rank " << r;
                             EXPECT_EQ(outcome.abandoned[static_cast<std::size_t>(r)], 1) << "rank " << r;
                             EXPECT_EQ(outcome.finished[static_cast<std::size_t>(r)], 0) << "rank " << r;
@@ -588,7 +588,7 @@ TEST(RunRounds, TheLowestFailingRankWinsWhenSeveralFailInOneRound) {
             ASSERT_TRUE(failure.has_value()) << "rank " << r;
             // Rank 2's first store (of round 0) and the third fetches (of round 2) happen in the
             // same iteration, before one agreement: the lowest rank of the three wins.
-            EXPECT_EQ(failure->code(), 4) << "rank " << r;
+            EXPECT_EQ(failure->exit_code(), 4) << "rank " << r;
             EXPECT_EQ(std::string(failure->what()), "rank 1 could not read") << "rank " << r;
             EXPECT_EQ(outcome.abandoned[static_cast<std::size_t>(r)], 1);
             EXPECT_EQ(outcome.finished[static_cast<std::size_t>(r)], 0);
@@ -610,7 +610,7 @@ TEST(RunRounds, AComputeFailureOnOneRankEndsEveryRank) {
         for (int r = 0; r < 3; ++r) {
             const auto& failure = outcome.failures[static_cast<std::size_t>(r)];
             ASSERT_TRUE(failure.has_value()) << "rank " << r;
-            EXPECT_EQ(failure->code(), 1) << "rank " << r;
+            EXPECT_EQ(failure->exit_code(), 1) << "rank " << r;
             EXPECT_EQ(std::string(failure->what()).rfind("internal error computing sequences: ", 0), 0u) << failure->what();
             EXPECT_EQ(outcome.abandoned[static_cast<std::size_t>(r)], 1);
             EXPECT_EQ(outcome.finished[static_cast<std::size_t>(r)], 0);

@@ -58,14 +58,14 @@ protected:
         return result;
     }
 
-    // Expects an InputError with `code` whose single-line message contains `file` and every
+    // Expects an Error with `code` whose single-line message contains `file` and every
     // fragment.
     static void expect_error(const InputOptions& options, int code, const std::string& file,
                              const std::vector<std::string>& fragments) {
         try {
             describe_input(options);
-            ADD_FAILURE() << "no InputError";
-        } catch (const InputError& error) {
+            ADD_FAILURE() << "no Error";
+        } catch (const Error& error) {
             const std::string message = error.what();
             EXPECT_EQ(error.exit_code(), code) << message;
             EXPECT_NE(message.find(file), std::string::npos) << "file missing from: " << message;
@@ -171,7 +171,7 @@ TEST_F(InputValidation, NegativeHeads) {
     try {
         describe_input(o);
         FAIL();
-    } catch (const InputError& error) {
+    } catch (const Error& error) {
         EXPECT_EQ(error.exit_code(), exit_usage);
         EXPECT_NE(std::string(error.what()).find("--heads -2"), std::string::npos);
     }

@@ -54,7 +54,7 @@ void collective_run(int gzip_level) {
     if (rank() == 0) {
         try {
             prepare_output_path(path, false);
-        } catch (const OutputError&) {
+        } catch (const Error&) {
             prepared = 0;
         }
     }

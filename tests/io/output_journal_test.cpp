@@ -91,15 +91,15 @@ TEST_F(Journal, ReopeningAFileWithoutAJournalOrWithOtherShapesIsAnIoErrorWithAHi
     }
     try {
         OutputFile::reopen(path, layout);
-        ADD_FAILURE() << "no OutputError";
-    } catch (const OutputError& e) {
+        ADD_FAILURE() << "no Error";
+    } catch (const Error& e) {
         EXPECT_EQ(e.exit_code(), exit_io);
         EXPECT_NE(std::string(e.what()).find("--force instead of --resume"), std::string::npos) << e.what();
     }
-    EXPECT_THROW(read_journal_identity(path + ".partial"), OutputError);
+    EXPECT_THROW(read_journal_identity(path + ".partial"), Error);
     OutputLayout other = layout;
     other.d_out += 1;
-    EXPECT_THROW(OutputFile::reopen(path, other), OutputError);
+    EXPECT_THROW(OutputFile::reopen(path, other), Error);
 }
 
 TEST(JournalIdentity, DifferencesNameEachKeyWithBothValues) {

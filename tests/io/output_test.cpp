@@ -24,8 +24,8 @@ protected:
     static void expect_error(const std::function<void()>& action, int code, const std::vector<std::string>& fragments) {
         try {
             action();
-            ADD_FAILURE() << "no OutputError";
-        } catch (const OutputError& error) {
+            ADD_FAILURE() << "no Error";
+        } catch (const Error& error) {
             EXPECT_EQ(error.exit_code(), code) << error.what();
             for (const auto& fragment : fragments) {
                 EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos) << error.what();
@@ -195,7 +195,7 @@ TEST_F(Output, OutputAppearingDuringTheRunIsNotReplaced) {
 TEST_F(Output, PreparingPathsIsAStepOfItsOwn) {
     // Under MPI one rank prepares, then every rank creates with paths_prepared.
     testing::write_text(partial, "stale");
-    EXPECT_THROW(prepare_output_path(path, false), OutputError);
+    EXPECT_THROW(prepare_output_path(path, false), Error);
     prepare_output_path(path, true);
     EXPECT_FALSE(exists(partial));
     OutputOptions options;
@@ -277,7 +277,7 @@ TEST(OutputSize, EstimatesAndFreeSpace) {
     const testing::TempDir dir;
     EXPECT_GT(free_bytes_at(dir.file("not-yet.h5")), 0u);
     EXPECT_GT(free_bytes_at(dir.path()), 0u);
-    EXPECT_THROW(free_bytes_at("/no/such/dir/out.h5"), OutputError);
+    EXPECT_THROW(free_bytes_at("/no/such/dir/out.h5"), Error);
 }
 
 TEST(OutputLayoutFor, TakesShapesFromTheInput) {

@@ -62,15 +62,4 @@ void recv_vector(Comm& comm, std::vector<T>& values, int source, int tag) {
     if (!values.empty()) comm.recv(values.data(), values.size() * sizeof(T), source, tag);
 }
 
-// An error every rank agreed on (same code on all ranks, message from the lowest failing
-// rank): every rank leaves the run with it, rank 0 prints it.
-struct AgreedError {
-    int code = 0;
-    std::string message;
-};
-
-// Collective. Each rank passes its own outcome (code 0: fine). Returns the outcome of the
-// lowest-numbered failing rank, or code 0 when every rank is fine.
-AgreedError agree(Comm& comm, int code, const std::string& message);
-
 }  // namespace attnbatch::distributed

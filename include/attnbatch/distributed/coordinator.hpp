@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "attnbatch/distributed/agreement.hpp"
 #include "attnbatch/distributed/comm.hpp"
 #include "attnbatch/distributed/plan.hpp"
 #include "attnbatch/distributed/schedule.hpp"
@@ -18,19 +18,6 @@
 #include "attnbatch/distributed/unit_computer.hpp"
 
 namespace attnbatch::distributed {
-
-// Thrown on every rank, at the same point, once the ranks agreed on a failure.
-class AgreedFailure : public std::runtime_error {
-public:
-    AgreedFailure(int code, const std::string& message) : std::runtime_error(message), code_(code) {}
-    int code() const noexcept { return code_; }
-
-private:
-    int code_;
-};
-
-// Throws AgreedFailure on every rank when any rank failed; returns otherwise.
-void agree_or_throw(Comm& comm, int code, const std::string& message);
 
 struct RankTimes {
     double wall = 0;          // the rounds, from the first fetch to the end of finish()

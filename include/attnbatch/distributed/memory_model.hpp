@@ -27,7 +27,7 @@ MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layo
                          const kernels::KernelOptions& kernel, int in_flight = 2);
 
 // The most sequences a step may hold under `max_memory` (at least 1, at most n). Throws
-// io::Error (exit 2) when one sequence does not fit, naming the options that shrink it.
+// Error (exit 2) when one sequence does not fit, naming the options that shrink it.
 std::int64_t sequences_per_unit(const MemoryModel& model, std::size_t max_memory, std::int64_t n);
 
 std::string format_bytes(double bytes);

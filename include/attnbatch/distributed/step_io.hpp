@@ -10,10 +10,9 @@
 #include <memory>
 #include <string>
 
+#include "attnbatch/distributed/agreement.hpp"
 #include "attnbatch/distributed/comm.hpp"
 #include "attnbatch/distributed/schedule.hpp"
-#include "attnbatch/io/errors.hpp"
-#include "attnbatch/io/h5_error.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
 #include "attnbatch/io/output.hpp"
@@ -23,32 +22,6 @@ namespace attnbatch::distributed {
 struct IoTimes {
     double read = 0, write = 0, communicate = 0;
 };
-
-// A failure of this rank that the round's agreement will spread: the first one is kept.
-struct LocalFailure {
-    int code = 0;
-    std::string message;
-    void set(int c, const std::string& m) {
-        if (code == 0) {
-            code = c;
-            message = m;
-        }
-    }
-    explicit operator bool() const { return code != 0; }
-};
-
-// Runs `work`; an io error becomes this rank's failure (for the round's agreement) instead
-// of an exception.
-template <class Work>
-void record_io_failure(LocalFailure& failure, Work&& work) {
-    try {
-        work();
-    } catch (const io::Error& e) {
-        failure.set(e.exit_code(), e.what());
-    } catch (const io::H5Error& e) {
-        failure.set(io::exit_io, e.what());
-    }
-}
 
 class StepIo {
 public:

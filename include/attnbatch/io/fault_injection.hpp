@@ -20,7 +20,7 @@
 namespace attnbatch::io {
 
 // Reads ATTNBATCH_FAULT for this process's `rank`; a malformed value is a usage error
-// (io::Error, exit 2) so that a test can never believe a fault was armed when it was not.
+// (Error, exit 2) so that a test can never believe a fault was armed when it was not.
 void arm_fault_from_environment(int rank);
 
 // Strikes if the armed fault's site is `site` and this is its moment. `count` is the value

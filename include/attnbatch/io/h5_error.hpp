@@ -3,9 +3,10 @@
 // other HDF5 call can clear it, and HDF5's automatic printing to stderr is switched off.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "attnbatch/error.hpp"
 
 namespace attnbatch::io {
 
@@ -16,7 +17,9 @@ struct Where {
     std::string object;  // "/" for the file itself
 };
 
-class H5Error : public std::runtime_error {
+// An Error with exit code 4 (a file that cannot be read or written); callers that know better
+// (a damaged input is exit 3) catch it and throw their own Error.
+class H5Error : public Error {
 public:
     H5Error(std::string call, Where where, std::vector<std::string> stack);
 

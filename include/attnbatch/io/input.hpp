@@ -3,7 +3,7 @@
 //
 // describe_input() opens the files read-only, checks every rule of SPEC.md (shapes, dtypes,
 // lengths bounds, heads, weights agreement, finiteness) and either returns an InputSpec or
-// throws InputError with a one-line message and the exit code:
+// throws Error with a one-line message and the exit code:
 //   2 (exit_usage)         options that cannot work together, or --heads incompatible
 //                          with the data (not dividing d, the packed axis, or H*d_k);
 //   3 (exit_invalid_input) the files' content: not HDF5, missing dataset, rank, dtype, N = 0,
@@ -11,7 +11,7 @@
 //   4 (exit_io)            a file that cannot be opened or read (missing, unreadable, locked).
 #pragma once
 
-#include "attnbatch/io/errors.hpp"
+#include "attnbatch/error.hpp"
 #include "attnbatch/io/scan.hpp"
 
 #include <cstdint>
@@ -77,7 +77,7 @@ InputSpec describe_input(const InputOptions& options);
 
 // The finiteness scan alone, over an input describe_input() already accepted: sequences
 // [first, last) of the data and, with `weights`, the projection weights. Under MPI each rank
-// scans its own share. InputError (exit 3) names the first bad value, as describe_input does.
+// scans its own share. Error (exit 3) names the first bad value, as describe_input does.
 struct ValueScan {
     std::int64_t first = 0, last = 0;
     bool weights = true;

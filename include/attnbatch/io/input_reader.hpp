@@ -25,7 +25,7 @@ class InputReader {
 public:
     explicit InputReader(const InputSpec& spec, const FileAccess& access = {});
 
-    // Reads sequences [first, last); InputError (exit 4) when HDF5 fails to read.
+    // Reads sequences [first, last); Error (exit 4) when HDF5 fails to read.
     void read(std::int64_t first, std::int64_t last, InputBlock& block);
     // Every sequence's valid-token count (L for all without a lengths dataset): what plans need.
     std::vector<std::int32_t> read_all_lengths();

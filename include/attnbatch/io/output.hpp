@@ -17,7 +17,7 @@
 #pragma once
 
 #include "attnbatch/io/chunking.hpp"
-#include "attnbatch/io/errors.hpp"
+#include "attnbatch/error.hpp"
 #include "attnbatch/io/h5_dataset.hpp"
 #include "attnbatch/io/h5_file.hpp"
 #include "attnbatch/io/input.hpp"
@@ -94,7 +94,7 @@ struct OutputOptions {
     std::optional<JournalPlan> journal;
 };
 
-// The checks and clean-up before creating OUTPUT.partial: OutputError with exit 2 when
+// The checks and clean-up before creating OUTPUT.partial: Error with exit 2 when
 // OUTPUT exists (without force) or a .partial is left from an interrupted run (without force;
 // with force it is removed), exit 4 when the directory does not exist or the stale file
 // cannot be removed.
@@ -116,13 +116,13 @@ public:
     static std::string partial_path_for(const std::string& output_path);  // OUTPUT + ".partial"
 
     // Creates OUTPUT.partial with every dataset, label and attribute (complete = 0) and
-    // flushes it. OutputError: exit 2 when OUTPUT (or a stale .partial) exists without
+    // flushes it. Error: exit 2 when OUTPUT (or a stale .partial) exists without
     // force or the layout is unusable; exit 4 when the file cannot be created.
     static OutputFile create(const std::string& output_path, const OutputLayout& layout,
                              const Provenance& provenance, const OutputOptions& options = {});
     // Opens OUTPUT.partial read-write to go on with it (--resume); the layout must be the
     // one it was created with (the journal's identity says so). Collective under MPI-IO.
-    // OutputError exit 4 when it cannot be opened or has no journal.
+    // Error exit 4 when it cannot be opened or has no journal.
     static OutputFile reopen(const std::string& output_path, const OutputLayout& layout,
                              const FileAccess& access = {});
 
@@ -172,7 +172,7 @@ private:
 };
 
 // The identity recorded in a partial output's journal (journal.hpp), read without opening
-// anything else. OutputError exit 4 when the file cannot be read or has no journal.
+// anything else. Error exit 4 when the file cannot be read or has no journal.
 std::string read_journal_identity(const std::string& partial_path);
 
 // fsync OUTPUT.partial, rename it to OUTPUT (replacing an existing OUTPUT only with force),

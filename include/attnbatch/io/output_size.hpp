@@ -21,7 +21,7 @@ struct OutputSizes {
 OutputSizes estimate_output_bytes(const OutputLayout& layout);
 
 // Bytes an unprivileged user may still write on the file system holding `path` (a file
-// that need not exist yet, or a directory). OutputError (exit 4) when it cannot be queried.
+// that need not exist yet, or a directory). Error (exit 4) when it cannot be queried.
 std::uint64_t free_bytes_at(const std::string& path);
 
 }  // namespace attnbatch::io
