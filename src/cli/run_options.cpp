@@ -15,7 +15,7 @@ std::size_t quarter_of_ram() {
     return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 4 : std::size_t{1} << 30;
 }
 
-void parse_weights_seqs(const std::string& text, RunOptions& o) {
+distributed::SequenceRange parse_weights_seqs(const std::string& text) {
     const auto colon = text.find(':');
     try {
         if (colon == std::string::npos) throw std::invalid_argument("no colon");
@@ -23,9 +23,7 @@ void parse_weights_seqs(const std::string& text, RunOptions& o) {
         const long long a = std::stoll(text.substr(0, colon), &used_a);
         const long long b = std::stoll(text.substr(colon + 1), &used_b);
         if (used_a != colon || used_b != text.size() - colon - 1 || a < 0 || b <= a) throw std::invalid_argument("range");
-        o.weights_first = a;
-        o.weights_last = b;
-        o.weights_seqs_given = true;
+        return {a, b};
     } catch (const std::exception&) {
         throw Error(exit_usage, "--weights-seqs: '" + text + "' is not a range A:B with 0 <= A < B");
     }
@@ -122,62 +120,66 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         o.stop = true;
         return o;
     }
-    o.input.input_path = vm["input"].as<std::string>();
-    o.output = vm["output"].as<std::string>();
+    distributed::JobSettings& j = o.job;
+    j.input.input_path = vm["input"].as<std::string>();
+    j.output = vm["output"].as<std::string>();
     const bool qkv = vm.count("query") || vm.count("key") || vm.count("value");
-    if (!qkv || !vm["dataset"].defaulted()) o.input.dataset = vm["dataset"].as<std::string>();
-    if (vm.count("lengths")) o.input.lengths = vm["lengths"].as<std::string>();
-    if (vm.count("query")) o.input.query = vm["query"].as<std::string>();
-    if (vm.count("key")) o.input.key = vm["key"].as<std::string>();
-    if (vm.count("value")) o.input.value = vm["value"].as<std::string>();
-    if (vm.count("weights")) o.input.weights_path = vm["weights"].as<std::string>();
+    if (!qkv || !vm["dataset"].defaulted()) j.input.dataset = vm["dataset"].as<std::string>();
+    if (vm.count("lengths")) j.input.lengths = vm["lengths"].as<std::string>();
+    if (vm.count("query")) j.input.query = vm["query"].as<std::string>();
+    if (vm.count("key")) j.input.key = vm["key"].as<std::string>();
+    if (vm.count("value")) j.input.value = vm["value"].as<std::string>();
+    if (vm.count("weights")) j.input.weights_path = vm["weights"].as<std::string>();
     const int heads = vm["heads"].as<int>();
     if (heads < 1) throw Error(exit_usage, "--heads: " + std::to_string(heads) + " is not a positive number of heads");
-    o.input.heads = vm["heads"].defaulted() ? 0 : heads;
-    o.causal = vm["causal"].as<bool>();
-    o.scale = vm["scale"].as<double>();
-    if (!(o.scale >= 0) || !std::isfinite(o.scale)) throw Error(exit_usage, "--scale: expected a positive number (0 for 1/sqrt(d_k))");
+    j.input.heads = vm["heads"].defaulted() ? 0 : heads;
+    j.causal = vm["causal"].as<bool>();
+    j.scale = vm["scale"].as<double>();
+    if (!(j.scale >= 0) || !std::isfinite(j.scale)) throw Error(exit_usage, "--scale: expected a positive number (0 for 1/sqrt(d_k))");
     const std::string save = vm["save-weights"].as<std::string>();
-    if (save == "none") o.save_weights = io::SaveWeights::none;
-    else if (save == "all") o.save_weights = io::SaveWeights::all;
-    else if (save == "mean") o.save_weights = io::SaveWeights::mean;
+    if (save == "none") j.save_weights = io::SaveWeights::none;
+    else if (save == "all") j.save_weights = io::SaveWeights::all;
+    else if (save == "mean") j.save_weights = io::SaveWeights::mean;
     else throw Error(exit_usage, "--save-weights: '" + save + "' is not one of none|all|mean");
     const std::string dtype = vm["weights-dtype"].as<std::string>();
-    if (dtype == "f32") o.weights_dtype = io::WeightsDtype::f32;
-    else if (dtype == "f16") o.weights_dtype = io::WeightsDtype::f16;
+    if (dtype == "f32") j.weights_dtype = io::WeightsDtype::f32;
+    else if (dtype == "f16") j.weights_dtype = io::WeightsDtype::f16;
     else throw Error(exit_usage, "--weights-dtype: '" + dtype + "' is not one of f32|f16");
-    if (vm.count("weights-seqs")) parse_weights_seqs(vm["weights-seqs"].as<std::string>(), o);
-    o.gzip_level = parse_compression(vm["compression"].as<std::string>());
-    o.io_mode = vm["io"].as<std::string>();
-    if (o.io_mode != "auto" && o.io_mode != "gather" && o.io_mode != "parallel") {
-        throw Error(exit_usage, "--io: '" + o.io_mode + "' is not one of auto|gather|parallel");
-    }
-    o.schedule = vm["schedule"].as<std::string>();
-    if (o.schedule != "static" && o.schedule != "dynamic") throw Error(exit_usage, "--schedule: '" + o.schedule + "' is not one of static|dynamic");
-    o.kernel.threads = vm["threads"].as<int>();
-    if (o.kernel.threads < 0) throw Error(exit_usage, "--threads " + std::to_string(o.kernel.threads) + ": expected 0 (automatic) or more");
-    o.kernel.block_q = vm["block-q"].as<int>();
-    o.kernel.block_k = vm["block-k"].as<int>();
-    if (o.kernel.block_q < 0 || o.kernel.block_k < 0) throw Error(exit_usage, "--block-q/--block-k: expected 0 (automatic) or a positive tile size");
+    if (vm.count("weights-seqs")) j.weights_sequences = parse_weights_seqs(vm["weights-seqs"].as<std::string>());
+    j.gzip_level = parse_compression(vm["compression"].as<std::string>());
+    const std::string io_mode = vm["io"].as<std::string>();
+    if (io_mode == "auto") j.io = distributed::IoMode::automatic;
+    else if (io_mode == "gather") j.io = distributed::IoMode::gather;
+    else if (io_mode == "parallel") j.io = distributed::IoMode::parallel;
+    else throw Error(exit_usage, "--io: '" + io_mode + "' is not one of auto|gather|parallel");
+    const std::string schedule = vm["schedule"].as<std::string>();
+    if (schedule == "static") j.schedule = distributed::ScheduleKind::cost_static;
+    else if (schedule == "dynamic") j.schedule = distributed::ScheduleKind::dynamic;
+    else throw Error(exit_usage, "--schedule: '" + schedule + "' is not one of static|dynamic");
+    j.kernel.threads = vm["threads"].as<int>();
+    if (j.kernel.threads < 0) throw Error(exit_usage, "--threads " + std::to_string(j.kernel.threads) + ": expected 0 (automatic) or more");
+    j.kernel.block_q = vm["block-q"].as<int>();
+    j.kernel.block_k = vm["block-k"].as<int>();
+    if (j.kernel.block_q < 0 || j.kernel.block_k < 0) throw Error(exit_usage, "--block-q/--block-k: expected 0 (automatic) or a positive tile size");
     const std::string kernel = vm["kernel"].as<std::string>();
     if (kernel != "blocked" && kernel != "reference") throw Error(exit_usage, "--kernel: '" + kernel + "' is not one of blocked|reference");
-    o.kernel.kind = kernel == "reference" ? kernels::KernelKind::reference : kernels::KernelKind::blocked;
-    o.kernel.isa = parse_isa(vm["isa"].as<std::string>());
-    if (!kernels::isa_available(o.kernel.isa)) {
-        throw Error(exit_usage, std::string("--isa: ") + kernels::isa_name(o.kernel.isa) + " is not available on this CPU or in this build");
+    j.kernel.kind = kernel == "reference" ? kernels::KernelKind::reference : kernels::KernelKind::blocked;
+    j.kernel.isa = parse_isa(vm["isa"].as<std::string>());
+    if (!kernels::isa_available(j.kernel.isa)) {
+        throw Error(exit_usage, std::string("--isa: ") + kernels::isa_name(j.kernel.isa) + " is not available on this CPU or in this build");
     }
-    o.max_memory = vm.count("max-memory") ? parse_bytes(vm["max-memory"].as<std::string>(), "--max-memory") : quarter_of_ram();
+    j.max_memory = vm.count("max-memory") ? parse_bytes(vm["max-memory"].as<std::string>(), "--max-memory") : quarter_of_ram();
     if (vm["unit-sequences"].as<long>() < 0) throw Error(exit_usage, "--unit-sequences: expected 0 (automatic) or more");
-    o.unit_sequences = vm["unit-sequences"].as<long>();
-    o.resume = vm["resume"].as<bool>();
-    o.force = vm["force"].as<bool>();
-    o.dry_run = vm["dry-run"].as<bool>();
-    o.simulate_ranks = vm["simulate-ranks"].as<int>();
-    if (o.simulate_ranks < 0 || o.simulate_ranks > (1 << 24)) {
+    j.unit_sequences = vm["unit-sequences"].as<long>();
+    j.resume = vm["resume"].as<bool>();
+    j.force = vm["force"].as<bool>();
+    j.dry_run = vm["dry-run"].as<bool>();
+    j.simulate_ranks = vm["simulate-ranks"].as<int>();
+    if (j.simulate_ranks < 0 || j.simulate_ranks > (1 << 24)) {
         throw Error(exit_usage, "--simulate-ranks: expected 1 to 16777216 ranks, or 0 for the ranks of this run");
     }
-    if (o.simulate_ranks > 0 && !o.dry_run) {
-        throw Error(exit_usage, "--simulate-ranks " + std::to_string(o.simulate_ranks) + " needs --dry-run (it plans without running)");
+    if (j.simulate_ranks > 0 && !j.dry_run) {
+        throw Error(exit_usage, "--simulate-ranks " + std::to_string(j.simulate_ranks) + " needs --dry-run (it plans without running)");
     }
     if (vm.count("report")) o.report = vm["report"].as<std::string>();
     o.progress = vm["progress"].as<std::string>();
@@ -187,7 +189,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     if (o.progress != "auto" && o.progress != "always" && o.progress != "never") {
         throw Error(exit_usage, "--progress: '" + o.progress + "' is not one of auto|always|never");
     }
-    o.resolved_config = describe_options(vm);
+    j.recorded_config = describe_options(vm);
+    j.version = ATTNBATCH_VERSION;
     return o;
 }
 

@@ -1,6 +1,8 @@
 #include "attnbatch/distributed/agreement.hpp"
 
 #include <cstdint>
+#include <cstdlib>
+#include <iostream>
 
 namespace attnbatch::distributed {
 
@@ -21,6 +23,13 @@ AgreedError agree(Comm& comm, int code, const std::string& message) {
 void agree_or_throw(Comm& comm, int code, const std::string& message) {
     const AgreedError agreed = agree(comm, code, message);
     if (agreed.code != 0) throw AgreedFailure(agreed.code, agreed.message);
+}
+
+void abort_job(Comm& comm, int code, const std::string& message) {
+    std::cerr << "attnbatch run: error: rank " << comm.rank() << ": " << message << '\n';
+    std::cerr.flush();
+    comm.abort(code);
+    std::_Exit(code);  // not reached; virtual calls do not carry [[noreturn]]
 }
 
 }  // namespace attnbatch::distributed

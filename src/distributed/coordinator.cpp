@@ -42,7 +42,7 @@ RankTimes RankTimes::unpack(const double* v) {
 
 namespace {
 
-constexpr int kExitInterrupted = 5;  // SPEC.md: interrupted by a signal after a clean checkpoint
+
 
 std::int64_t sequences_in(const Round& round) {
     std::int64_t count = 0;
@@ -93,7 +93,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         }
         fail_if_any();
         io.abandon();
-        throw AgreedFailure(kExitInterrupted, std::string("interrupted by ") + signal_name(signal) + " after " +
+        throw AgreedFailure(exit_interrupted, std::string("interrupted by ") + signal_name(signal) + " after " +
                                                   std::to_string(stored_sequences) + " sequences were written; " +
                                                   "the partial output is kept with complete = 0");
     };

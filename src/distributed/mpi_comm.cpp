@@ -1,4 +1,6 @@
-#include "attnbatch/distributed/mpi_comm.hpp"
+#include "mpi_comm.hpp"
+
+#include "attnbatch/io/mpi_io.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -63,6 +65,7 @@ public:
         MPI_Abort(comm_, code);
         std::_Exit(code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
     }
+    io::FileAccess collective_file_access() const override { return io::mpi_io_access(comm_); }
 
 private:
     MPI_Comm comm_;

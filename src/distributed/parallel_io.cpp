@@ -2,50 +2,19 @@
 // read-only by each rank) and all ranks write the one output with collective MPI-IO writes.
 // A failure inside a collective write cannot be agreed on (the other ranks may be inside the
 // same collective), so it ends the job with MPI_Abort after printing the reason.
-#include <hdf5.h>
-
-#include <cstdlib>
-#include <iostream>
-
 #include "attnbatch/distributed/step_io.hpp"
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/h5_error.hpp"
+#include "attnbatch/io/mpi_io.hpp"
 #include "wall_clock.hpp"
 
 namespace attnbatch::distributed {
 
 namespace {
 
-std::string no_collective_causes(std::uint32_t cause) {
-    struct Named {
-        std::uint32_t bit;
-        const char* text;
-    };
-    static const Named names[] = {
-        {H5D_MPIO_SET_INDEPENDENT, "independent transfer requested"},
-        {H5D_MPIO_DATATYPE_CONVERSION, "datatype conversion"},
-        {H5D_MPIO_DATA_TRANSFORMS, "data transforms"},
-        {H5D_MPIO_MPI_OPT_TYPES_ENV_VAR_DISABLED, "MPI derived types disabled"},
-        {H5D_MPIO_NOT_SIMPLE_OR_SCALAR_DATASPACES, "dataspace not simple"},
-        {H5D_MPIO_NOT_CONTIGUOUS_OR_CHUNKED_DATASET, "dataset layout"},
-    };
-    std::string text;
-    for (const Named& n : names) {
-        if (cause & n.bit) text += (text.empty() ? "" : ", ") + std::string(n.text);
-    }
-    return text.empty() ? "cause " + std::to_string(cause) : text;
-}
-
 class ParallelIo final : public StepIo {
 public:
     ParallelIo(Comm& comm, std::unique_ptr<io::InputReader> reader, std::unique_ptr<io::OutputFile> output, bool force)
-        : comm_(comm), reader_(std::move(reader)), output_(std::move(output)), force_(force),
-          transfer_(H5Pcreate(H5P_DATASET_XFER)) {
-        H5Pset_dxpl_mpio(transfer_, H5FD_MPIO_COLLECTIVE);
-    }
-    ~ParallelIo() override { H5Pclose(transfer_); }
-    ParallelIo(const ParallelIo&) = delete;
-    ParallelIo& operator=(const ParallelIo&) = delete;
+        : comm_(comm), reader_(std::move(reader)), output_(std::move(output)), force_(force) {}
 
     void fetch(const Round& round, io::InputBlock& block, IoTimes& times, LocalFailure& failure) override {
         const RankStep& mine = round[static_cast<std::size_t>(comm_.rank())];
@@ -63,8 +32,8 @@ public:
         static const io::OutputBlock nothing{};
         const bool have = block != nullptr && !mine.empty();
         try {
-            output_->write_block(have ? mine.first : 0, have ? mine.last : 0, have ? *block : nothing, transfer_);
-            output_->checkpoint(transfer_);
+            output_->write_block(have ? mine.first : 0, have ? mine.last : 0, have ? *block : nothing, transfer_.id());
+            output_->checkpoint(transfer_.id());
         } catch (const std::exception& e) {
             abort_collective(e.what());
         }
@@ -97,25 +66,18 @@ public:
 
 private:
     [[noreturn]] void abort_collective(const std::string& what) {
-        std::cerr << "attnbatch run: error: rank " << comm_.rank() << ": " << what
-                  << " (inside a collective write: aborting every rank)\n";
-        std::cerr.flush();
-        comm_.abort(exit_io);
-        std::_Exit(exit_io);  // not reached; virtual calls do not carry [[noreturn]]
+        abort_job(comm_, exit_io, what + " (inside a collective write: aborting every rank)");
     }
 
     void note_fallback() {
-        if (!fallback_.empty()) return;
-        std::uint32_t local = 0, global = 0;
-        if (H5Pget_mpio_no_collective_cause(transfer_, &local, &global) < 0) return;
-        if (global != 0) fallback_ = no_collective_causes(global);
+        if (fallback_.empty()) fallback_ = transfer_.fallback_cause();
     }
 
     Comm& comm_;
     std::unique_ptr<io::InputReader> reader_;
     std::unique_ptr<io::OutputFile> output_;
     bool force_;
-    hid_t transfer_;
+    io::CollectiveTransfer transfer_;
     std::string fallback_;
 };
 

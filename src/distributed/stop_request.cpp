@@ -4,16 +4,18 @@
 #include <initializer_list>
 #include <unistd.h>
 
+#include "attnbatch/error.hpp"
+
 namespace attnbatch::distributed {
 
 namespace {
 
 volatile std::sig_atomic_t first_signal = 0;
 
-constexpr int kExitInterrupted = 5;
+
 
 extern "C" void on_stop_signal(int signal) {
-    if (first_signal != 0) _exit(kExitInterrupted);  // async-signal-safe: no flush, no destructors
+    if (first_signal != 0) _exit(exit_interrupted);  // async-signal-safe: no flush, no destructors
     first_signal = signal;
 }
 
@@ -28,6 +30,12 @@ void install_stop_handlers() {
 }
 
 int stop_signal() noexcept { return first_signal; }
+
+void request_stop(int signal) noexcept {
+    if (first_signal == 0) first_signal = signal;
+}
+
+void clear_stop_request() noexcept { first_signal = 0; }
 
 const char* signal_name(int signal) noexcept {
     switch (signal) {

@@ -61,6 +61,11 @@ void record_failure(LocalFailure& failure, Work&& work) {
     }
 }
 
+// For a failure that cannot be agreed on (inside a collective write, where the other ranks
+// may already wait for this one): prints "attnbatch run: error: rank R: <message>" and ends
+// every rank of the job with `code`.
+[[noreturn]] void abort_job(Comm& comm, int code, const std::string& message);
+
 // Collective. Runs `work` on the ranks where `here` is true, then agrees: a failure on any
 // rank throws AgreedFailure on all of them.
 template <class Work>

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "attnbatch/io/h5_file.hpp"
+
 namespace attnbatch::distributed {
 
 class Comm {
@@ -34,6 +36,10 @@ public:
     // Ends every rank of the job now with `code`: for failures inside collective operations,
     // where the other ranks may already wait for this one.
     [[noreturn]] virtual void abort(int code) = 0;
+
+    // How every rank opens one file together (--io parallel): MPI-IO over this communicator.
+    // The default, for communicators without MPI, opens the file on its own.
+    virtual io::FileAccess collective_file_access() const { return {}; }
 
     bool is_root() const { return rank() == 0; }
 };

@@ -12,4 +12,9 @@ int stop_signal() noexcept;
 
 const char* signal_name(int signal) noexcept;
 
+// What the handler does on a first signal: a test drives a stop without a real signal.
+void request_stop(int signal) noexcept;
+// Forgets a stop request, so that one process can run a job after an interrupted one (tests).
+void clear_stop_request() noexcept;
+
 }  // namespace attnbatch::distributed

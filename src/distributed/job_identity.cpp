@@ -1,4 +1,4 @@
-#include "resume_identity.hpp"
+#include "attnbatch/distributed/job_identity.hpp"
 
 #include <sys/stat.h>
 
@@ -9,7 +9,7 @@
 
 #include "attnbatch/io/journal.hpp"
 
-namespace attnbatch::cli {
+namespace attnbatch::distributed {
 namespace {
 
 void describe_file(std::ostringstream& out, const std::string& key, const std::string& path) {
@@ -36,8 +36,8 @@ std::string exact(double value) {
 
 }  // namespace
 
-std::string resume_identity(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
-                            const std::vector<std::int32_t>& lengths, const distributed::AttentionSettings& settings,
+std::string job_identity(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
+                            const std::vector<std::int32_t>& lengths, const AttentionSettings& settings,
                             const io::OutputLayout& layout) {
     std::ostringstream out;
     out << "journal format = 1\n";
@@ -78,4 +78,4 @@ std::string resume_identity(const io::InputSpec& spec, const std::optional<io::P
     return out.str();
 }
 
-}  // namespace attnbatch::cli
+}  // namespace attnbatch::distributed

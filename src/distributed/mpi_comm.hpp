@@ -1,4 +1,5 @@
-// Comm over an MPI communicator (the only place besides the io layer's MPI-IO that talks MPI).
+// Comm over an MPI communicator: with mpi_session.cpp the only place besides io's MPI-IO
+// that talks MPI.
 #pragma once
 
 #include <mpi.h>

@@ -14,12 +14,12 @@
 #include "attnbatch/io/input_reader.hpp"
 #include "attnbatch/io/output.hpp"
 
-namespace attnbatch::cli {
+namespace attnbatch::distributed {
 
 // "key = value" lines (journal.hpp). Input files are named by their real path, size and
 // modification time: rewriting an input in place between attempts changes its identity.
-std::string resume_identity(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
-                            const std::vector<std::int32_t>& lengths, const distributed::AttentionSettings& settings,
+std::string job_identity(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
+                            const std::vector<std::int32_t>& lengths, const AttentionSettings& settings,
                             const io::OutputLayout& layout);
 
-}  // namespace attnbatch::cli
+}  // namespace attnbatch::distributed

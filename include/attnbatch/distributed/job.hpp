@@ -1,0 +1,124 @@
+// A whole `run` job, from describing the input to publishing the output, on one rank or many.
+//
+//   JobSettings  what the user asked for, typed (no strings left to parse): the cli fills it.
+//   prepare_job  collective: rank 0 validates the input and broadcasts what it found, the
+//                ranks agree on every failure; then the memory model, the units, the resume
+//                state and the plan. Nothing is written. A dry run stops here.
+//   run_job      collective: the free-space check, the value scan, the output's creation,
+//                the rounds (coordinator.hpp) and the publication of OUTPUT.
+//
+// Words used the same way everywhere in this layer:
+//   unit   the planner's piece of work: sequences [first, last), costed, formed the same way
+//          whatever the number of ranks, and journaled as done or not (the resume grain);
+//   step   what one rank computes in one round: consecutive units of its share merged;
+//   round  one collective iteration: every rank computes at most one step while its main
+//          thread stores the previous round and fetches the next;
+//   plan   which ranks get which units (plan.hpp); the schedule (schedule.hpp) turns it into
+//          rounds.
+//
+// Failures are agreed (agreement.hpp): every rank leaves prepare_job or run_job with the
+// same AgreedFailure, and rank 0 reports it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnbatch/distributed/comm.hpp"
+#include "attnbatch/distributed/coordinator.hpp"
+#include "attnbatch/distributed/memory_model.hpp"
+#include "attnbatch/distributed/plan.hpp"
+#include "attnbatch/distributed/resume.hpp"
+#include "attnbatch/distributed/unit_computer.hpp"
+#include "attnbatch/io/input.hpp"
+#include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/output_size.hpp"
+#include "attnbatch/kernels/attention.hpp"
+
+namespace attnbatch::distributed {
+
+enum class IoMode { automatic, gather, parallel };
+enum class ScheduleKind { cost_static, dynamic };
+
+const char* name_of(IoMode mode);        // "auto", "gather", "parallel"
+const char* name_of(ScheduleKind kind);  // "static", "dynamic"
+
+struct SequenceRange {
+    std::int64_t first = 0, last = 0;  // [first, last)
+};
+
+struct JobSettings {
+    io::InputOptions input;
+    std::string output;
+    bool causal = false;
+    double scale = 0.0;  // 0: 1/sqrt(d_k)
+    io::SaveWeights save_weights = io::SaveWeights::all;
+    io::WeightsDtype weights_dtype = io::WeightsDtype::f32;
+    std::optional<SequenceRange> weights_sequences;  // none: every sequence
+    int gzip_level = 0;                              // 0: no compression
+    IoMode io = IoMode::automatic;
+    ScheduleKind schedule = ScheduleKind::cost_static;
+    kernels::KernelOptions kernel;    // threads 0: OpenMP's default
+    std::size_t max_memory = 0;       // resident bytes per rank
+    std::int64_t unit_sequences = 0;  // 0: as many as max_memory allows
+    bool resume = false, force = false, dry_run = false;
+    int simulate_ranks = 0;           // a dry run planned for this many ranks (0: this run's)
+    std::string recorded_config;      // the resolved options, recorded in the output
+    std::string version;              // recorded in the output
+};
+
+// Everything prepare_job found and decided; identical on every rank.
+struct Job {
+    Comm& comm;
+    JobSettings settings;
+    double started_at = 0;  // wall clock at prepare_job's start
+
+    io::InputSpec spec;
+    std::optional<io::ProjectionWeights> weights;
+    std::vector<std::int32_t> lengths;
+
+    io::OutputLayout layout;
+    io::OutputSizes sizes;
+    AttentionSettings attention;  // scale and threads resolved
+    int plan_ranks = 1;           // this run's ranks, or --simulate-ranks
+    IoMode io = IoMode::gather;   // resolved
+    std::int64_t max_sequences = 0;  // per step, from the memory model
+
+    std::vector<Unit> all_units;  // the whole job's, as journaled
+    std::vector<Unit> units;      // what this attempt computes (all, or those not done)
+    RoundProgress done_before;    // what earlier attempts did (--resume)
+    Plan plan;                    // static contiguous shares of `units` over plan_ranks
+    Plan predicted;               // the plan of the chosen schedule, for printing
+    std::string identity;         // the journal's identity of this job
+    ResumeState resume;
+
+    explicit Job(Comm& c) : comm(c) {}
+    bool nothing_to_do() const { return resume.state == ResumeState::complete; }
+};
+
+// Collective. Throws AgreedFailure (the same on every rank) on any failure.
+Job prepare_job(Comm& comm, const JobSettings& settings);
+
+struct JobResult {
+    RunResult rounds;
+    double wall_seconds = 0;  // from prepare_job's start to the output's publication
+    RankTimes sum;            // over ranks
+    double slowest_compute = 0;
+    double imbalance = 0;        // max rank compute / mean - 1
+    double io_hidden = 1;        // of all I/O, the fraction done while compute ran
+    double flops() const { return sum.attention_flops + sum.projection_flops; }
+};
+
+// Called on every rank after each round (rounds end together on all ranks).
+using RoundCallback = std::function<void(const RoundProgress&)>;
+
+// Collective. Computes `job.units` and publishes OUTPUT. Throws AgreedFailure on a failure
+// every rank agreed on (the partial output is closed resumable); a failure inside a
+// collective write cannot be agreed on and ends the job with Comm::abort.
+JobResult run_job(Job& job, const RoundCallback& on_round = {});
+
+}  // namespace attnbatch::distributed

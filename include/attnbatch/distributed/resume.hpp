@@ -1,0 +1,39 @@
+// `run --resume`: deciding, on rank 0, whether there is a partial output to continue and
+// what of it is done; then every rank takes over its units.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attnbatch/distributed/comm.hpp"
+#include "attnbatch/distributed/plan.hpp"
+#include "attnbatch/io/output.hpp"
+
+namespace attnbatch::distributed {
+
+struct ResumeState {
+    enum State : std::int64_t { fresh = 0, partial = 1, complete = 2 };
+    std::int64_t state = fresh;
+    std::vector<std::int64_t> unit_bounds;  // the partial run's units
+    std::vector<std::int64_t> done;         // 1 where done and its checksum still matches
+    std::string summary;                    // one line for the user, rank 0 only ("" when fresh without --resume)
+};
+
+// Rank 0. complete: OUTPUT exists (and force does not ask to finish a .partial beside it);
+// partial: OUTPUT.partial exists, was written with the same `identity` (else Error exit 2
+// naming what differs) and its done units were re-checked; fresh otherwise.
+ResumeState inspect_for_resume(const std::string& output, bool force, const io::OutputLayout& layout,
+                               const std::string& identity);
+
+// Collective: rank 0's state reaches every rank (the summary stays on rank 0).
+void broadcast_resume(Comm& comm, ResumeState& resume);
+
+// The partial run's units, costed for this run; Error (exit 2) when one of them holds
+// more sequences than this run's memory bound allows in a step.
+std::vector<Unit> resumed_units(const std::vector<std::int32_t>& lengths, const CostModel& cost,
+                                const ResumeState& resume, std::int64_t max_sequences);
+
+std::vector<std::int64_t> unit_bounds_of(const std::vector<Unit>& units);
+
+}  // namespace attnbatch::distributed

@@ -1,0 +1,341 @@
+#include "attnbatch/distributed/job.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <tuple>
+
+#include "attnbatch/distributed/agreement.hpp"
+#include "attnbatch/distributed/job_identity.hpp"
+#include "attnbatch/distributed/schedule.hpp"
+#include "attnbatch/distributed/spec_codec.hpp"
+#include "attnbatch/distributed/step_io.hpp"
+#include "attnbatch/distributed/stop_request.hpp"
+#include "attnbatch/error.hpp"
+#include "attnbatch/io/fault_injection.hpp"
+#include "wall_clock.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace attnbatch::distributed {
+
+namespace {
+
+// Rounds wanted at least, so that reading and writing hide behind compute (with R rounds
+// about 1/R of the I/O stays exposed).
+constexpr int kMinRounds = 8;
+// A step's predicted cost is capped at this many seconds of compute at a conservative speed
+// per thread, so that a stop signal is answered within about one step.
+constexpr double kMaxStepSeconds = 10.0;
+constexpr double kAssumedFlopsPerThread = 20e9;
+
+// The output must be a new file path, never the input or the weights (--force would otherwise
+// replace them) and never a directory (found out only at the final rename, after the work).
+void check_output_path(const JobSettings& s) {
+    struct stat out {};
+    if (::stat(s.output.c_str(), &out) != 0) return;
+    if (S_ISDIR(out.st_mode)) {
+        throw Error(exit_usage, "--output " + s.output + " is a directory, expected a file path; hint: e.g. " + s.output + "/out.h5");
+    }
+    for (const std::string* input : {&s.input.input_path, &s.input.weights_path}) {
+        struct stat in {};
+        if (input->empty() || ::stat(input->c_str(), &in) != 0) continue;
+        if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+            throw Error(exit_usage, "--output " + s.output + " is the same file as " + *input +
+                                        ", expected a different path (inputs are never overwritten, even with --force)");
+        }
+    }
+}
+
+CostModel cost_model_for(const io::InputSpec& spec, bool causal) {
+    CostModel model;
+    model.heads = spec.heads;
+    model.d_k = spec.d_k;
+    model.d_v = spec.d_v;
+    model.causal = causal;
+    if (spec.weights) {
+        model.d_in = spec.weights->d_in;
+        model.d_out = spec.weights->has_w_o ? spec.weights->d_out : 0;
+    }
+    return model;
+}
+
+int resolved_threads(int threads) {
+#if defined(_OPENMP)
+    return threads > 0 ? threads : omp_get_max_threads();
+#else
+    (void)threads;
+    return 1;
+#endif
+}
+
+// The sequences a rank's share spans (contiguous shares: exactly its sequences).
+std::pair<std::int64_t, std::int64_t> share_span(const std::vector<Unit>& units, const RankShare& share) {
+    if (share.units.empty()) return {0, 0};
+    return {units[static_cast<std::size_t>(share.units.front())].first,
+            units[static_cast<std::size_t>(share.units.back())].last};
+}
+
+// Rank 0 validates shapes, types and lengths and every other rank receives what it found;
+// the data values are scanned later, each rank its own share.
+void describe(Job& job) {
+    Comm& comm = job.comm;
+    agreed(comm, comm.is_root(), [&] {
+        io::InputOptions input = job.settings.input;
+        input.check_finite = false;
+        job.spec = io::describe_input(input);
+        if (job.spec.weights) job.weights = io::read_weights(*job.spec.weights);
+        io::InputReader lengths_reader(job.spec);
+        job.lengths = lengths_reader.read_all_lengths();
+    });
+    broadcast_spec(comm, job.spec, 0);
+    broadcast_weights(comm, job.weights, 0);
+    broadcast_vector(comm, job.lengths, 0);
+}
+
+void lay_out(Job& job) {
+    const JobSettings& s = job.settings;
+    job.layout = io::output_layout_for(job.spec);
+    job.layout.save_weights = s.save_weights;
+    job.layout.weights_dtype = s.weights_dtype;
+    job.layout.gzip_level = s.gzip_level;
+    agreed(job.comm, true, [&] {
+        if (!s.weights_sequences) return;
+        const SequenceRange& range = *s.weights_sequences;
+        if (range.last > job.spec.n) {
+            throw Error(exit_usage, "--weights-seqs " + std::to_string(range.first) + ":" + std::to_string(range.last) +
+                                        " ends past N = " + std::to_string(job.spec.n) + " (expected A < B <= N)");
+        }
+        job.layout.weights_first = range.first;
+        job.layout.weights_last = range.last;
+    });
+    job.sizes = io::estimate_output_bytes(job.layout);
+
+    // A dry run for --simulate-ranks P sizes the job those P ranks would run.
+    job.plan_ranks = s.dry_run && s.simulate_ranks > 0 ? s.simulate_ranks : job.comm.size();
+    job.io = s.io != IoMode::automatic ? s.io : job.plan_ranks > 1 ? IoMode::parallel : IoMode::gather;
+    job.attention.causal = s.causal;
+    job.attention.scale = s.scale > 0 ? static_cast<float>(s.scale)
+                                      : static_cast<float>(1.0 / std::sqrt(static_cast<double>(job.spec.d_k)));
+    job.attention.kernel = s.kernel;
+    job.attention.kernel.threads = resolved_threads(s.kernel.threads);
+}
+
+// Units sized by the memory bound and formed the same way whatever the number of ranks; a
+// resumed job takes over the units of its journal instead.
+void form_job_units(Job& job) {
+    const JobSettings& s = job.settings;
+    Comm& comm = job.comm;
+    const int in_flight = job.io == IoMode::gather && job.plan_ranks > 1 ? 3 : 2;
+    const MemoryModel memory = memory_model(job.spec, job.layout, job.attention.kernel, in_flight);
+    agreed(comm, true, [&] {
+        job.max_sequences = sequences_per_unit(memory, s.max_memory, job.spec.n);
+        if (s.unit_sequences > 0) job.max_sequences = std::min<std::int64_t>(job.max_sequences, s.unit_sequences);
+    });
+    const CostModel cost = cost_model_for(job.spec, s.causal);
+
+    // The journal's identity: rank 0 reads the files' metadata, every rank records the same.
+    if (comm.is_root()) job.identity = job_identity(job.spec, job.weights, job.lengths, job.attention, job.layout);
+    broadcast_string(comm, job.identity, 0);
+    if (s.resume && !s.dry_run) {
+        agreed(comm, comm.is_root(), [&] { job.resume = inspect_for_resume(s.output, s.force, job.layout, job.identity); });
+        broadcast_resume(comm, job.resume);
+    }
+    if (job.resume.state == ResumeState::complete) return;
+
+    if (job.resume.state != ResumeState::partial) {
+        job.all_units = form_units(job.lengths, cost, job.max_sequences);
+        job.units = job.all_units;
+        return;
+    }
+    agreed(comm, true, [&] { job.all_units = resumed_units(job.lengths, cost, job.resume, job.max_sequences); });
+    for (std::size_t u = 0; u < job.all_units.size(); ++u) {
+        const Unit& unit = job.all_units[u];
+        if (!job.resume.done[u]) {
+            job.units.push_back(unit);
+            continue;
+        }
+        job.done_before.units += 1;
+        job.done_before.sequences += unit.last - unit.first;
+        job.done_before.cost += unit.cost;
+    }
+}
+
+void plan_job(Job& job) {
+    // The static plan also tells each rank which values to scan under --io parallel.
+    job.plan = plan_static(job.units, job.plan_ranks, StaticStrategy::contiguous);
+    job.predicted = job.settings.schedule == ScheduleKind::dynamic ? simulate_dynamic(job.units, job.plan_ranks) : job.plan;
+}
+
+void check_free_space(Job& job) {
+    const JobSettings& s = job.settings;
+    agreed(job.comm, job.comm.is_root(), [&] {
+        if (job.layout.gzip_level != 0 || job.resume.state == ResumeState::partial) return;  // a partial holds its space
+        const std::uint64_t free_bytes = io::free_bytes_at(s.output);
+        if (job.sizes.total() > free_bytes) {
+            throw Error(exit_usage, s.output + ": the output needs " + format_bytes(static_cast<double>(job.sizes.total())) +
+                                        " but its file system has " + format_bytes(static_cast<double>(free_bytes)) +
+                                        " free; hint: --save-weights mean|none, --weights-dtype f16, --weights-seqs A:B or "
+                                        "--compression gzip shrink it");
+        }
+    });
+}
+
+// Every value checked before any compute: in parallel each rank scans its own share.
+void scan_values(Job& job) {
+    Comm& comm = job.comm;
+    const bool parallel = job.io == IoMode::parallel;
+    agreed(comm, comm.is_root() || parallel, [&] {
+        io::ValueScan scan{0, job.spec.n, comm.is_root(), job.settings.input.scan_bytes};
+        if (parallel) std::tie(scan.first, scan.last) = share_span(job.units, job.plan.ranks[static_cast<std::size_t>(comm.rank())]);
+        io::check_values(job.spec, scan);
+    });
+}
+
+io::Provenance provenance_of(const Job& job) {
+    const JobSettings& s = job.settings;
+    io::Provenance provenance;
+    provenance.version = s.version;
+    provenance.creation_time = io::creation_time_now();
+    provenance.input_file = job.spec.path;
+    provenance.input_dataset = job.spec.mode == io::InputMode::embeddings
+                                   ? job.spec.dataset
+                                   : job.spec.query + "," + job.spec.key + "," + job.spec.value;
+    provenance.heads = job.spec.heads;
+    provenance.causal = s.causal;
+    provenance.scale = job.attention.scale;
+    provenance.ranks = job.comm.size();
+    provenance.threads = job.attention.kernel.threads;
+    provenance.io_mode = name_of(job.io);
+    provenance.config = s.recorded_config;
+    return provenance;
+}
+
+// Creates (or, resuming, reopens) OUTPUT.partial and the reader, wrapped in the StepIo of the
+// job's I/O mode.
+std::unique_ptr<StepIo> open_step_io(Job& job) {
+    const JobSettings& s = job.settings;
+    Comm& comm = job.comm;
+    const bool root = comm.is_root();
+    io::Provenance provenance = provenance_of(job);
+    broadcast_string(comm, provenance.creation_time, 0);  // attributes must match on every rank
+
+    io::OutputOptions output_options;
+    output_options.force = s.force;
+    output_options.journal = io::JournalPlan{unit_bounds_of(job.all_units), job.identity};
+    const bool continuing = job.resume.state == ResumeState::partial;
+    const auto open_output = [&](const io::FileAccess& access) {
+        if (continuing) return std::make_unique<io::OutputFile>(io::OutputFile::reopen(s.output, job.layout, access));
+        return std::make_unique<io::OutputFile>(io::OutputFile::create(s.output, job.layout, provenance, output_options));
+    };
+    std::unique_ptr<io::OutputFile> output;
+    std::unique_ptr<io::InputReader> reader;
+    if (job.io != IoMode::parallel) {
+        agreed(comm, root, [&] {
+            output = open_output(output_options.access);
+            reader = std::make_unique<io::InputReader>(job.spec);
+        });
+        return make_gather_io(comm, job.spec, job.layout, std::move(reader), std::move(output));
+    }
+
+    if (!continuing) agreed(comm, root, [&] { io::prepare_output_path(s.output, s.force); });
+    output_options.paths_prepared = true;
+    agreed(comm, true, [&] { output_options.access = comm.collective_file_access(); });
+    // Collective: a failure here is the same on every rank, or the job cannot go on.
+    LocalFailure failure;
+    record_failure(failure, [&] { output = open_output(output_options.access); });
+    const AgreedError created = agree(comm, failure.code, failure.message);
+    if (created.code != 0 && output) abort_job(comm, created.code, created.message);
+    if (created.code != 0) throw AgreedFailure(created.code, created.message);
+    agreed(comm, true, [&] { reader = std::make_unique<io::InputReader>(job.spec); });
+    return make_parallel_io(comm, std::move(reader), std::move(output), s.force);
+}
+
+JobResult summarize(RunResult rounds, double wall) {
+    JobResult result;
+    result.wall_seconds = wall;
+    double io = 0, exposed = 0;
+    for (const RankTimes& t : rounds.ranks) {
+        result.sum.sequences += t.sequences;
+        result.sum.tokens += t.tokens;
+        result.sum.attention_flops += t.attention_flops;
+        result.sum.projection_flops += t.projection_flops;
+        result.sum.read += t.read;
+        result.sum.write += t.write;
+        result.sum.communicate += t.communicate;
+        result.sum.compute += t.compute;
+        result.slowest_compute = std::max(result.slowest_compute, t.compute);
+        const double mine = t.read + t.write + t.communicate;
+        io += mine;
+        exposed += std::min(mine, t.exposed);
+    }
+    const double ranks = static_cast<double>(rounds.ranks.size());
+    result.imbalance = result.sum.compute > 0 ? result.slowest_compute / (result.sum.compute / ranks) - 1.0 : 0.0;
+    result.io_hidden = io > 0 ? 1.0 - exposed / io : 1.0;
+    result.rounds = std::move(rounds);
+    return result;
+}
+
+}  // namespace
+
+const char* name_of(IoMode mode) {
+    switch (mode) {
+        case IoMode::automatic: return "auto";
+        case IoMode::gather: return "gather";
+        case IoMode::parallel: return "parallel";
+    }
+    return "?";
+}
+
+const char* name_of(ScheduleKind kind) { return kind == ScheduleKind::dynamic ? "dynamic" : "static"; }
+
+Job prepare_job(Comm& comm, const JobSettings& settings) {
+    Job job(comm);
+    job.settings = settings;
+    job.started_at = wall_seconds();
+    install_stop_handlers();
+    agreed(comm, true, [&] { io::arm_fault_from_environment(comm.rank()); });
+    agreed(comm, comm.is_root(), [&] { check_output_path(job.settings); });
+    describe(job);
+    lay_out(job);
+    form_job_units(job);
+    if (!job.nothing_to_do()) plan_job(job);
+    return job;
+}
+
+JobResult run_job(Job& job, const RoundCallback& on_round) {
+    Comm& comm = job.comm;
+    check_free_space(job);
+    scan_values(job);
+    std::unique_ptr<StepIo> step_io = open_step_io(job);
+
+    const double max_step_cost = kMaxStepSeconds * kAssumedFlopsPerThread * job.attention.kernel.threads;
+    RunResult rounds;
+    try {
+        std::unique_ptr<Scheduler> scheduler =
+            job.settings.schedule == ScheduleKind::dynamic
+                ? make_dynamic_scheduler(job.units, comm.size(), job.max_sequences, kMinRounds, max_step_cost)
+                : make_static_scheduler(static_rounds(job.units, job.plan, job.max_sequences, kMinRounds, max_step_cost));
+        RunContext context{job.spec, job.weights, job.attention, job.layout};
+        context.on_round = on_round;
+        rounds = run_rounds(comm, context, *scheduler, *step_io);
+        step_io.reset();
+    } catch (const AgreedFailure&) {
+        throw;  // every rank closed the output together and leaves together
+    } catch (const std::exception& e) {
+        // An Error at the end (the final flush or rename on a full disk) keeps its exit code;
+        // anything else is a bug.
+        const auto* error = dynamic_cast<const Error*>(&e);
+        if (comm.size() == 1) throw;
+        // Caught here, before the output's destructor could start a collective close that
+        // the other ranks would never join.
+        abort_job(comm, error ? error->exit_code() : exit_internal, (error ? "" : "internal error: ") + std::string(e.what()));
+    }
+    return summarize(std::move(rounds), wall_seconds() - job.started_at);
+}
+
+}  // namespace attnbatch::distributed

@@ -1,0 +1,86 @@
+#include "attnbatch/distributed/resume.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "attnbatch/error.hpp"
+#include "attnbatch/io/journal.hpp"
+
+namespace attnbatch::distributed {
+namespace {
+
+bool exists(const std::string& path) {
+    struct stat status {};
+    return ::lstat(path.c_str(), &status) == 0;
+}
+
+}  // namespace
+
+ResumeState inspect_for_resume(const std::string& output, bool force, const io::OutputLayout& layout,
+                               const std::string& identity) {
+    ResumeState resume;
+    const std::string partial = io::OutputFile::partial_path_for(output);
+    const bool have_partial = exists(partial);
+    if (exists(output) && !(have_partial && force)) {
+        resume.summary = output + " is already complete; nothing to resume";
+        resume.state = ResumeState::complete;
+        return resume;
+    }
+    if (!have_partial) {
+        resume.summary = "resume: no " + partial + " to continue; starting afresh";
+        return resume;
+    }
+    const std::string differences = io::identity_differences(io::read_journal_identity(partial), identity);
+    if (!differences.empty()) {
+        throw Error(exit_usage, partial + " was written from other input or options (" + differences +
+                                    "); hint: resume with the original ones, or --force to start afresh");
+    }
+    const io::OutputFile file = io::OutputFile::reopen(output, layout);
+    const io::JournalState state = file.journal_state();
+    resume.state = ResumeState::partial;
+    resume.unit_bounds = state.plan.unit_bounds;
+    resume.done = state.done;
+    const std::vector<std::int64_t> failing = file.units_failing_checksum(state);
+    for (std::int64_t u : failing) resume.done[static_cast<std::size_t>(u)] = 0;
+    const std::int64_t units = static_cast<std::int64_t>(state.done.size());
+    std::ostringstream summary;
+    summary << "resume: " << state.done_units() - static_cast<std::int64_t>(failing.size()) << " of " << units
+            << " units done and verified";
+    if (!failing.empty()) {
+        summary << "; " << failing.size() << " failed their checksum (first: unit " << failing.front()
+                << ", sequences [" << resume.unit_bounds[static_cast<std::size_t>(failing.front())] << ", "
+                << resume.unit_bounds[static_cast<std::size_t>(failing.front()) + 1] << ")) and are computed again";
+    }
+    resume.summary = summary.str();
+    return resume;
+}
+
+void broadcast_resume(Comm& comm, ResumeState& resume) {
+    comm.broadcast(&resume.state, sizeof resume.state, 0);
+    broadcast_vector(comm, resume.unit_bounds, 0);
+    broadcast_vector(comm, resume.done, 0);
+}
+
+std::vector<Unit> resumed_units(const std::vector<std::int32_t>& lengths, const CostModel& cost,
+                                const ResumeState& resume, std::int64_t max_sequences) {
+    std::vector<Unit> units = units_with_bounds(lengths, cost, resume.unit_bounds);
+    std::int64_t largest = 0;
+    for (const Unit& unit : units) largest = std::max(largest, unit.last - unit.first);
+    if (largest > max_sequences) {
+        throw Error(exit_usage, "--resume: the partial output's units hold up to " + std::to_string(largest) +
+                                    " sequences, but --max-memory allows " + std::to_string(max_sequences) +
+                                    " per step on this run; hint: resume with the --max-memory (and --io) of the "
+                                    "first attempt, or more");
+    }
+    return units;
+}
+
+std::vector<std::int64_t> unit_bounds_of(const std::vector<Unit>& units) {
+    std::vector<std::int64_t> bounds{0};
+    for (const Unit& unit : units) bounds.push_back(unit.last);
+    return bounds;
+}
+
+}  // namespace attnbatch::distributed
