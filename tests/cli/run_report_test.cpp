@@ -1,0 +1,38 @@
+// `run --report FILE.json`: the report is JSON a parser accepts whatever the paths hold (it is
+// written by the JSON writer, not by hand), and its figures add up to what the run did.
+#include "cli_test_support.hpp"
+
+namespace attnbatch::cli {
+namespace {
+
+using testing::attnbatch;
+using testing::Outcome;
+using testing::TempDir;
+
+const std::vector<std::pair<std::string, std::string>> kMpiEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+                                                                  {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+
+TEST(RunReport, IsValidJsonWithQuotesAndBackslashesInThePaths) {
+    const TempDir dir;
+    const std::string input = dir.file("in.h5"), output = dir.file("o\"ut\\1.h5"), report = dir.file("re\"port.json");
+    const Outcome generated = attnbatch({"generate", "--output", input, "--num-seqs", "7", "--seq-len", "9", "--dim", "8",
+                                         "--min-len", "1", "--seed", "3"});
+    ASSERT_EQ(generated.status, 0) << generated.err;
+    const Outcome run = attnbatch({"run", "--input", input, "--output", output, "--heads", "2", "--unit-sequences", "2",
+                                   "--progress", "never", "--report", report},
+                                  kMpiEnv);
+    ASSERT_EQ(run.status, 0) << run.err;
+    const Outcome parsed = testing::python(
+        "import json, sys\n"
+        "r = json.load(open(sys.argv[1]))\n"
+        "assert r['output'] == sys.argv[2], r['output']\n"
+        "assert r['ranks'] == 1 and len(r['per_rank']) == 1, r\n"
+        "assert r['per_rank'][0]['sequences'] == 7, r['per_rank'][0]\n"
+        "assert r['units'] >= 4 and r['max_sequences_per_step'] == 2, r  # 7 sequences, at most 2 a step\n"
+        "print('ok')\n",
+        {report, output});
+    EXPECT_EQ(parsed.out, "ok\n") << parsed.out;
+}
+
+}  // namespace
+}  // namespace attnbatch::cli
