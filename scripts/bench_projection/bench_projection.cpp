@@ -5,7 +5,7 @@
 //   bench_projection [--repeat N] [--quick] [--variant NAME] | --core-only
 //
 // Y = X W + b with X (tokens, in) row-major, W (in, out) row-major, b (out): as in
-// src/distributed/unit_computer.cpp, X is `seqs` whole sequences of `len` tokens (lengths all L).
+// src/distributed/step_computer.cpp, X is `seqs` whole sequences of `len` tokens (lengths all L).
 // OpenBLAS side: Y is filled with b row by row (with the same thread count), then
 // cblas_sgemm with beta = 1 adds X W; OpenBLAS would otherwise spend the same pass on
 // zeroing C for beta = 0, so this is sgemm's own cost plus nothing hidden.
@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
         for (float& v : p.x) v = ux(rng);
         for (float& v : p.w) v = uw(rng);
         for (float& v : p.b) v = ub(rng);
-        // Packing happens once per run in the engine (UnitComputer's constructor): not timed.
+        // Packing happens once per run in the engine (StepComputer's constructor): not timed.
         p.packed.resize(k::projection_packed_floats(s.in, s.out, k::Isa::best));
         k::pack_projection_weights(p.w.data(), s.in, s.out, p.packed.data(), k::Isa::best);
         p.workspace.resize(k::projection_workspace_bytes(s.in, k::Isa::best, max_threads));

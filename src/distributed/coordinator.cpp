@@ -63,8 +63,8 @@ struct Slot {
 
 RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler, StepIo& io) {
     const std::size_t me = static_cast<std::size_t>(comm.rank());
-    UnitComputer computers[2] = {UnitComputer(context.spec, context.weights, context.settings, context.layout),
-                                 UnitComputer(context.spec, context.weights, context.settings, context.layout)};
+    StepComputer computers[2] = {StepComputer(context.spec, context.weights, context.settings, context.layout),
+                                 StepComputer(context.spec, context.weights, context.settings, context.layout)};
     Slot slots[2];
     IoTimes io_times;
     LocalFailure failure;
@@ -109,7 +109,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     for (std::size_t k = 0; !round_is_empty(current); ++k) {
         Slot& slot = slots[k % 2];
         Slot& other = slots[(k + 1) % 2];
-        UnitComputer& computer = computers[k % 2];
+        StepComputer& computer = computers[k % 2];
         const RankStep& step = current[me];
         const bool computing = !step.empty() && !failure && slot.input.count > 0;
         if (computing) {

@@ -133,7 +133,7 @@ void form_job_units(Job& job) {
     const int in_flight = job.io == IoMode::gather && job.plan_ranks > 1 ? 3 : 2;
     const MemoryModel memory = memory_model(job.spec, job.layout, job.attention.kernel, in_flight);
     agreed(comm, true, [&] {
-        job.max_sequences = sequences_per_unit(memory, s.max_memory, job.spec.n);
+        job.max_sequences = sequences_per_step(memory, s.max_memory, job.spec.n);
         if (s.unit_sequences > 0) job.max_sequences = std::min<std::int64_t>(job.max_sequences, s.unit_sequences);
     });
     const CostModel cost = cost_model_for(job.spec, s.causal);

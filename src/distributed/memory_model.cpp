@@ -72,7 +72,7 @@ std::string format_bytes(double bytes) {
     return text;
 }
 
-std::int64_t sequences_per_unit(const MemoryModel& model, std::size_t max_memory, std::int64_t n) {
+std::int64_t sequences_per_step(const MemoryModel& model, std::size_t max_memory, std::int64_t n) {
     const std::size_t one = model.per_sequence + model.per_weights_sequence;
     if (model.fixed + one > max_memory) {
         throw Error(exit_usage,

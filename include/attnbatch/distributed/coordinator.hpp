@@ -15,7 +15,7 @@
 #include "attnbatch/distributed/plan.hpp"
 #include "attnbatch/distributed/schedule.hpp"
 #include "attnbatch/distributed/step_io.hpp"
-#include "attnbatch/distributed/unit_computer.hpp"
+#include "attnbatch/distributed/step_computer.hpp"
 
 namespace attnbatch::distributed {
 

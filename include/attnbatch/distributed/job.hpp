@@ -32,7 +32,7 @@
 #include "attnbatch/distributed/memory_model.hpp"
 #include "attnbatch/distributed/plan.hpp"
 #include "attnbatch/distributed/resume.hpp"
-#include "attnbatch/distributed/unit_computer.hpp"
+#include "attnbatch/distributed/step_computer.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
 #include "attnbatch/io/output.hpp"

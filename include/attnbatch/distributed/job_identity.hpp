@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "attnbatch/distributed/unit_computer.hpp"
+#include "attnbatch/distributed/step_computer.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
 #include "attnbatch/io/output.hpp"

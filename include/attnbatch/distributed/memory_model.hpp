@@ -1,5 +1,6 @@
-// How a run is cut into units of whole sequences: sized by the memory budget, independent of
-// the number of ranks, so that every unit is computed the same way whoever computes it.
+// The resident memory of a rank as a function of the sequences in its step, so that the job
+// can size steps (and the units they are made of) by --max-memory, independently of the
+// number of ranks: every unit is then computed the same way whoever computes it.
 #pragma once
 
 #include <cstddef>
@@ -12,8 +13,8 @@
 
 namespace attnbatch::distributed {
 
-// Resident bytes of the buffers one unit needs, per sequence, and what does not depend on
-// the unit size (kernel workspace, packed projection weights, a margin for the process).
+// Resident bytes of the buffers one step needs, per sequence, and what does not depend on
+// the step size (kernel workspace, packed projection weights, a margin for the process).
 struct MemoryModel {
     std::size_t per_sequence = 0;
     std::size_t per_weights_sequence = 0;  // attention maps of a sequence that stores them
@@ -28,7 +29,7 @@ MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layo
 
 // The most sequences a step may hold under `max_memory` (at least 1, at most n). Throws
 // Error (exit 2) when one sequence does not fit, naming the options that shrink it.
-std::int64_t sequences_per_unit(const MemoryModel& model, std::size_t max_memory, std::int64_t n);
+std::int64_t sequences_per_step(const MemoryModel& model, std::size_t max_memory, std::int64_t n);
 
 std::string format_bytes(double bytes);
 

@@ -1,6 +1,6 @@
-// One unit's compute on one rank: project, attend, project the output. The coordinator feeds
-// it blocks of whole sequences; it makes no MPI or HDF5 call, so it runs on a thread of its
-// own while the rank's main thread reads and writes.
+// One step's compute on one rank (a run of whole sequences): project, attend, project the
+// output. It makes no MPI or HDF5 call, so it runs on a thread of its own while the rank's
+// main thread reads and writes.
 #pragma once
 
 #include <cstdint>
@@ -26,13 +26,13 @@ struct ComputeTally {
     double attention_flops = 0, projection_flops = 0;
 };
 
-class UnitComputer {
+class StepComputer {
 public:
-    UnitComputer(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
+    StepComputer(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
                  const AttentionSettings& settings, const io::OutputLayout& layout);
-    ~UnitComputer();
-    UnitComputer(UnitComputer&&) noexcept;
-    UnitComputer& operator=(UnitComputer&&) = delete;
+    ~StepComputer();
+    StepComputer(StepComputer&&) noexcept;
+    StepComputer& operator=(StepComputer&&) = delete;
 
     // Fills `block` (output, lse, lengths, attention) for the sequences of `in`; the block
     // points into this object's buffers, valid until the next compute().

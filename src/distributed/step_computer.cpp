@@ -1,4 +1,4 @@
-#include "attnbatch/distributed/unit_computer.hpp"
+#include "attnbatch/distributed/step_computer.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -31,7 +31,7 @@ PackedMatrix pack(const std::vector<float>& w, const std::vector<float>& bias, i
 }  // namespace
 
 // Buffers of one unit, reused from unit to unit; all (count, ...) with whole sequences.
-class UnitComputer::Impl {
+class StepComputer::Impl {
 public:
     Impl(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
                  const AttentionSettings& settings, const io::OutputLayout& layout)
@@ -216,13 +216,13 @@ private:
     std::vector<unsigned char> workspace_, projection_workspace_;
 };
 
-UnitComputer::UnitComputer(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
+StepComputer::StepComputer(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
                            const AttentionSettings& settings, const io::OutputLayout& layout)
     : impl_(std::make_unique<Impl>(spec, weights, settings, layout)) {}
-UnitComputer::~UnitComputer() = default;
-UnitComputer::UnitComputer(UnitComputer&&) noexcept = default;
+StepComputer::~StepComputer() = default;
+StepComputer::StepComputer(StepComputer&&) noexcept = default;
 
-void UnitComputer::compute(const io::InputBlock& in, io::OutputBlock& block, ComputeTally& tally) {
+void StepComputer::compute(const io::InputBlock& in, io::OutputBlock& block, ComputeTally& tally) {
     impl_->compute(in, block, tally);
 }
 
