@@ -86,7 +86,7 @@ void fault_point(const char* site, std::int64_t count) {
     armed.action = Action::none;  // once
     switch (action) {
         case Action::throw_exception: throw std::runtime_error(std::string("injected fault at ") + site);
-        case Action::exit_process: _exit(1);
+        case Action::exit_process: _exit(exit_internal);
         case Action::kill_process: ::raise(SIGKILL); break;
         case Action::signal_process: ::raise(SIGTERM); break;
         case Action::none: break;
