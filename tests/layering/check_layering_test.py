@@ -10,6 +10,9 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from harness import check, failures  # noqa: E402
+
 CHECKER = os.path.join(HERE, "check_layering.py")
 
 # Everything a layer may do: its own and lower layers' headers, relative private headers,
@@ -77,16 +80,6 @@ EXPECTED = [
     "src/util/strings.cpp:1: (file): in no layer; put it under src/<layer>/ or include/attnbatch/<layer>/ "
     "(layers: kernels, io, distributed, cli)",
 ]
-
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, flush=True)
-    return condition
-
 
 def write_tree(root, files):
     shutil.rmtree(root, ignore_errors=True)
