@@ -1,7 +1,11 @@
 // Bad options of `generate`: exit 2, one line on stderr naming the option, and no file.
-#include "cli_test_support.hpp"
+#include "support/attnbatch_binary.hpp"
+#include "support/file_bytes.hpp"
+#include "support/temp_dir.hpp"
 
-namespace attnbatch::cli::testing {
+#include <gtest/gtest.h>
+
+namespace attnbatch::testing {
 namespace {
 
 struct BadOptions {
@@ -77,4 +81,4 @@ TEST(PrintConfig, ShowsValuesOfEveryType) {
 }
 
 }  // namespace
-}  // namespace attnbatch::cli::testing
+}  // namespace attnbatch::testing

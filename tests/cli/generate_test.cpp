@@ -1,10 +1,16 @@
 // `attnbatch generate`: what it writes, read back through the io layer and h5py.
-#include "cli_test_support.hpp"
+#include "support/attnbatch_binary.hpp"
+#include "support/child_process.hpp"
+#include "support/file_bytes.hpp"
+#include "support/h5_files.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
 
-namespace attnbatch::cli::testing {
+namespace attnbatch::testing {
 namespace {
 
 using Args = std::vector<std::string>;
@@ -270,4 +276,4 @@ print("ok")
 }
 
 }  // namespace
-}  // namespace attnbatch::cli::testing
+}  // namespace attnbatch::testing

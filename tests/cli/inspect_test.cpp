@@ -1,21 +1,23 @@
 // `attnbatch inspect`: inputs from `generate`, outputs from the io layer's OutputFile (as
 // `run` writes them), and files broken in one way each.
-#include "cli_test_support.hpp"
-
+#include "attnbatch/io/h5.hpp"
 #include "attnbatch/io/output.hpp"
+#include "support/attnbatch_binary.hpp"
+#include "support/child_process.hpp"
+#include "support/expect_mentions.hpp"
+#include "support/file_bytes.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
-namespace attnbatch::cli::testing {
+namespace attnbatch::testing {
 namespace {
 
 using Args = std::vector<std::string>;
-
-void expect_mentions(const std::string& text, const std::string& part) {
-    EXPECT_NE(text.find(part), std::string::npos) << "expected '" << part << "' in:\n" << text;
-}
 
 template <class T>
 void put(const io::File& file, const std::string& path, const io::Datatype& type, const io::Dims& dims, T value) {
@@ -320,4 +322,4 @@ print("ok")
 }
 
 }  // namespace
-}  // namespace attnbatch::cli::testing
+}  // namespace attnbatch::testing

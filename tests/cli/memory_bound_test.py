@@ -25,6 +25,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from harness import check, failures, fresh_directory  # noqa: E402
+
 MIB = 1 << 20
 TIME = "/usr/bin/time"
 
@@ -39,15 +42,6 @@ CASES = [
      ["--save-weights", "all"],
      256),
 ]
-
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, flush=True)
-
 
 def run(args, **kwargs):
     started = time.monotonic()
@@ -107,8 +101,7 @@ def main():
     if not os.access(TIME, os.X_OK):
         print("FAIL: %s not found; install the Debian package `time` (scripts/install-deps.sh)" % TIME)
         return 1
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    fresh_directory(work)
     try:
         for name, generate_options, run_options, budget_mib in CASES:
             run_case(binary, work, name, generate_options, run_options, budget_mib)

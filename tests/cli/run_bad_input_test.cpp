@@ -8,7 +8,13 @@
 //   - the input, weights and config files are byte-identical afterwards (digest before/after);
 //     an OUTPUT or OUTPUT.partial that existed before is byte-identical too.
 // The bad files are tiny (N = 4, L = 8, d = 8) and written through the io layer.
-#include "cli_test_support.hpp"
+#include "support/attnbatch_binary.hpp"
+#include "support/expect_mentions.hpp"
+#include "support/file_bytes.hpp"
+#include "support/h5_files.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
 
 #include <cctype>
 #include <cmath>
@@ -20,7 +26,7 @@
 #include <map>
 #include <set>
 
-namespace attnbatch::cli::testing {
+namespace attnbatch::testing {
 namespace {
 
 using Args = std::vector<std::string>;
@@ -35,10 +41,6 @@ const std::vector<std::pair<std::string, std::string>> kMpiEnv{{"OMPI_ALLOW_RUN_
 
 constexpr hsize_t kN = 4, kL = 8, kD = 8;
 
-void expect_mentions(const std::string& text, const std::string& part) {
-    EXPECT_NE(text.find(part), std::string::npos) << "expected '" << part << "' in:\n" << text;
-}
-
 // Deterministic, finite, small values: the data is valid unless a test breaks it.
 template <class T>
 std::vector<T> pattern(const io::Dims& dims) {
@@ -47,14 +49,6 @@ std::vector<T> pattern(const io::Dims& dims) {
         values[i] = static_cast<T>(0.25 * std::sin(0.7 * static_cast<double>(i) + 0.3));
     }
     return values;
-}
-
-template <class T>
-void put(const io::File& file, const std::string& path, const io::Datatype& type, const io::Dims& dims,
-         const std::vector<T>& values) {
-    ASSERT_EQ(values.size(), io::element_count(dims)) << path;
-    const io::Dataset dataset = io::Dataset::create(file, path, type, dims);
-    io::write_slab(dataset, io::Slab{}, values.data(), values.size());
 }
 
 void put_f32(const io::File& file, const std::string& path, const io::Dims& dims) {
@@ -781,4 +775,4 @@ TEST_F(RunBadInput, OutputIsADirectoryEvenWithForce) {
 }
 
 }  // namespace
-}  // namespace attnbatch::cli::testing
+}  // namespace attnbatch::testing

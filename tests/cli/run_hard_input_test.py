@@ -17,16 +17,17 @@ Cases marked KNOWN_BUG assert the right behaviour; when they instead show the ex
 wrong behaviour (a defect in a file this change may not edit, see the notes), they are
 reported as XFAIL and do not fail the test; any other deviation fails.
 """
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from harness import digest  # noqa: E402
 
 USAGE, INVALID, IO = 2, 3, 4
 TIMEOUT = 60
@@ -34,11 +35,6 @@ BASE_ENV = {k: v for k, v in os.environ.items() if not k.startswith("ATTNBATCH_"
 BASE_ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 failures, xfails, passes = [], [], []
-
-
-def sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 class CaseFailure(Exception):
@@ -121,7 +117,7 @@ class Case:
             guarded.append(output)
         if had_partial:
             guarded.append(partial)
-        before = {p: sha(p) for p in guarded}
+        before = {p: digest(p) for p in guarded}
 
         done = self.run(extra, env=env, prefix=prefix, output=output)
         err = done.stderr
@@ -142,8 +138,8 @@ class Case:
         if not had_partial and os.path.lexists(partial):
             self.check(partial_may_remain, "%s left behind by a run that failed before writing" % partial)
             self.notes.append("OUTPUT.partial remains (%d bytes) after a failure while writing" % os.path.getsize(partial))
-        for p, digest in before.items():
-            self.check(os.path.isfile(p) and sha(p) == digest, "%s was modified" % p)
+        for p, earlier in before.items():
+            self.check(os.path.isfile(p) and digest(p) == earlier, "%s was modified" % p)
         self.message = ours[0]
         return ours[0]
 
@@ -333,7 +329,7 @@ def partial_held_open_with_force(c):
     with h5py.File(partial, "w") as f:
         f["output"] = np.zeros((4, 8, 8), np.float32)
     holder = Holder(partial, "a")
-    before = sha(partial)  # as the holder left it: opening for append may touch the file
+    before = digest(partial)  # as the holder left it: opening for append may touch the file
     try:
         done = c.run(["--force"])
         if done.returncode == 0 and os.path.exists(c.output):
@@ -341,7 +337,7 @@ def partial_held_open_with_force(c):
             raise KnownBug("XFAIL (known bug): --force removed the locked OUTPUT.partial of a live writer and ran")
         c.check(done.returncode in (USAGE, IO), "exit %d: %s" % (done.returncode, done.stderr))
         c.check(partial in done.stderr and "another process" in done.stderr, done.stderr)
-        c.check(os.path.exists(partial) and sha(partial) == before, "the live OUTPUT.partial was changed")
+        c.check(os.path.exists(partial) and digest(partial) == before, "the live OUTPUT.partial was changed")
         c.check(not os.path.exists(c.output), "OUTPUT exists")
     finally:
         holder.stop()

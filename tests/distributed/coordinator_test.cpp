@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -25,14 +24,18 @@
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
 #include "attnbatch/io/output.hpp"
-#include "comm_test_support.hpp"
+#include "support/kernel_test_support.hpp"
+#include "support/temp_dir.hpp"
+#include "support/thread_comm.hpp"
 
 namespace attnbatch::distributed {
 namespace {
 
+using attnbatch::test::bit_identical;
 using testing::CommAborted;
 using testing::CommError;
 using testing::run_ranks;
+using testing::TempDir;
 using testing::ThreadCommOptions;
 
 // ---------------------------------------------------------------- the test double
@@ -489,10 +492,6 @@ void expect_matches_reference(const Problem& p, const Sink& sink) {
     }
 }
 
-bool bit_identical(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
-
 TEST(RunRounds, ResultsAreBitIdenticalForEveryRankCountAndSchedule) {
     for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{3}, std::int64_t{4}, std::int64_t{37}}) {
         for (const Saved saved : {Saved::none, Saved::all, Saved::some}) {
@@ -642,24 +641,6 @@ TEST(RunRounds, AFailureInTheLastRoundStillEndsEveryRank) {
 
 // ---------------------------------------------------------------- gather I/O on threads
 
-// A scratch directory, removed with everything in it.
-class ScratchDir {
-public:
-    ScratchDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "attnbatch_coord_XXXXXX").string();
-        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~ScratchDir() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path_, ignored);
-    }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
-
 struct OutputContents {
     std::vector<float> output, lse, attention;
     std::vector<std::int32_t> lengths;
@@ -679,7 +660,7 @@ TEST(GatherIo, RankZeroReadsAndWritesForEveryRankWithSynchronousSends) {
     // The gather protocol (headers, data, results) through ThreadComm, every send waiting
     // for its receive as MPI may for large messages: the file matches a one-rank run's.
     const Problem p = make_problem(37, Saved::some, false);
-    ScratchDir dir;
+    TempDir dir;
     const std::string input = dir.file("input.h5");
     {
         io::File file = io::File::create(input);

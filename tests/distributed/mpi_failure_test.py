@@ -9,9 +9,7 @@ within 30 s, rank 0 must print one line naming the dataset and the index, and ne
 nor OUTPUT.partial may exist afterwards; the input is unchanged. The same with --io gather
 (rank 0 scans everything) and with a bad option value every rank parses (exit 2).
 """
-import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -19,23 +17,12 @@ import time
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from harness import check, digest, failures, fresh_directory, mpi_env, mpirun, run_with_timeout  # noqa: E402
+
 LIMIT = 30.0
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1")
+ENV = mpi_env()
 RANKS = 4
-
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, flush=True)
-
-
-def digest(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 def run_everywhere(binary, mpiexec, work, label, args):
@@ -46,12 +33,11 @@ def run_everywhere(binary, mpiexec, work, label, args):
     wrapper = 'cd "$1" && shift && "$@"; code=$?; echo $code > rc.$OMPI_COMM_WORLD_RANK; exit $code'
     # mpirun would kill the other ranks as soon as one exits non-zero; to see what every rank
     # does by itself, it is told to wait for all of them.
-    command = [mpiexec, "-np", str(RANKS), "--oversubscribe", "--bind-to", "none", "--mca", "orte_abort_on_non_zero_status",
-               "0", "sh", "-c", wrapper, "sh", work, binary] + args
+    command = mpirun(mpiexec, RANKS, ["sh", "-c", wrapper, "sh", work, binary] + args,
+                     options=["--mca", "orte_abort_on_non_zero_status", "0"])
     start = time.monotonic()
-    try:
-        result = subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired:
+    result = run_with_timeout(command, 120, env=ENV)
+    if result is None:
         check(False, "%s: no exit within 120 s (a hang)" % label)
         return None, None
     elapsed = time.monotonic() - start
@@ -71,8 +57,7 @@ def main():
         return 2
     binary, mpiexec, work = sys.argv[1:]
     binary = os.path.abspath(binary)
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    fresh_directory(work)
     data = os.path.join(work, "in.h5")
     output = os.path.join(work, "out.h5")
     made = subprocess.run([binary, "generate", "--output", data, "--num-seqs", "40", "--seq-len", "16", "--dim", "8"],

@@ -10,16 +10,16 @@ exit 0, leave no OUTPUT.partial, set complete = 1 and store the same bytes (not 
 within a tolerance: bytes). Small --unit-sequences force several rounds per rank.
 """
 import os
-import shutil
-import subprocess
 import sys
 
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from harness import check, failures, fresh_directory, mpi_env, mpirun, run_with_timeout  # noqa: E402
+
 TIMEOUT = 120
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1")
+ENV = mpi_env()
 
 # name: (generate options, run options, skewed lengths)
 CASES = {
@@ -42,15 +42,6 @@ CASES = {
          "--compression", "gzip:1", "--unit-sequences", "4"], True),
 }
 
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, flush=True)
-
-
 def skew_lengths(path):
     """Zipf-like lengths: many short sequences and a few at full length."""
     with h5py.File(path, "r+") as f:
@@ -60,13 +51,6 @@ def skew_lengths(path):
         values = np.minimum(rng.zipf(1.6, n), length).astype(np.int32)
         values[::17] = length
         f["lengths"][...] = values
-
-
-def run(command, timeout=TIMEOUT):
-    try:
-        return subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None
 
 
 def compare(reference, candidate, label):
@@ -91,11 +75,10 @@ def main():
         return 2
     binary, mpiexec, case, work = sys.argv[1:]
     generate_options, run_options, skewed = CASES[case]
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    fresh_directory(work)
     data, weights = os.path.join(work, "in.h5"), os.path.join(work, "w.h5")
     fill = lambda options: [o.replace("{w}", weights) for o in options]
-    made = run([binary, "generate", "--output", data, "--seed", "11"] + fill(generate_options))
+    made = run_with_timeout([binary, "generate", "--output", data, "--seed", "11"] + fill(generate_options), TIMEOUT, env=ENV)
     if made is None or made.returncode != 0:
         print("FAIL: generate: %s" % (made.stderr if made else "timed out"))
         return 1
@@ -104,7 +87,7 @@ def main():
     common = ["run", "--input", data, "--threads", "1"] + fill(run_options)
 
     reference = os.path.join(work, "reference.h5")
-    result = run([binary] + common + ["--output", reference])
+    result = run_with_timeout([binary] + common + ["--output", reference], TIMEOUT, env=ENV)
     if result is None or result.returncode != 0:
         print("FAIL: reference run: %s" % (result.stderr if result else "timed out"))
         return 1
@@ -117,8 +100,8 @@ def main():
                     continue  # one rank: the two schedules are the same code path as static
                 label = "%s np=%d io=%s schedule=%s" % (case, ranks, io, schedule)
                 output = os.path.join(work, "np%d_%s_%s.h5" % (ranks, io, schedule))
-                result = run([mpiexec, "-np", str(ranks), "--oversubscribe", "--bind-to", "none", binary] + common +
-                             ["--output", output, "--io", io, "--schedule", schedule])
+                result = run_with_timeout(mpirun(mpiexec, ranks, [binary] + common +
+                                                 ["--output", output, "--io", io, "--schedule", schedule]), TIMEOUT, env=ENV)
                 runs += 1
                 if result is None:
                     check(False, "%s: no exit within %d s" % (label, TIMEOUT))

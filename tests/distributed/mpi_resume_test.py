@@ -20,10 +20,8 @@ and io mode, which the file records). After every failed attempt there must be n
 OUTPUT, and a watcher thread polling during the attempts fails the test if OUTPUT ever appears
 before the run that completes it.
 """
-import hashlib
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -32,27 +30,15 @@ import time
 
 import h5py
 
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1", SOURCE_DATE_EPOCH="1767225600")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from harness import check, digest, failures, fresh_directory, mpi_env, mpirun, run_with_timeout  # noqa: E402
+
+ENV = mpi_env(SOURCE_DATE_EPOCH="1767225600")
 ENV.pop("ATTNBATCH_FAULT", None)
 # A stop signal is answered at the next round boundary; steps are capped at about 10 s of
 # compute (run_command.cpp), here they take milliseconds. The bound leaves room for mpirun.
 BOUND_S = 15.0
 TIMEOUT_S = 120
-
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, flush=True)
-    return condition
-
-
-def digest(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 class Job:
@@ -82,18 +68,16 @@ class Job:
 
     def command(self, ranks, io="parallel", schedule="static", extra=()):
         # Relative paths, the same in both directories: /config records them.
-        return [self.mpiexec, "-np", str(ranks), "--oversubscribe", "--bind-to", "none", self.binary, "run",
-                "--input", "../in.h5", "--output", "out.h5", "--io", io, "--schedule", schedule] + self.options + list(extra)
+        return mpirun(self.mpiexec, ranks, [self.binary, "run", "--input", "../in.h5", "--output", "out.h5", "--io", io,
+                                            "--schedule", schedule] + self.options + list(extra))
 
     def attempt(self, ranks, io="parallel", schedule="static", fault=None, extra=(), directory=None):
         env = dict(ENV)
         if fault:
             env["ATTNBATCH_FAULT"] = fault
         start = time.monotonic()
-        try:
-            run = subprocess.run(self.command(ranks, io, schedule, extra), cwd=directory or self.dir, env=env,
-                                 capture_output=True, text=True, timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+        run = run_with_timeout(self.command(ranks, io, schedule, extra), TIMEOUT_S, cwd=directory or self.dir, env=env)
+        if run is None:
             check(False, "attempt with %d ranks, fault %s: no exit within %d s (a hang)" % (ranks, fault, TIMEOUT_S))
             return None, "", "", TIMEOUT_S
         return run.returncode, run.stdout, run.stderr, time.monotonic() - start
@@ -338,8 +322,7 @@ def main():
         return 2
     binary, mpiexec, work, case = sys.argv[1:]
     binary = os.path.realpath(binary)
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    fresh_directory(work)
     work = os.path.realpath(work)
     seed = int(os.environ.get("ATTNBATCH_TEST_SEED", random.randrange(1 << 30)))
     print("seed %d (ATTNBATCH_TEST_SEED=%d reproduces it)" % (seed, seed), flush=True)

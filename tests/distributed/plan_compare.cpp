@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "attnbatch/distributed/plan.hpp"
-#include "plan_test_support.hpp"
+#include "support/length_distributions.hpp"
 
 namespace {
 
 using namespace attnbatch::distributed;
+namespace testing = attnbatch::testing;
 // Process CPU time rather than wall time: the comparison is meant to run on a shared machine.
 struct Clock {
     using time_point = std::clock_t;

@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "plan_test_support.hpp"
+#include "support/length_distributions.hpp"
 
 namespace attnbatch::distributed {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "attnbatch/distributed/plan.hpp"
 #include "attnbatch/distributed/schedule.hpp"
-#include "comm_test_support.hpp"
-#include "plan_test_support.hpp"
+#include "support/length_distributions.hpp"
+#include "support/thread_comm.hpp"
 
 namespace attnbatch::distributed {
 namespace {

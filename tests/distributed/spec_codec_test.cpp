@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "attnbatch/distributed/spec_codec.hpp"
-#include "comm_test_support.hpp"
+#include "support/thread_comm.hpp"
 
 namespace attnbatch::distributed {
 namespace {

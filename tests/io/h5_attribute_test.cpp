@@ -1,5 +1,8 @@
 // Attributes: every kind round-trips, overwriting is safe, failures name H5Aopen.
-#include "test_support.hpp"
+#include "attnbatch/io/h5.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
 
 namespace attnbatch::io {
 namespace {

@@ -1,6 +1,7 @@
 // Datasets: round trips for every memory type, conversions, hyperslabs of rows and boxes,
 // empty selections, guarded buffers, gzip + shuffle, labels, text and half precision.
-#include "test_support.hpp"
+#include "support/h5_files.hpp"
+#include "support/temp_dir.hpp"
 
 #include "attnbatch/kernels/half.hpp"
 

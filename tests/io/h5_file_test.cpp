@@ -1,6 +1,10 @@
 // Files: errors carry call, path and HDF5's stack; create never overwrites; the default file
 // format is kept; object kinds; locking failures name the cure.
-#include "test_support.hpp"
+#include "attnbatch/io/h5.hpp"
+#include "support/file_bytes.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
 
 #include <fcntl.h>
 #include <sys/file.h>

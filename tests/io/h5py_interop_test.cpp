@@ -1,5 +1,7 @@
 // What we write, h5py reads: half precision as numpy float16, labels, attributes, strings.
-#include "test_support.hpp"
+#include "support/child_process.hpp"
+#include "support/h5_files.hpp"
+#include "support/temp_dir.hpp"
 
 #include "attnbatch/kernels/half.hpp"
 
@@ -23,7 +25,7 @@ TEST(H5pyInterop, HalfTypeReadsAsFloat16WithTheRightValues) {
         const std::vector<float> small{0.5f, -8.0f};
         write_slab(converted, Slab{}, small.data(), small.size());
     }
-    const testing::PythonResult result = testing::run_python(R"(
+    const testing::Outcome result = testing::python(R"(
 import sys, h5py, numpy as np
 with h5py.File(sys.argv[1], 'r') as f:
     h = f['h']
@@ -35,9 +37,9 @@ with h5py.File(sys.argv[1], 'r') as f:
     assert c.dtype == np.float16 and list(c[()]) == [0.5, -8.0], c[()]
 print('ok')
 )",
-                                                             {path});
-    EXPECT_EQ(result.status, 0) << result.output;
-    EXPECT_NE(result.output.find("ok"), std::string::npos) << result.output;
+                                                    {path});
+    EXPECT_EQ(result.status, 0) << result.out;
+    EXPECT_NE(result.out.find("ok"), std::string::npos) << result.out;
 }
 
 TEST(H5pyInterop, LabelsAttributesStringsAndGzip) {
@@ -57,7 +59,7 @@ TEST(H5pyInterop, LabelsAttributesStringsAndGzip) {
         set_int_array_attribute(dataset, "range", {2, 4});
         write_text_dataset(file, "/config", "heads = 2\n");
     }
-    const testing::PythonResult result = testing::run_python(R"(
+    const testing::Outcome result = testing::python(R"(
 import sys, h5py, numpy as np
 with h5py.File(sys.argv[1], 'r') as f:
     x = f['x']
@@ -70,8 +72,8 @@ with h5py.File(sys.argv[1], 'r') as f:
     assert f['config'].asstr()[()] == 'heads = 2\n'
 print('ok')
 )",
-                                                             {path});
-    EXPECT_EQ(result.status, 0) << result.output;
+                                                    {path});
+    EXPECT_EQ(result.status, 0) << result.out;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Reading validated input: float64 arrives as float32, lengths as int32 (L when absent),
 // Q/K/V as stored, and the projection weights.
-#include "test_support.hpp"
+#include "support/h5_files.hpp"
+#include "support/temp_dir.hpp"
 
 #include "attnbatch/io/input_reader.hpp"
 

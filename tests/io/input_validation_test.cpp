@@ -1,6 +1,8 @@
 // One test per input rule: each asserts the exit code, and that the one-line message names
 // the file and the dataset or option at fault.
-#include "test_support.hpp"
+#include "support/file_bytes.hpp"
+#include "support/h5_files.hpp"
+#include "support/temp_dir.hpp"
 
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/kernels/half.hpp"

@@ -1,15 +1,22 @@
 // The progress journal: units recorded as done only at checkpoints, reopened for --resume,
 // damaged data found by its checksum; the identity comparison; the fault specification.
-#include "test_support.hpp"
-#include "output_test_support.hpp"
 #include "attnbatch/io/fault_injection.hpp"
 #include "attnbatch/io/journal.hpp"
+#include "support/output_fixtures.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
 
 namespace attnbatch::io {
 namespace {
+
+using testing::provenance;
+using testing::RunData;
+using testing::small_layout;
+using testing::write_all;
 
 class Journal : public ::testing::Test {
 protected:

@@ -1,11 +1,15 @@
 // The output file: schema (read back by h5py), completion marker, .partial and rename,
 // never overwriting without force, weights subsets, sizes.
-#include "test_support.hpp"
-
+#include "attnbatch/io/h5.hpp"
 #include "attnbatch/io/output.hpp"
-#include "output_test_support.hpp"
 #include "attnbatch/io/output_size.hpp"
 #include "attnbatch/kernels/half.hpp"
+#include "support/child_process.hpp"
+#include "support/file_bytes.hpp"
+#include "support/output_fixtures.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
 
 #include <unistd.h>
 
@@ -14,6 +18,11 @@
 
 namespace attnbatch::io {
 namespace {
+
+using testing::provenance;
+using testing::RunData;
+using testing::small_layout;
+using testing::write_all;
 
 class Output : public ::testing::Test {
 protected:
@@ -43,7 +52,7 @@ TEST_F(Output, SchemaAsH5pySeesIt) {
         write_all(out, data, 3);
         out.finalize();
     }
-    const testing::PythonResult result = testing::run_python(R"(
+    const testing::Outcome result = testing::python(R"(
 import sys, h5py, numpy as np
 with h5py.File(sys.argv[1], 'r') as f:
     def check(name, shape, dtype, labels):
@@ -69,8 +78,8 @@ with h5py.File(sys.argv[1], 'r') as f:
     assert f['config'].asstr()[()] == '[run]\ninput = in.h5\nheads = 2\n'
 print('ok')
 )",
-                                                             {path});
-    EXPECT_EQ(result.status, 0) << result.output;
+                                                    {path});
+    EXPECT_EQ(result.status, 0) << result.out;
 }
 
 TEST_F(Output, HalfWeightsSubsetAndMeanAsH5pySeesThem) {
@@ -87,7 +96,7 @@ TEST_F(Output, HalfWeightsSubsetAndMeanAsH5pySeesThem) {
         write_all(out, data, 1);
         out.finalize();
     }
-    const testing::PythonResult result = testing::run_python(R"(
+    const testing::Outcome result = testing::python(R"(
 import sys, h5py, numpy as np
 with h5py.File(sys.argv[1], 'r') as f:
     a = f['attention']
@@ -100,8 +109,8 @@ with h5py.File(sys.argv[1], 'r') as f:
     assert list(f.attrs['weights_sequences']) == [1, 3]
 print('ok')
 )",
-                                                             {path});
-    EXPECT_EQ(result.status, 0) << result.output;
+                                                    {path});
+    EXPECT_EQ(result.status, 0) << result.out;
 }
 
 TEST_F(Output, CompleteIsZeroUntilFinalizeThenTheFileIsRenamed) {
@@ -132,7 +141,7 @@ TEST_F(Output, AnInterruptedRunLeavesAPartialWithCompleteZeroAndMarkers) {
         out.flush();
     }  // destroyed without finalize, as by an exception
     EXPECT_FALSE(exists(path));
-    const testing::PythonResult result = testing::run_python(R"(
+    const testing::Outcome result = testing::python(R"(
 import sys, h5py, numpy as np
 with h5py.File(sys.argv[1], 'r') as f:
     assert int(f.attrs['complete']) == 0
@@ -141,8 +150,8 @@ with h5py.File(sys.argv[1], 'r') as f:
     assert not np.isnan(lse[:2]).any() and np.isnan(lse[2:]).all()
 print('ok')
 )",
-                                                             {partial});
-    EXPECT_EQ(result.status, 0) << result.output;
+                                                    {partial});
+    EXPECT_EQ(result.status, 0) << result.out;
 }
 
 TEST_F(Output, ExistingOutputIsNeverOverwrittenWithoutForce) {

@@ -1,6 +1,7 @@
 // Bounded scans cover every element once in row-major order; chunk shapes stay near the
 // target and hold whole sequences when they can.
-#include "test_support.hpp"
+#include "support/h5_files.hpp"
+#include "support/temp_dir.hpp"
 
 #include "attnbatch/io/chunking.hpp"
 #include "attnbatch/io/scan.hpp"

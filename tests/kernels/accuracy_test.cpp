@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernel_test_support.hpp"
+#include "support/kernel_test_support.hpp"
 
 namespace attnbatch::test {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "attnbatch/kernels/half.hpp"
-#include "kernel_test_support.hpp"
+#include "support/kernel_test_support.hpp"
 
 namespace attnbatch::test {
 namespace {

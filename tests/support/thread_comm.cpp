@@ -1,4 +1,4 @@
-#include "comm_test_support.hpp"
+#include "support/thread_comm.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <tuple>
 
-namespace attnbatch::distributed::testing {
+namespace attnbatch::testing {
 
 namespace {
 
@@ -305,7 +305,7 @@ void ThreadComm::recv(void* data, std::size_t bytes, int source, int tag) {
 
 void ThreadComm::abort(int code) { world_->abort(rank_, code); }
 
-void run_ranks(int ranks, const std::function<void(Comm&)>& body, const ThreadCommOptions& options) {
+void run_ranks(int ranks, const std::function<void(distributed::Comm&)>& body, const ThreadCommOptions& options) {
     if (ranks < 1) throw std::invalid_argument("run_ranks: ranks must be at least 1");
     auto world = std::make_shared<ThreadWorld>(ranks, options);
     std::mutex mutex;
@@ -344,4 +344,4 @@ void run_ranks(int ranks, const std::function<void(Comm&)>& body, const ThreadCo
     if (first_secondary) std::rethrow_exception(first_secondary);
 }
 
-}  // namespace attnbatch::distributed::testing
+}  // namespace attnbatch::testing

@@ -2,7 +2,7 @@
 """End-to-end: input written by h5py -> attnbatch run -> attnbatch verify, and the output
 read back by h5py and compared with a numpy float64 reference of this script's own.
 
-    pipeline_e2e.py ATTNBATCH_BINARY CASE WORKDIR     (CASE: a name from CASES, or 'list')
+    pipeline_e2e_test.py ATTNBATCH_BINARY CASE WORKDIR     (CASE: a name from CASES, or 'list')
 
 Each case builds its input here (so lengths 0 and 1 and every layout are exact), runs the
 binary, and checks exit codes, schema, masking and numbers.

@@ -26,7 +26,7 @@
 
 #include "attnbatch/distributed/comm.hpp"
 
-namespace attnbatch::distributed::testing {
+namespace attnbatch::testing {
 
 // Thrown on the rank that called abort(code), and on every other rank when it next waits
 // (those carry the aborting rank's code too, with `secondary` set).
@@ -59,7 +59,7 @@ struct ThreadCommOptions {
 class ThreadWorld;
 
 // The communicator of one rank of a world; used only by that rank's thread.
-class ThreadComm final : public Comm {
+class ThreadComm final : public distributed::Comm {
 public:
     ThreadComm(std::shared_ptr<ThreadWorld> world, int rank);
     int rank() const override { return rank_; }
@@ -86,6 +86,6 @@ private:
 // Runs body(comm) on P threads, one rank each, and joins them. Rethrows the first failure
 // (in time) that was not merely another rank's failure seen from a wait; when a rank fails,
 // the others are released from their waits so that the call always returns.
-void run_ranks(int ranks, const std::function<void(Comm&)>& body, const ThreadCommOptions& options = {});
+void run_ranks(int ranks, const std::function<void(distributed::Comm&)>& body, const ThreadCommOptions& options = {});
 
-}  // namespace attnbatch::distributed::testing
+}  // namespace attnbatch::testing

@@ -1,4 +1,4 @@
-// Shared by the output tests: a small layout, provenance, and whole-run buffers whose values
+// Output files for the io tests: a small layout, provenance, and whole-run buffers whose values
 // derive from their position, so that any misplaced row shows.
 #pragma once
 
@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <vector>
 
-namespace attnbatch::io {
+namespace attnbatch::testing {
 
-inline OutputLayout small_layout() {
-    OutputLayout layout;
+inline io::OutputLayout small_layout() {
+    io::OutputLayout layout;
     layout.n = 4;
     layout.len = 3;
     layout.heads = 2;
@@ -20,8 +20,8 @@ inline OutputLayout small_layout() {
     return layout;
 }
 
-inline Provenance provenance() {
-    Provenance p;
+inline io::Provenance provenance() {
+    io::Provenance p;
     p.version = "0.1.0";
     p.input_file = "in.h5";
     p.input_dataset = "/embeddings";
@@ -41,7 +41,7 @@ struct RunData {
     std::vector<float> output, lse, attention;
     std::vector<std::uint16_t> attention_half;
     std::vector<std::int32_t> lengths;
-    explicit RunData(const OutputLayout& layout) {
+    explicit RunData(const io::OutputLayout& layout) {
         const auto n = static_cast<std::size_t>(layout.n);
         const auto len = static_cast<std::size_t>(layout.len);
         output.resize(n * len * static_cast<std::size_t>(layout.d_out));
@@ -55,12 +55,12 @@ struct RunData {
         for (std::size_t s = 0; s < n; ++s) lengths.push_back(static_cast<std::int32_t>(s % (len + 1)));
     }
     // Sequences [first, last) of the run; attention from the weights range.
-    OutputBlock block(const OutputLayout& layout, std::int64_t first) const {
+    io::OutputBlock block(const io::OutputLayout& layout, std::int64_t first) const {
         const auto len = static_cast<std::size_t>(layout.len);
         const auto f = static_cast<std::size_t>(first);
         const auto w = static_cast<std::size_t>(layout.weights_range(first, layout.n).first);
         const std::size_t per_sequence = static_cast<std::size_t>(layout.weights_heads()) * len * len;
-        OutputBlock b;
+        io::OutputBlock b;
         b.output = output.data() + f * len * static_cast<std::size_t>(layout.d_out);
         b.lse = lse.data() + f * static_cast<std::size_t>(layout.heads) * len;
         b.lengths = lengths.data() + f;
@@ -70,11 +70,11 @@ struct RunData {
     }
 };
 
-inline void write_all(OutputFile& out, const RunData& data, std::int64_t step) {
-    const OutputLayout& layout = out.layout();
+inline void write_all(io::OutputFile& out, const RunData& data, std::int64_t step) {
+    const io::OutputLayout& layout = out.layout();
     for (std::int64_t first = 0; first < layout.n; first += step) {
         out.write_block(first, std::min(first + step, layout.n), data.block(layout, first));
     }
 }
 
-}  // namespace attnbatch::io
+}  // namespace attnbatch::testing

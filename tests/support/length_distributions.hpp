@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-namespace attnbatch::distributed::testing {
+namespace attnbatch::testing {
 
 // Uniform in [0, 1) from 53 random bits.
 inline double unit_interval(std::mt19937_64& rng) {
@@ -49,4 +49,4 @@ inline std::vector<std::int32_t> uniform_lengths(std::int64_t n, std::int32_t lo
     return lengths;
 }
 
-}  // namespace attnbatch::distributed::testing
+}  // namespace attnbatch::testing

@@ -1,0 +1,57 @@
+"""What the Python test scripts share: checks that record a failure and go on (a run reports
+every broken promise, not the first), file digests, runs under a timeout, and mpirun command
+lines for this machine.
+
+A script imports it from its own location:
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+    from harness import check, failures
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+
+failures = []
+
+
+def check(condition, message):
+    """Records `message` as a failure (and prints it at once) unless `condition` holds."""
+    if not condition:
+        failures.append(message)
+        print("FAIL: " + message, flush=True)
+    return condition
+
+
+def digest(path):
+    """sha256 of the file's bytes."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def fresh_directory(path):
+    """An empty directory at `path`, whatever was there."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+
+
+def run_with_timeout(command, timeout, **kwargs):
+    """subprocess.run with stdout and stderr captured as text; None when the command has not
+    exited after `timeout` seconds (it is killed)."""
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def mpi_env(**extra):
+    """The environment with what Open MPI needs here: running as root (the test machines do)
+    and more ranks than cores."""
+    return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                OMPI_MCA_rmaps_base_oversubscribe="1", **extra)
+
+
+def mpirun(mpiexec, ranks, command, options=()):
+    """`command` on `ranks` ranks: oversubscribed and unbound, as the ranks outnumber the
+    cores; `options` go to mpiexec."""
+    return [mpiexec, "-np", str(ranks), "--oversubscribe", "--bind-to", "none", *options, *command]
