@@ -1,13 +1,13 @@
 // `run --report FILE.json`: the report is JSON a parser accepts whatever the paths hold (it is
 // written by the JSON writer, not by hand), and its figures add up to what the run did.
-#include "cli_test_support.hpp"
+#include "support/attnbatch_binary.hpp"
+#include "support/child_process.hpp"
+#include "support/temp_dir.hpp"
 
-namespace attnbatch::cli {
+#include <gtest/gtest.h>
+
+namespace attnbatch::testing {
 namespace {
-
-using testing::attnbatch;
-using testing::Outcome;
-using testing::TempDir;
 
 const std::vector<std::pair<std::string, std::string>> kMpiEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
                                                                   {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
@@ -22,7 +22,7 @@ TEST(RunReport, IsValidJsonWithQuotesAndBackslashesInThePaths) {
                                    "--progress", "never", "--report", report},
                                   kMpiEnv);
     ASSERT_EQ(run.status, 0) << run.err;
-    const Outcome parsed = testing::python(
+    const Outcome parsed = python(
         "import json, sys\n"
         "r = json.load(open(sys.argv[1]))\n"
         "assert r['output'] == sys.argv[2], r['output']\n"
@@ -35,4 +35,4 @@ TEST(RunReport, IsValidJsonWithQuotesAndBackslashesInThePaths) {
 }
 
 }  // namespace
-}  // namespace attnbatch::cli
+}  // namespace attnbatch::testing

@@ -18,13 +18,14 @@
 #include "attnbatch/distributed/stop_request.hpp"
 #include "attnbatch/io/h5.hpp"
 #include "attnbatch/io/output.hpp"
-#include "comm_test_support.hpp"
-#include "../io/test_support.hpp"
+#include "support/h5_files.hpp"
+#include "support/temp_dir.hpp"
+#include "support/thread_comm.hpp"
 
 namespace attnbatch::distributed {
 namespace {
 
-using testing::run_ranks;
+using attnbatch::testing::run_ranks;
 
 constexpr std::int64_t kSequences = 23, kLength = 12, kWidth = 8;
 
@@ -63,8 +64,8 @@ protected:
         std::vector<float> x(static_cast<std::size_t>(kSequences * kLength * kWidth));
         for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
         const io::File file = io::File::create(input_);
-        io::testing::put(file, "/embeddings", io::Datatype::float32(), {kSequences, kLength, kWidth}, x);
-        io::testing::put(file, "/lengths", io::Datatype::int32(), {kSequences}, lengths);
+        attnbatch::testing::put(file, "/embeddings", io::Datatype::float32(), {kSequences, kLength, kWidth}, x);
+        attnbatch::testing::put(file, "/lengths", io::Datatype::int32(), {kSequences}, lengths);
     }
     void TearDown() override { clear_stop_request(); }
 
@@ -101,7 +102,7 @@ protected:
         return codes[0];
     }
 
-    io::testing::TempDir dir_;
+    attnbatch::testing::TempDir dir_;
     std::string input_;
 };
 
