@@ -55,6 +55,9 @@ RESTRICTED = [
     (HDF5, {"io"}, "HDF5 headers belong to io only"),
     (MPI, {"io", "distributed"}, "MPI headers belong to distributed (the MPI Comm) and io (MPI-IO file access) only"),
 ]
+# Inside distributed only the MPI Comm and MPI's lifetime talk MPI (src/distributed/mpi_*);
+# everything else goes through the Comm seam, so that it runs on one process without MPI.
+MPI_FILES_IN_DISTRIBUTED = re.compile(r"^mpi_")
 KERNEL_RULE = "kernels include only the C/C++ standard library, intrinsics headers, <omp.h> and kernel files"
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*(?:([<"])([^>"]+)[>"]|(.*))')
@@ -141,7 +144,11 @@ def check_include(root, relative, layer, delimiter, name):
         return None
     for pattern, layers, rule in RESTRICTED:
         if pattern.match(os.path.basename(name)):
-            return None if layer in layers else "%s (found in %s)" % (rule, layer)
+            if layer not in layers:
+                return "%s (found in %s)" % (rule, layer)
+            if pattern is MPI and layer == "distributed" and not MPI_FILES_IN_DISTRIBUTED.match(os.path.basename(relative)):
+                return "%s (found in distributed outside src/distributed/mpi_*)" % rule
+            return None
     if layer == "kernels":
         if name in CXX_STANDARD or name in C_STANDARD or INTRINSICS.match(name) or name in OPENMP:
             return None

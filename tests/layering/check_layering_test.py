@@ -48,7 +48,7 @@ BROKEN = {
     "src/io/paths.cpp": "#include \"../cli/commands.hpp\"\n",
     "include/attnbatch/kernels/half.hpp": "#pragma once\n#include \"attnbatch/io/h5.hpp\"\n",
     "src/cli/run_command.cpp": "#include \"commands.hpp\"\n#include <mpi.h>\n#include <hdf5.h>\n#include <hdf5_hl.h>\n",
-    "src/distributed/parallel_io.cpp": "#include <hdf5.h>\n#include <H5FDmpio.h>\n",
+    "src/distributed/parallel_io.cpp": "#include <hdf5.h>\n#include <H5FDmpio.h>\n#include <mpi.h>\n",
     "src/kernels/dispatch.cpp": ("#include <cstring>\n#include <unistd.h>\n#include \"attnbatch/error.hpp\"\n"
                                  "#include <boost/align.hpp>\n#include \"../io/h5_check.hpp\"\n#include <mpi.h>\n"
                                  "#include KERNEL_HEADER\n"),
@@ -66,6 +66,8 @@ EXPECTED = [
     "src/cli/run_command.cpp:4: #include <hdf5_hl.h>: HDF5 headers belong to io only (found in cli)",
     "src/distributed/parallel_io.cpp:1: #include <hdf5.h>: HDF5 headers belong to io only (found in distributed)",
     "src/distributed/parallel_io.cpp:2: #include <H5FDmpio.h>: HDF5 headers belong to io only (found in distributed)",
+    "src/distributed/parallel_io.cpp:3: #include <mpi.h>: MPI headers belong to distributed (the MPI Comm) and io "
+    "(MPI-IO file access) only (found in distributed outside src/distributed/mpi_*)",
     "src/kernels/dispatch.cpp:2: #include <unistd.h>: kernels include only the C/C++ standard library, "
     "intrinsics headers, <omp.h> and kernel files",
     "src/kernels/dispatch.cpp:3: #include \"attnbatch/error.hpp\": kernels must not include "
