@@ -5,7 +5,7 @@
 #define ATTNBATCH_VECTOR_BYTES 64
 #define ATTNBATCH_MR 12
 #define ATTNBATCH_NV 2
-#include "blocked_impl.hpp"
+#include "blocked_attention.hpp"
 #include "projection_impl.hpp"
 #else
 #include <stdexcept>

@@ -4,5 +4,5 @@
 #define ATTNBATCH_VECTOR_BYTES 16
 #define ATTNBATCH_MR 6
 #define ATTNBATCH_NV 2
-#include "blocked_impl.hpp"
+#include "blocked_attention.hpp"
 #include "projection_impl.hpp"
