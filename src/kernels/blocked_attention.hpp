@@ -30,7 +30,6 @@
 #endif
 
 #include "attnbatch/kernels/attention.hpp"
-#include "blocked_kernel.hpp"
 #include "blocked_workspace.hpp"
 #include "micro_kernels.hpp"
 #include "prefetch.hpp"
@@ -336,8 +335,6 @@ void attend_tile_mean(const Task& t, int b, int i0, const NextTask& next) {
 }
 
 }  // namespace
-
-BlockedGeometry geometry() { return BlockedGeometry{kMR, kNR, kLanes}; }
 
 std::size_t workspace_bytes(const AttentionParams& p, int block_q, int block_k, int threads) {
     return make_layout(p, block_q, block_k).per_thread * static_cast<std::size_t>(threads) + kAlign;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "attnbatch/kernels/projection.hpp"
 #include "kernel_test_support.hpp"
 
 namespace attnbatch::test {
@@ -184,7 +185,22 @@ TEST(PreconditionsWorkspace, TooSmallOrNullWorkspaceIsRefused) {
     }
 }
 
-// Asking for an instruction set this CPU or build lacks is an error, not a silent fallback.
+// Asking for an instruction set this CPU lacks is an error, not a silent fallback (on a CPU that
+// runs every backend of the build there is nothing to ask).
+TEST(PreconditionsIsa, BackendTheCpuLacksIsRefused) {
+    for (kn::Isa isa : kn::built_isas()) {
+        if (kn::isa_available(isa)) continue;
+        SCOPED_TRACE(kn::isa_name(isa));
+        Bound bound;
+        kn::KernelOptions options;
+        options.isa = isa;
+        AlignedScratch scratch(std::size_t{1} << 20);
+        EXPECT_THROW(kn::attention_workspace_bytes(bound.params, options), std::invalid_argument);
+        EXPECT_THROW(kn::attention_forward(bound.params, options, scratch.data, std::size_t{1} << 20), std::invalid_argument);
+        EXPECT_THROW(kn::projection_packed_floats(4, 4, isa), std::invalid_argument);
+        bound.expect_untouched();
+    }
+}
 
 }  // namespace
 }  // namespace attnbatch::test
