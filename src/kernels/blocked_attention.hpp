@@ -343,7 +343,7 @@ std::size_t workspace_bytes(const AttentionParams& p, int block_q, int block_k, 
 void forward(const AttentionParams& p, int block_q, int block_k, int threads, void* workspace) {
     const Layout layout = make_layout(p, block_q, block_k);
     char* base = reinterpret_cast<char*>(round_up(reinterpret_cast<std::uintptr_t>(workspace), kAlign));
-    const bool mean = p.weights_mode == WeightsMode::mean_over_heads && p.weights != nullptr;
+    const bool mean = p.weights_mode == WeightsMode::mean_over_heads;
     const long q_tiles = (p.len_q + layout.bq - 1) / layout.bq;
     const long groups = static_cast<long>(p.batch) * (mean ? 1 : p.heads);
     const long tasks = groups * q_tiles;

@@ -44,7 +44,9 @@ Layout make_layout(const AttentionParams& p, int block_q, int block_k) {
     l.s_tile = floats(static_cast<std::size_t>(kMR) * l.bk);  // one row block's strip
     l.o_acc = floats(bq * l.dvp);
     l.row_state = 4 * floats(bq);  // m, l, alpha, valid keys
-    if (p.weights_mode != WeightsMode::none && p.weights != nullptr) {
+    // By the mode alone, not the pointer: callers size the workspace before their weights
+    // buffer exists, and check_attention_params refuses a null one where it is written.
+    if (p.weights_mode != WeightsMode::none) {
         l.w_strip = floats(bq * l.lkp);
         l.w_tile_max = floats(bq * l.key_tiles);
         if (p.weights_mode == WeightsMode::mean_over_heads) l.w_mean = floats(bq * l.lkp);
