@@ -1,8 +1,17 @@
-// The blocked attention kernel, written once over GCC vector extensions and compiled once per
-// instruction set (blocked_portable.cpp, blocked_avx2.cpp, blocked_avx512.cpp). Each includer
-// defines ATTNBATCH_ISA_NAMESPACE, ATTNBATCH_VECTOR_BYTES, ATTNBATCH_MR and ATTNBATCH_NV and
-// compiles this file with its own -m flags. Everything here lives in that namespace and avoids
-// inline functions from the standard library, so the linker never mixes code between ISAs.
+// The blocked attention kernel: out = softmax(Q K^T * scale) V per (sequence, head), with the
+// masks, lse and weights of attention.hpp. Written once over GCC vector extensions and compiled
+// once per backend (blocked_portable.cpp, blocked_avx2.cpp, blocked_avx512.cpp, through
+// blocked_backend.hpp); read it from forward() at the bottom upwards. The pieces it stands on:
+//   simd.hpp               vectors of the backend's width, 2^x, reductions, transposes, f16
+//   micro_kernels.hpp      the MR x NR register tiles of Q K^T and of P V
+//   blocked_workspace.hpp  tile sizes and the per-thread scratch carved from the workspace
+//   prefetch.hpp           which task a thread runs next, and L2 prefetches of its rows
+//
+// Checked against reference_attention.cpp, reference_attention_f64: every logit in double and a
+// plain three-pass softmax per row. tests/kernels runs every backend of the build against it
+// (accuracy, masks, tiles, weights, determinism across thread counts) with tolerances derived
+// from a naive fp32 run of the same problem; `attnbatch verify` recomputes real outputs with it.
+// Speed: `attnbatch bench`, and scripts/bench_kernel.sh (BASE=other/attnbatch: interleaved A/B).
 //
 // Per task (sequence, head, query tile), per key tile and per row block of MR queries,
 // FlashAttention's online softmax (Dao et al., arXiv 2205.14135; Milakov & Gimelshein,
@@ -12,13 +21,45 @@
 //   m' = max(m, c rowmax S); P = 2^(c S - m'); l' = l * 2^(m - m') + rowsum P
 //   O' = O * 2^(m - m') + P V          the rescale is fused into the P.V micro-kernel
 // and at the end O / l and lse = ln 2 * (m + log2 l). The row block's S strip stays in L1 from
-// Q K^T to P V, and the data of the thread's next task is prefetched into L2 meanwhile. One thread owns a task from start to end
-// and every reduction runs in a fixed order, so results do not depend on the thread count.
+// Q K^T to P V, and the data of the thread's next task is prefetched into L2 meanwhile. One
+// thread owns a task from start to end and every reduction runs in a fixed order, so results do
+// not depend on the thread count.
 //
 // Weights need the row's final max and sum, known only after the last key tile. Instead of a
 // second QK^T pass, each tile's P is kept in a per-thread row strip (block_q x Lk floats, never
 // L x L) with the running max it was taken against; the strip is rescaled by
 // 2^(m_tile - m_final) / l when the rows are done.
+//
+// Versions (git log -- src/kernels). Fractions are of the one-core FMA peak that `bench`
+// measures, B = 8, H = 8, L = 512, d = 64, one thread, AVX-512; sittings differ by up to 0.1.
+//   1 78ca805  The online softmax above, tile by tile: Q K^T for a whole query tile into a
+//              block_q x block_k S tile, then its softmax, then P V; Q scaled and transposed into
+//              (d_k, MR) blocks for the micro-kernel.
+//   2 0de8059  One broadcast instruction per splat, exp2 by scalef, shuffle-tree reductions; Q
+//              kept row-major (the micro-kernel's MR broadcasts read rows side by side, no
+//              transpose); whole (sequence, head) groups per thread when there are enough, so K
+//              and V are packed once per group; weights finished in one pass.
+//   3 3c05262  Longer key tiles (AVX-512: 96 x 128 to 96 x 512), so the per-row softmax
+//              bookkeeping is paid once per 512 keys; a P V micro-tile width of its own.
+//              0.53 of peak, 90.9 GFLOP/s (README, "Kernel matrix (an earlier sitting)").
+//   4 623e931  Row-block order: Q K^T, softmax and P V one block of MR rows at a time, so the
+//              block's S strip (MR x block_k, 24 KiB) stays in L1; the S scratch shrinks to it.
+//   5 b545a7c  AVX-512 exp2 by VREDUCEPS (x - floor x) and VSCALEFPS instead of VRNDSCALEPS, a
+//              subtraction and scalef; the polynomial refitted on [0, 1).
+//   6 5ef63a7  Row max fused into the Q K^T epilogue for panels every row of the block sees
+//              whole (the softmax scans only the rest); the exp pass unrolled.
+//   7 24ec56e  Q read in place: scale * log2(e) folded into the exponent's FMA instead of a
+//              scaled copy of Q; the thread's next task's Q, K and V prefetched into L2.
+//   8 1216bb4  Prefetches a few cache lines per micro-kernel call and softmax row (smaller
+//              bursts); full key panels transposed in registers (kLanes x kLanes shuffles)
+//              instead of scalar stores. (Prefetching the next task's output rows as well,
+//              982c794, was neutral to -1% and dropped again in edf2630.)
+//   9 9b2ac6c  The prefetch walks cache lines with one pointer, contiguous rows as one range:
+//              +2.7% CPU time in an A/B. 0.62 of peak, 98.6 GFLOP/s, 6.7x numpy and 7.9x
+//              PyTorch on one core (README, "Kernel against numpy and PyTorch").
+//  10 f9d6b03  Split into this file and the headers above; registered as backends (7c9ab10:
+//              backend.hpp, backends.cpp); scratch sized by the weights mode (b8a163e). The same
+//              arithmetic in the same order: outputs byte-identical to version 9.
 #pragma once
 
 #include <cstddef>
