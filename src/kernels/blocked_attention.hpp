@@ -241,6 +241,33 @@ void finish_row_weights(const Task& t, int b, int h, int i, int r, int keys_vali
     }
 }
 
+// Aims the thread's prefetch at the rows `next` reads first (its query tile, and its share of
+// the keys and values of (kv_b, kv_h) unless this task works on that head already), a few lines
+// per micro-kernel call of this task (rows of `blocks` row blocks, `tile_keys` keys).
+void prefetch_next_task(const AttentionParams& p, const Layout& layout, Prefetch& pf, int b, int h, const NextTask& next,
+                        int blocks, int tile_keys) {
+    pf.clear();
+    if (next.b >= 0) {
+        const float* q = p.q + next.b * p.q_strides.seq + next.h * p.q_strides.head + next.i0 * p.q_strides.row;
+        pf.add(q, p.q_strides.row, imin(layout.bq, p.len_q - next.i0), p.dim_k);
+    }
+    if (next.kv_b >= 0 && !(next.kv_b == b && next.kv_h == h)) {
+        const long next_keys = valid_keys(p, next.kv_b);
+        const int k_lo = static_cast<int>(next_keys * next.kv_row0 / p.len_q);
+        const int k_hi = static_cast<int>(next_keys * next.kv_row1 / p.len_q);
+        pf.add(p.k + next.kv_b * p.k_strides.seq + next.kv_h * p.k_strides.head + k_lo * p.k_strides.row,
+               p.k_strides.row, k_hi - k_lo, p.dim_k);
+        pf.add(p.v + next.kv_b * p.v_strides.seq + next.kv_h * p.v_strides.head + k_lo * p.v_strides.row,
+               p.v_strides.row, k_hi - k_lo, p.dim_v);
+    }
+    // Micro-kernel calls of this task (about half of them with a causal mask), so that the
+    // prefetches finish about three quarters into the task.
+    long calls = static_cast<long>(blocks) * ((tile_keys + kNR - 1) / kNR + kMR + layout.dvp / kNRpv);
+    if (p.causal) calls /= 2;
+    calls = calls * 3 / 4 > 0 ? calls * 3 / 4 : 1;
+    pf.lines_per_step = static_cast<int>((pf.total_lines() + calls - 1) / calls);
+}
+
 // One (sequence, head, query tile): rows [i0, i0 + bq) of head h of sequence b.
 void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
     const AttentionParams& p = t.p;
@@ -275,9 +302,7 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
         pack_query_block(t, b, h, i0 + direct_blocks * kMR, p.len_q - i0 - direct_blocks * kMR);
     }
     const float factor = p.scale * kLog2e;
-    // The next task's rows are prefetched a few lines per micro-kernel call of this one.
-    const long calls = static_cast<long>(blocks) * ((tile_keys + kNR - 1) / kNR + kMR + layout.dvp / kNRpv);
-    aim_prefetch(s.prefetch, p, next, next.kv_b >= 0 ? valid_keys(p, next.kv_b) : 0, b, h, layout.bq, calls);
+    prefetch_next_task(p, layout, s.prefetch, b, h, next, blocks, tile_keys);
     for (int k0 = 0, tile = 0; k0 < tile_keys; k0 += layout.bk, ++tile) {
         const int kw = imin(layout.bk, tile_keys - k0);
         // Row block by row block, so that the block's S strip (MR x bk) stays in L1 from Q K^T

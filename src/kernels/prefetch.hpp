@@ -73,30 +73,6 @@ struct NextTask {
     int kv_row0 = 0, kv_row1 = 0;  // that share, as a fraction of its keys, in parts of len_q
 };
 
-// Aims `pf` at the rows `next` reads first: its query tile, and its share of the keys and values
-// of (kv_b, kv_h), which has `kv_keys` valid keys, unless that is the head of this task (b, h).
-// The lines are spread over this task's `calls` micro-kernel calls (about half of them with a
-// causal mask) so that the prefetches finish about three quarters into the task.
-inline void aim_prefetch(Prefetch& pf, const AttentionParams& p, const NextTask& next, long kv_keys, int b, int h,
-                         int block_q, long calls) {
-    pf.clear();
-    if (next.b >= 0) {
-        const float* q = p.q + next.b * p.q_strides.seq + next.h * p.q_strides.head + next.i0 * p.q_strides.row;
-        pf.add(q, p.q_strides.row, imin(block_q, p.len_q - next.i0), p.dim_k);
-    }
-    if (next.kv_b >= 0 && !(next.kv_b == b && next.kv_h == h)) {
-        const int k_lo = static_cast<int>(kv_keys * next.kv_row0 / p.len_q);
-        const int k_hi = static_cast<int>(kv_keys * next.kv_row1 / p.len_q);
-        pf.add(p.k + next.kv_b * p.k_strides.seq + next.kv_h * p.k_strides.head + k_lo * p.k_strides.row,
-               p.k_strides.row, k_hi - k_lo, p.dim_k);
-        pf.add(p.v + next.kv_b * p.v_strides.seq + next.kv_h * p.v_strides.head + k_lo * p.v_strides.row,
-               p.v_strides.row, k_hi - k_lo, p.dim_v);
-    }
-    if (p.causal) calls /= 2;
-    calls = calls * 3 / 4 > 0 ? calls * 3 / 4 : 1;
-    pf.lines_per_step = static_cast<int>((pf.total_lines() + calls - 1) / calls);
-}
-
 // Dynamic scheduling hands out chunks of `chunk` tasks in order, so a thread's next task is most
 // likely the next one in its chunk, else the start of the chunk `threads` further on. The keys
 // and values of that later chunk's head are prefetched in shares across the current chunk's
