@@ -13,6 +13,7 @@ namespace {
 
 constexpr std::size_t kAlign = 64;
 
+// Bytes of n floats, rounded up so that the next buffer starts on a cache line.
 std::size_t floats(std::size_t n) { return round_up(n * sizeof(float), kAlign); }
 
 // Per-thread scratch, carved from the caller's workspace in this order, each 64-byte aligned.

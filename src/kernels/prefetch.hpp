@@ -1,6 +1,7 @@
 // Prefetch heuristics of the blocked kernel: which task a thread probably runs next, and a
-// stream of L2 prefetches of that task's rows spread over the current task's work. Only hints:
-// they change how fast the kernel runs, never what it computes.
+// stream of L2 prefetches of that task's rows spread over the current task's work (aimed by
+// prefetch_next_task in blocked_attention.hpp). Only hints: they change how fast the kernel
+// runs, never what it computes.
 #pragma once
 
 #include <cstddef>
