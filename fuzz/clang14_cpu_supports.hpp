@@ -1,5 +1,5 @@
 // Force-included into src/kernels in the fuzz build only (fuzz/CMakeLists.txt): clang 14
-// rejects __builtin_cpu_supports("f16c"), which GCC accepts (src/kernels/dispatch.cpp). This
+// rejects __builtin_cpu_supports("f16c"), which GCC accepts (src/kernels/blocked_avx2.cpp). This
 // routes the builtin through a function that asks CPUID for f16c and the builtin for the rest.
 #pragma once
 
@@ -7,7 +7,9 @@
 #include <cpuid.h>
 #include <cstring>
 
-inline bool attnbatch_fuzz_cpu_supports(const char* feature) {
+// static: the backend files that call it are compiled for different instruction sets, and an
+// inline function would be merged across them.
+static inline bool attnbatch_fuzz_cpu_supports(const char* feature) {
     if (std::strcmp(feature, "f16c") == 0) {
         unsigned a = 0, b = 0, c = 0, d = 0;
         return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;

@@ -83,7 +83,7 @@ int bench_command(const std::vector<std::string>& args) {
          "also produce attention weights: none|all|mean (alone: all)")
         ("weights-dtype", po::value<std::string>()->default_value("f32"), "weights as f32|f16")
         ("kernel", po::value<std::string>()->default_value("blocked"), "blocked|reference")
-        ("isa", po::value<std::string>()->default_value("best"), "blocked kernel ISA: best|portable|avx2|avx512")
+        ("isa", po::value<std::string>()->default_value("best"), ("blocked kernel ISA: " + isa_choices(false)).c_str())
         ("block-q", po::value<int>()->default_value(0), "query tile rows [auto]")
         ("block-k", po::value<int>()->default_value(0), "key tile columns [auto]")
         ("repeats", po::value<int>()->default_value(7), "timed runs; the median is reported")
@@ -119,11 +119,7 @@ int bench_command(const std::vector<std::string>& args) {
 
     k::KernelOptions kopt;
     kopt.kind = kernel_text == "reference" ? k::KernelKind::reference : k::KernelKind::blocked;
-    kopt.isa = parse_isa(vm["isa"].as<std::string>());
-    if (!k::isa_available(kopt.isa)) {
-        throw Error(exit_usage, std::string("--isa: ") + k::isa_name(kopt.isa) + " is not available on this CPU or in this build");
-    }
-    kopt.isa = k::resolve_isa(kopt.isa);
+    kopt.isa = k::resolve_isa(parse_isa(vm["isa"].as<std::string>()));
     kopt.threads = vm["threads"].as<int>();
 #if defined(_OPENMP)
     if (kopt.threads == 0) kopt.threads = omp_get_max_threads();

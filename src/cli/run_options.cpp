@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <optional>
 #include <unistd.h>
 
 #include "command_line.hpp"
@@ -38,12 +39,22 @@ int parse_compression(const std::string& text) {
 
 }  // namespace
 
+std::string isa_choices(bool runnable_only) {
+    std::string choices;
+    for (const std::string& name : kernels::isa_names()) {
+        if (runnable_only && !kernels::isa_available(*kernels::find_isa(name))) continue;
+        choices += (choices.empty() ? "" : "|") + name;
+    }
+    return choices;
+}
+
 kernels::Isa parse_isa(const std::string& s) {
-    if (s == "best") return kernels::Isa::best;
-    if (s == "portable") return kernels::Isa::portable;
-    if (s == "avx2") return kernels::Isa::avx2;
-    if (s == "avx512") return kernels::Isa::avx512;
-    throw Error(exit_usage, "--isa: '" + s + "' is not one of best|portable|avx2|avx512");
+    const std::optional<kernels::Isa> isa = kernels::find_isa(s);
+    if (!isa) throw Error(exit_usage, "--isa: '" + s + "' is not one of " + isa_choices(false));
+    if (!kernels::isa_available(*isa)) {
+        throw Error(exit_usage, "--isa: " + s + " is not available on this CPU, which runs " + isa_choices(true));
+    }
+    return *isa;
 }
 
 std::size_t parse_bytes(const std::string& text, const std::string& option) {
@@ -103,7 +114,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("block-q", po::value<int>()->default_value(0), "query tile rows [auto]")
         ("block-k", po::value<int>()->default_value(0), "key tile columns [auto]")
         ("kernel", po::value<std::string>()->default_value("blocked"), "blocked|reference (fp64, slow)")
-        ("isa", po::value<std::string>()->default_value("best"), "best|portable|avx2|avx512")
+        ("isa", po::value<std::string>()->default_value("best"), isa_choices(false).c_str())
         ("max-memory", po::value<std::string>(), "resident memory bound per rank, e.g. 8G [a quarter of RAM]")
         ("unit-sequences", po::value<long>()->default_value(0), "sequences per work unit [auto: from --max-memory]")
         ("resume", po::bool_switch(), "continue OUTPUT.partial; with a complete OUTPUT do nothing")
@@ -165,9 +176,6 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     if (kernel != "blocked" && kernel != "reference") throw Error(exit_usage, "--kernel: '" + kernel + "' is not one of blocked|reference");
     j.kernel.kind = kernel == "reference" ? kernels::KernelKind::reference : kernels::KernelKind::blocked;
     j.kernel.isa = parse_isa(vm["isa"].as<std::string>());
-    if (!kernels::isa_available(j.kernel.isa)) {
-        throw Error(exit_usage, std::string("--isa: ") + kernels::isa_name(j.kernel.isa) + " is not available on this CPU or in this build");
-    }
     j.max_memory = vm.count("max-memory") ? parse_bytes(vm["max-memory"].as<std::string>(), "--max-memory") : quarter_of_ram();
     if (vm["unit-sequences"].as<long>() < 0) throw Error(exit_usage, "--unit-sequences: expected 0 (automatic) or more");
     j.unit_sequences = vm["unit-sequences"].as<long>();

@@ -22,8 +22,11 @@ struct RunOptions {
 
 RunOptions parse_run_options(const std::vector<std::string>& args);
 
-// --isa: best|portable|avx2|avx512 (shared by run and bench).
+// --isa (shared by run and bench): best or a backend of this build that this CPU runs; the
+// choices come from the kernels' backend table.
 kernels::Isa parse_isa(const std::string& text);
+// "best|avx512|...": every --isa choice of this build, or only those this CPU runs.
+std::string isa_choices(bool runnable_only);
 
 // "4G", "512M", "1.5GiB", "1000000": bytes; throws Error naming `option`.
 std::size_t parse_bytes(const std::string& text, const std::string& option);

@@ -1,10 +1,9 @@
-// Run-time choice of instruction set for the projections (see projection.hpp).
+// Run-time choice of backend for the projections (see projection.hpp).
 #include "attnbatch/kernels/projection.hpp"
 
 #include <stdexcept>
-#include <string>
 
-#include "blocked_kernel.hpp"
+#include "backend.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -13,13 +12,6 @@
 namespace attnbatch::kernels {
 
 namespace {
-
-Isa usable(Isa isa) {
-    if (!isa_available(isa)) {
-        throw std::invalid_argument(std::string("projection: instruction set ") + isa_name(isa) + " is not available");
-    }
-    return resolve_isa(isa);
-}
 
 int resolve_threads(int threads) {
 #if defined(_OPENMP)
@@ -33,28 +25,15 @@ int resolve_threads(int threads) {
 }  // namespace
 
 std::size_t projection_packed_floats(int in, int out, Isa isa) {
-    switch (usable(isa)) {
-        case Isa::avx512: return isa_avx512::projection_packed_floats(in, out);
-        case Isa::avx2: return isa_avx2::projection_packed_floats(in, out);
-        default: return isa_portable::projection_packed_floats(in, out);
-    }
+    return usable_backend(isa, "projection").projection_packed_floats(in, out);
 }
 
 void pack_projection_weights(const float* w, int in, int out, float* packed, Isa isa) {
-    switch (usable(isa)) {
-        case Isa::avx512: isa_avx512::pack_projection_weights(w, in, out, packed); break;
-        case Isa::avx2: isa_avx2::pack_projection_weights(w, in, out, packed); break;
-        default: isa_portable::pack_projection_weights(w, in, out, packed); break;
-    }
+    usable_backend(isa, "projection").pack_projection_weights(w, in, out, packed);
 }
 
 std::size_t projection_workspace_bytes(int in, Isa isa, int threads) {
-    threads = resolve_threads(threads);
-    switch (usable(isa)) {
-        case Isa::avx512: return isa_avx512::projection_workspace_bytes(in, threads);
-        case Isa::avx2: return isa_avx2::projection_workspace_bytes(in, threads);
-        default: return isa_portable::projection_workspace_bytes(in, threads);
-    }
+    return usable_backend(isa, "projection").projection_workspace_bytes(in, resolve_threads(threads));
 }
 
 void project(const ProjectionParams& p, Isa isa, int threads, void* workspace, std::size_t workspace_bytes) {
@@ -67,12 +46,7 @@ void project(const ProjectionParams& p, Isa isa, int threads, void* workspace, s
     if (workspace_bytes < projection_workspace_bytes(p.in, isa, threads)) {
         throw std::invalid_argument("projection: workspace too small");
     }
-    threads = resolve_threads(threads);
-    switch (usable(isa)) {
-        case Isa::avx512: isa_avx512::project(p, threads, workspace); break;
-        case Isa::avx2: isa_avx2::project(p, threads, workspace); break;
-        default: isa_portable::project(p, threads, workspace); break;
-    }
+    usable_backend(isa, "projection").project(p, resolve_threads(threads), workspace);
 }
 
 }  // namespace attnbatch::kernels

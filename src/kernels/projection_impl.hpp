@@ -1,9 +1,19 @@
 // Projection GEMM per sequence on the blocked kernel's micro-kernel (micro_qk computes an
-// MR x NR tile of A B from row-major A and B packed in NR-column panels). Included by each
-// blocked_<isa>.cpp after blocked_impl.hpp, inside that ISA's namespace.
+// MR x NR tile of A B from row-major A and B packed in NR-column panels). Compiled into each
+// blocked backend's own namespace (see blocked_backend.hpp).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 #include "attnbatch/kernels/projection.hpp"
+#include "blocked_workspace.hpp"
+#include "micro_kernels.hpp"
 
 namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE {
 

@@ -122,8 +122,8 @@ std::size_t reference_workspace_bytes(const AttentionParams& p, int threads) {
 // The reference as a run-time selectable kernel: same maths in double, float outputs. A task is
 // one row (all heads of it for the head mean), so it also runs in parallel deterministically.
 void reference_forward(const AttentionParams& p, int threads, void* workspace) {
-    const bool mean = p.weights && p.weights_mode == WeightsMode::mean_over_heads;
-    const bool all = p.weights && p.weights_mode == WeightsMode::all;
+    const bool mean = p.weights_mode == WeightsMode::mean_over_heads;  // weights non-null: checked
+    const bool all = p.weights_mode == WeightsMode::all;
     const std::size_t lq = p.len_q, lk = p.len_k, heads = p.heads;
     const long rows = static_cast<long>(p.batch) * (mean ? 1 : p.heads) * p.len_q;
     auto store_weights = [&](std::size_t wrow, const double* w) {

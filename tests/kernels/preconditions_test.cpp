@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "attnbatch/kernels/projection.hpp"
 #include "support/kernel_test_support.hpp"
 
 namespace attnbatch::test {
@@ -184,7 +185,43 @@ TEST(PreconditionsWorkspace, TooSmallOrNullWorkspaceIsRefused) {
     }
 }
 
-// Asking for an instruction set this CPU or build lacks is an error, not a silent fallback.
+// Callers size the workspace before their weights buffer exists: the size follows the weights
+// mode, and a workspace of exactly that size serves the call with the buffer bound.
+TEST(PreconditionsWorkspace, SizedByTheWeightsModeNotThePointer) {
+    for (const Variant& variant : available_variants()) {
+        for (kn::WeightsMode mode : {kn::WeightsMode::all, kn::WeightsMode::mean_over_heads}) {
+            SCOPED_TRACE(variant.name + (mode == kn::WeightsMode::all ? " all" : " mean"));
+            Bound bound;
+            bound.params.weights_mode = mode;
+            const kn::KernelOptions options = options_for(variant, 2);
+            const std::size_t with_buffer = kn::attention_workspace_bytes(bound.params, options);
+            void* const weights = bound.params.weights;
+            bound.params.weights = nullptr;
+            const std::size_t before_buffer = kn::attention_workspace_bytes(bound.params, options);
+            EXPECT_EQ(before_buffer, with_buffer);
+            bound.params.weights = weights;
+            AlignedScratch scratch(before_buffer);
+            EXPECT_NO_THROW(kn::attention_forward(bound.params, options, scratch.data, before_buffer));
+        }
+    }
+}
+
+// Asking for an instruction set this CPU lacks is an error, not a silent fallback (on a CPU that
+// runs every backend of the build there is nothing to ask).
+TEST(PreconditionsIsa, BackendTheCpuLacksIsRefused) {
+    for (kn::Isa isa : kn::built_isas()) {
+        if (kn::isa_available(isa)) continue;
+        SCOPED_TRACE(kn::isa_name(isa));
+        Bound bound;
+        kn::KernelOptions options;
+        options.isa = isa;
+        AlignedScratch scratch(std::size_t{1} << 20);
+        EXPECT_THROW(kn::attention_workspace_bytes(bound.params, options), std::invalid_argument);
+        EXPECT_THROW(kn::attention_forward(bound.params, options, scratch.data, std::size_t{1} << 20), std::invalid_argument);
+        EXPECT_THROW(kn::projection_packed_floats(4, 4, isa), std::invalid_argument);
+        bound.expect_untouched();
+    }
+}
 
 }  // namespace
 }  // namespace attnbatch::test

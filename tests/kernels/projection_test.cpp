@@ -68,7 +68,7 @@ TEST_P(Projection, MatchesDoubleProductOnEveryIsa) {
     const auto b = random_vector(static_cast<std::size_t>(c.out), 3, 1.0f);
     std::vector<std::int32_t> lengths(c.batch);
     for (int s = 0; s < c.batch; ++s) lengths[s] = s == 0 ? c.len : (s * 7) % (c.len + 1);
-    for (kn::Isa isa : {kn::Isa::portable, kn::Isa::avx2, kn::Isa::avx512}) {
+    for (kn::Isa isa : kn::built_isas()) {
         if (!kn::isa_available(isa)) continue;
         const Result r = run(c, isa, 2, x, w, b, lengths, x_row);
         for (int s = 0; s < c.batch; ++s) {

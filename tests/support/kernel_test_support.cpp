@@ -16,7 +16,7 @@ namespace attnbatch::test {
 
 std::vector<Variant> all_variants() {
     std::vector<Variant> variants;
-    for (kn::Isa isa : {kn::Isa::portable, kn::Isa::avx2, kn::Isa::avx512}) {
+    for (kn::Isa isa : kn::built_isas()) {
         variants.push_back({kn::KernelKind::blocked, isa, std::string("blocked_") + kn::isa_name(isa)});
     }
     variants.push_back({kn::KernelKind::reference, kn::Isa::best, "reference"});

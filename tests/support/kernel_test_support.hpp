@@ -26,9 +26,9 @@ struct Variant {
     std::string name;
 };
 
-// Blocked portable, avx2, avx512, then the reference kernel with f32 outputs. Parameterised
-// tests take all of them, so the test list is the same on every machine, and skip the ones
-// this CPU or build cannot run.
+// The blocked kernel on every backend of this build (the backend table: avx512, avx2, portable
+// on x86), then the reference kernel with f32 outputs. Parameterised tests take all of them, so
+// the test list is the same on every machine of a target, and skip the ones this CPU cannot run.
 std::vector<Variant> all_variants();
 std::vector<Variant> available_variants();
 bool variant_available(const Variant& variant);

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <string>
 
+#include "attnbatch/kernels/isa.hpp"
+
 namespace attnbatch::kernels {
 
 // Element strides; the last axis (features) is always contiguous.
@@ -56,12 +58,9 @@ struct AttentionParams {
 
 enum class KernelKind { blocked, reference };
 
-// Instruction sets of the blocked kernel; `best` picks the widest this CPU runs.
-enum class Isa { best, portable, avx2, avx512 };
-
 struct KernelOptions {
     KernelKind kind = KernelKind::blocked;
-    Isa isa = Isa::best;
+    Isa isa = Isa::best;  // instruction set of the blocked kernel (isa.hpp)
     int threads = 0;  // 0: omp_get_max_threads()
     int block_q = 0;  // 0: automatic
     int block_k = 0;  // 0: automatic
@@ -74,7 +73,7 @@ std::string check_attention_params(const AttentionParams& params);
 std::size_t attention_workspace_bytes(const AttentionParams& params, const KernelOptions& options);
 
 // Throws std::invalid_argument when check_attention_params fails, when the workspace is
-// too small, or when the requested ISA is not available on this CPU or in this build.
+// too small, or when this CPU does not run the requested instruction set.
 void attention_forward(const AttentionParams& params, const KernelOptions& options,
                        void* workspace, std::size_t workspace_bytes);
 
@@ -89,10 +88,5 @@ struct ReferenceOutputs {
 // Reads only the input fields of `params` (q, k, v, sizes, scale, causal, lengths).
 // Computes every logit in double, three passes per row, no scratch memory.
 void reference_attention_f64(const AttentionParams& params, const ReferenceOutputs& outputs);
-
-// Whether this build and this CPU can run the blocked kernel with `isa`.
-bool isa_available(Isa isa);
-Isa resolve_isa(Isa isa);
-const char* isa_name(Isa isa);
 
 }  // namespace attnbatch::kernels

@@ -1,0 +1,53 @@
+// A kernel backend: one instruction set's attention kernel and projections, as a record of
+// plain function pointers. Each backend file defines one record (blocked_avx512.cpp defines
+// avx512_backend, ...), backends.cpp lists them in preference order, and everything else
+// (dispatch.cpp, projection.cpp, isa.cpp) only walks that table.
+#pragma once
+
+#include <cstddef>
+
+#include "attnbatch/kernels/attention.hpp"
+#include "attnbatch/kernels/projection.hpp"
+
+namespace attnbatch::kernels {
+
+struct Tiles {
+    int block_q, block_k;
+};
+
+struct Backend {
+    // The --isa value; output files record it in their resume identity, so it never changes.
+    const char* name;
+    // Whether this CPU runs the backend's instructions. It is called on every CPU, before any
+    // other code of the backend: it must not use those instructions itself.
+    bool (*cpu_supports)();
+    // Tile sizes when KernelOptions leaves them at 0, measured with `attnbatch bench`.
+    Tiles default_tiles;
+
+    // Attention (attention.hpp), parameters already checked; threads > 0, the workspace at least
+    // workspace_bytes for the same parameters, tiles and threads.
+    std::size_t (*workspace_bytes)(const AttentionParams& p, int block_q, int block_k, int threads);
+    void (*forward)(const AttentionParams& p, int block_q, int block_k, int threads, void* workspace);
+
+    // Projections (projection.hpp). W is packed in the backend's own panel layout, so project
+    // takes only weights packed by the same backend.
+    std::size_t (*projection_packed_floats)(int in, int out);
+    void (*pack_projection_weights)(const float* w, int in, int out, float* packed);
+    std::size_t (*projection_workspace_bytes)(int in, int threads);
+    void (*project)(const ProjectionParams& p, int threads, void* workspace);
+};
+
+// The backends of this build in preference order, widest first (backends.cpp).
+struct BackendTable {
+    const Backend* const* first;
+    const Backend* const* last;
+    const Backend* const* begin() const { return first; }
+    const Backend* const* end() const { return last; }
+};
+BackendTable backends();
+
+// The backend that runs for `isa` on this CPU: best resolved, the CPU checked. Throws
+// std::invalid_argument naming `user` ("attention kernel", "projection") when the CPU lacks it.
+const Backend& usable_backend(Isa isa, const char* user);
+
+}  // namespace attnbatch::kernels

@@ -1,0 +1,451 @@
+// The blocked attention kernel: out = softmax(Q K^T * scale) V per (sequence, head), with the
+// masks, lse and weights of attention.hpp. Written once over GCC vector extensions and compiled
+// once per backend (blocked_portable.cpp, blocked_avx2.cpp, blocked_avx512.cpp, through
+// blocked_backend.hpp); read it from forward() at the bottom upwards. The pieces it stands on:
+//   simd.hpp               vectors of the backend's width, 2^x, reductions, transposes, f16
+//   micro_kernels.hpp      the MR x NR register tiles of Q K^T and of P V
+//   blocked_workspace.hpp  tile sizes and the per-thread scratch carved from the workspace
+//   prefetch.hpp           which task a thread runs next, and L2 prefetches of its rows
+//
+// Checked against reference_attention.cpp, reference_attention_f64: every logit in double and a
+// plain three-pass softmax per row. tests/kernels runs every backend of the build against it
+// (accuracy, masks, tiles, weights, determinism across thread counts) with tolerances derived
+// from a naive fp32 run of the same problem; `attnbatch verify` recomputes real outputs with it.
+// Speed: `attnbatch bench`, and scripts/bench_kernel.sh (BASE=other/attnbatch: interleaved A/B).
+//
+// Per task (sequence, head, query tile), per key tile and per row block of MR queries,
+// FlashAttention's online softmax (Dao et al., arXiv 2205.14135; Milakov & Gimelshein,
+// arXiv 1805.02867), with c = scale * log2(e):
+//   S = Q K^T                          register-blocked MR x NR micro-kernel over packed key
+//                                      panels; it also takes the row max of whole panels
+//   m' = max(m, c rowmax S); P = 2^(c S - m'); l' = l * 2^(m - m') + rowsum P
+//   O' = O * 2^(m - m') + P V          the rescale is fused into the P.V micro-kernel
+// and at the end O / l and lse = ln 2 * (m + log2 l). The row block's S strip stays in L1 from
+// Q K^T to P V, and the data of the thread's next task is prefetched into L2 meanwhile. One
+// thread owns a task from start to end and every reduction runs in a fixed order, so results do
+// not depend on the thread count.
+//
+// Weights need the row's final max and sum, known only after the last key tile. Instead of a
+// second QK^T pass, each tile's P is kept in a per-thread row strip (block_q x Lk floats, never
+// L x L) with the running max it was taken against; the strip is rescaled by
+// 2^(m_tile - m_final) / l when the rows are done.
+//
+// Versions (git log -- src/kernels). Fractions are of the one-core FMA peak that `bench`
+// measures, B = 8, H = 8, L = 512, d = 64, one thread, AVX-512; sittings differ by up to 0.1.
+//   1 78ca805  The online softmax above, tile by tile: Q K^T for a whole query tile into a
+//              block_q x block_k S tile, then its softmax, then P V; Q scaled and transposed into
+//              (d_k, MR) blocks for the micro-kernel.
+//   2 0de8059  One broadcast instruction per splat, exp2 by scalef, shuffle-tree reductions; Q
+//              kept row-major (the micro-kernel's MR broadcasts read rows side by side, no
+//              transpose); whole (sequence, head) groups per thread when there are enough, so K
+//              and V are packed once per group; weights finished in one pass.
+//   3 3c05262  Longer key tiles (AVX-512: 96 x 128 to 96 x 512), so the per-row softmax
+//              bookkeeping is paid once per 512 keys; a P V micro-tile width of its own.
+//              0.53 of peak, 90.9 GFLOP/s (README, "Kernel matrix (an earlier sitting)").
+//   4 623e931  Row-block order: Q K^T, softmax and P V one block of MR rows at a time, so the
+//              block's S strip (MR x block_k, 24 KiB) stays in L1; the S scratch shrinks to it.
+//   5 b545a7c  AVX-512 exp2 by VREDUCEPS (x - floor x) and VSCALEFPS instead of VRNDSCALEPS, a
+//              subtraction and scalef; the polynomial refitted on [0, 1).
+//   6 5ef63a7  Row max fused into the Q K^T epilogue for panels every row of the block sees
+//              whole (the softmax scans only the rest); the exp pass unrolled.
+//   7 24ec56e  Q read in place: scale * log2(e) folded into the exponent's FMA instead of a
+//              scaled copy of Q; the thread's next task's Q, K and V prefetched into L2.
+//   8 1216bb4  Prefetches a few cache lines per micro-kernel call and softmax row (smaller
+//              bursts); full key panels transposed in registers (kLanes x kLanes shuffles)
+//              instead of scalar stores. (Prefetching the next task's output rows as well,
+//              982c794, was neutral to -1% and dropped again in edf2630.)
+//   9 9b2ac6c  The prefetch walks cache lines with one pointer, contiguous rows as one range:
+//              +2.7% CPU time in an A/B. 0.62 of peak, 98.6 GFLOP/s, 6.7x numpy and 7.9x
+//              PyTorch on one core (README, "Kernel against numpy and PyTorch").
+//  10 f9d6b03  Split into this file and the headers above; registered as backends (7c9ab10:
+//              backend.hpp, backends.cpp); scratch sized by the weights mode (b8a163e). The same
+//              arithmetic in the same order: outputs byte-identical to version 9.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "attnbatch/kernels/attention.hpp"
+#include "blocked_workspace.hpp"
+#include "micro_kernels.hpp"
+#include "prefetch.hpp"
+#include "simd.hpp"
+
+namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE {
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr double kLn2 = 0.6931471805599453;
+
+struct Task {
+    const AttentionParams& p;
+    const Layout& layout;
+    Scratch& s;
+};
+
+int valid_queries(const AttentionParams& p, int b) { return p.lengths ? imin(p.lengths[b], p.len_q) : p.len_q; }
+int valid_keys(const AttentionParams& p, int b) { return p.lengths ? imin(p.lengths[b], p.len_k) : p.len_k; }
+
+// Keys transposed into panels of NR (panel, dk, NR) and values into rows padded to dvp, both
+// zero beyond the valid keys so that whole panels can be computed. (Reading the values where
+// they are, when d_v needs no padding, measured 3-4% slower.)
+void pack_keys_values(const Task& t, int b, int h, int keys) {
+    const AttentionParams& p = t.p;
+    Scratch& s = t.s;
+    if (s.packed_seq == b && s.packed_head == h) return;
+    const float* kbase = p.k + b * p.k_strides.seq + h * p.k_strides.head;
+    const float* vbase = p.v + b * p.v_strides.seq + h * p.v_strides.head;
+    const int dk = p.dim_k, dv = p.dim_v, dvp = t.layout.dvp;
+    const int panels = (keys + kNR - 1) / kNR;
+    const int full_panels = dk % kLanes == 0 ? keys / kNR : 0;
+    for (int panel = 0; panel < full_panels; ++panel) {  // kLanes x kLanes squares in registers
+        float* dst = s.k_pack + static_cast<std::size_t>(panel) * dk * kNR;
+        for (int g = 0; g < kNV; ++g) {
+            const float* src = kbase + static_cast<std::ptrdiff_t>(panel * kNR + g * kLanes) * p.k_strides.row;
+            for (int c0 = 0; c0 < dk; c0 += kLanes) {
+                Vec rows[kLanes];
+#pragma GCC unroll 16
+                for (int i = 0; i < kLanes; ++i) rows[i] = load(src + i * p.k_strides.row + c0);
+                transpose_square(rows);
+#pragma GCC unroll 16
+                for (int i = 0; i < kLanes; ++i) store(dst + (c0 + i) * kNR + g * kLanes, rows[i]);
+            }
+        }
+    }
+    for (int panel = full_panels; panel < panels; ++panel) {
+        float* dst = s.k_pack + static_cast<std::size_t>(panel) * dk * kNR;
+        for (int lane = 0; lane < kNR; ++lane) {
+            const int j = panel * kNR + lane;
+            if (j < keys) {
+                const float* row = kbase + j * p.k_strides.row;
+                for (int c = 0; c < dk; ++c) dst[c * kNR + lane] = row[c];
+            } else {
+                for (int c = 0; c < dk; ++c) dst[c * kNR + lane] = 0.0f;
+            }
+        }
+    }
+    for (int j = 0; j < keys; ++j) {
+        const float* row = vbase + j * p.v_strides.row;
+        float* dst = s.v_pack + static_cast<std::size_t>(j) * dvp;
+        std::memcpy(dst, row, sizeof(float) * dv);
+        for (int c = dv; c < dvp; ++c) dst[c] = 0.0f;
+    }
+    s.packed_seq = b;
+    s.packed_head = h;
+}
+
+// Queries of rows [i0, i0 + count) as a row-major (MR, dk) block, rows past `count` zero: the
+// last row block of a head when it would run past the end of the query tensor.
+void pack_query_block(const Task& t, int b, int h, int i0, int count) {
+    const AttentionParams& p = t.p;
+    const float* qbase = p.q + b * p.q_strides.seq + h * p.q_strides.head;
+    const int dk = p.dim_k;
+    for (int r = 0; r < kMR; ++r) {
+        float* dst = t.s.q_pack + static_cast<std::size_t>(r) * dk;
+        if (r < count) {
+            std::memcpy(dst, qbase + (i0 + r) * p.q_strides.row, sizeof(float) * dk);
+        } else {
+            std::memset(dst, 0, sizeof(float) * dk);
+        }
+    }
+}
+
+// Online softmax of one row of the S tile: turns S into P in place over `width` columns
+// (zero past `count` valid ones) and updates the row's max, sum and rescale factor. S is the
+// unscaled Q K^T; `factor` = scale * log2(e) > 0 is applied in the exponent's FMA, and m is
+// kept in those scaled units (factor > 0 commutes with the max).
+// `partial_max` holds the lane-wise max of the first `scanned` columns (a multiple of the
+// vector width, computed by micro_qk).
+void softmax_row(float* row, int count, int width, float factor, Vec partial_max, int scanned, float& m,
+                 float& l, float& alpha) {
+    Vec vmax = partial_max;
+    int j = scanned;
+    for (; j + kLanes <= count; j += kLanes) {
+        const Vec x = load(row + j);
+        vmax = x > vmax ? x : vmax;
+    }
+    float tile_max = hmax(vmax);
+    for (; j < count; ++j) tile_max = fmax_(tile_max, row[j]);
+    const float m_new = fmax_(m, tile_max * factor);
+    alpha = exp2_scalar(m - m_new);  // 0 on the first tile, where m = -inf
+    const Vec scale = splat(factor);
+    const Vec shift = splat(m_new);
+    Vec vsum = Vec{};
+    const int full = count / kLanes * kLanes;
+#pragma GCC unroll 4
+    for (j = 0; j < full; j += kLanes) {  // whole vectors of visible keys need no mask
+        const Vec e = exp2_finite(load(row + j) * scale - shift);
+        store(row + j, e);
+        vsum += e;
+    }
+    if (full < width) {  // the vector straddling `count`, then zeros up to the panel edge
+        Vec lane_index;
+        for (int i = 0; i < kLanes; ++i) lane_index[i] = static_cast<float>(full + i);
+        const Vec e = exp2_finite(load(row + full) * scale - shift);
+        const Vec kept = lane_index < splat(static_cast<float>(count)) ? e : Vec{};
+        store(row + full, kept);
+        vsum += kept;
+        for (j = full + kLanes; j < width; j += kLanes) store(row + j, Vec{});
+    }
+    l = l * alpha + hsum(vsum);
+    m = m_new;
+}
+
+void write_masked_row_weights(const Task& t, int b, int h, int i) {
+    const AttentionParams& p = t.p;
+    const std::size_t lk = p.len_k;
+    if (p.weights_mode == WeightsMode::mean_over_heads) return;  // the mean strip starts at zero
+    const std::size_t offset = ((static_cast<std::size_t>(b) * p.heads + h) * p.len_q + i) * lk;
+    if (p.weights_type == WeightsType::f32) {
+        std::memset(static_cast<float*>(p.weights) + offset, 0, lk * sizeof(float));
+    } else {
+        std::memset(static_cast<std::uint16_t*>(p.weights) + offset, 0, lk * sizeof(std::uint16_t));
+    }
+}
+
+// Normalises row r's weight strip (tile t was exponentiated against w_tile_max[r][t]) into
+// the destination, or adds it to the head-mean strip.
+void finish_row_weights(const Task& t, int b, int h, int i, int r, int keys_valid, float m_final,
+                        float l_final) {
+    const AttentionParams& p = t.p;
+    const Layout& layout = t.layout;
+    const float* strip = t.s.w_strip + static_cast<std::size_t>(r) * layout.lkp;
+    const float inv_l = 1.0f / l_final;
+    const int lk = p.len_k;
+    const bool mean = p.weights_mode == WeightsMode::mean_over_heads;
+    const std::size_t offset = ((static_cast<std::size_t>(b) * p.heads + h) * p.len_q + i) * lk;
+    float* const f32_row = mean ? t.s.w_mean + static_cast<std::size_t>(r) * layout.lkp
+                                : (p.weights_type == WeightsType::f32 ? static_cast<float*>(p.weights) + offset : nullptr);
+    std::uint16_t* const f16_row = f32_row ? nullptr : static_cast<std::uint16_t*>(p.weights) + offset;
+    for (int tile = 0, k0 = 0; k0 < keys_valid; ++tile, k0 += layout.bk) {
+        const float factor = exp2_scalar(t.s.w_tile_max[r * layout.key_tiles + tile] - m_final) * inv_l;
+        const int k1 = imin(k0 + layout.bk, keys_valid);
+        if (f16_row) {
+            store_half_row(strip + k0, factor, f16_row + k0, k1 - k0);
+        } else if (mean) {
+            for (int j = k0; j < k1; ++j) f32_row[j] += strip[j] * factor;
+        } else {
+            for (int j = k0; j < k1; ++j) f32_row[j] = strip[j] * factor;
+        }
+    }
+    if (mean) return;  // the mean strip starts at zero
+    if (f16_row) {
+        std::memset(f16_row + keys_valid, 0, sizeof(std::uint16_t) * (lk - keys_valid));
+    } else {
+        std::memset(f32_row + keys_valid, 0, sizeof(float) * (lk - keys_valid));
+    }
+}
+
+// Aims the thread's prefetch at the rows `next` reads first (its query tile, and its share of
+// the keys and values of (kv_b, kv_h) unless this task works on that head already), a few lines
+// per micro-kernel call of this task (rows of `blocks` row blocks, `tile_keys` keys).
+void prefetch_next_task(const AttentionParams& p, const Layout& layout, Prefetch& pf, int b, int h, const NextTask& next,
+                        int blocks, int tile_keys) {
+    pf.clear();
+    if (next.b >= 0) {
+        const float* q = p.q + next.b * p.q_strides.seq + next.h * p.q_strides.head + next.i0 * p.q_strides.row;
+        pf.add(q, p.q_strides.row, imin(layout.bq, p.len_q - next.i0), p.dim_k);
+    }
+    if (next.kv_b >= 0 && !(next.kv_b == b && next.kv_h == h)) {
+        const long next_keys = valid_keys(p, next.kv_b);
+        const int k_lo = static_cast<int>(next_keys * next.kv_row0 / p.len_q);
+        const int k_hi = static_cast<int>(next_keys * next.kv_row1 / p.len_q);
+        pf.add(p.k + next.kv_b * p.k_strides.seq + next.kv_h * p.k_strides.head + k_lo * p.k_strides.row,
+               p.k_strides.row, k_hi - k_lo, p.dim_k);
+        pf.add(p.v + next.kv_b * p.v_strides.seq + next.kv_h * p.v_strides.head + k_lo * p.v_strides.row,
+               p.v_strides.row, k_hi - k_lo, p.dim_v);
+    }
+    // Micro-kernel calls of this task (about half of them with a causal mask), so that the
+    // prefetches finish about three quarters into the task.
+    long calls = static_cast<long>(blocks) * ((tile_keys + kNR - 1) / kNR + kMR + layout.dvp / kNRpv);
+    if (p.causal) calls /= 2;
+    calls = calls * 3 / 4 > 0 ? calls * 3 / 4 : 1;
+    pf.lines_per_step = static_cast<int>((pf.total_lines() + calls - 1) / calls);
+}
+
+// One (sequence, head, query tile): rows [i0, i0 + bq) of head h of sequence b.
+void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
+    const AttentionParams& p = t.p;
+    const Layout& layout = t.layout;
+    Scratch& s = t.s;
+    const int bq = imin(layout.bq, p.len_q - i0);
+    const int queries = valid_queries(p, b);
+    const int keys = valid_keys(p, b);
+    const int rows = imax(0, imin(bq, queries - i0));
+    const bool want_weights = s.w_strip != nullptr;
+    float* lse = p.lse ? p.lse + (static_cast<std::size_t>(b) * p.heads + h) * p.len_q : nullptr;
+    float* out = p.out + b * p.out_strides.seq + h * p.out_strides.head;
+
+    int* row_keys = s.valid_keys;
+    for (int r = 0; r < layout.bq; ++r) {
+        const int i = i0 + r;
+        row_keys[r] = r < rows ? (p.causal ? imin(keys, i + 1) : keys) : 0;
+        s.m[r] = kNegInf;
+        s.l[r] = 0.0f;
+    }
+    const int tile_keys = rows > 0 ? row_keys[rows - 1] : 0;  // rows' key counts never decrease
+    if (tile_keys > 0) {
+        pack_keys_values(t, b, h, keys);
+        std::memset(s.o_acc, 0, sizeof(float) * static_cast<std::size_t>(layout.bq) * layout.dvp);
+    }
+    const int blocks = (rows + kMR - 1) / kMR;
+    // Q K^T reads the query rows where they are, except a last row block that would run past the
+    // end of the query tensor (rows past `rows` but inside it are computed and ignored).
+    const float* qbase = p.q + b * p.q_strides.seq + h * p.q_strides.head;
+    const int direct_blocks = imin(blocks, (p.len_q - i0) / kMR);
+    if (tile_keys > 0 && direct_blocks < blocks) {
+        pack_query_block(t, b, h, i0 + direct_blocks * kMR, p.len_q - i0 - direct_blocks * kMR);
+    }
+    const float factor = p.scale * kLog2e;
+    prefetch_next_task(p, layout, s.prefetch, b, h, next, blocks, tile_keys);
+    for (int k0 = 0, tile = 0; k0 < tile_keys; k0 += layout.bk, ++tile) {
+        const int kw = imin(layout.bk, tile_keys - k0);
+        // Row block by row block, so that the block's S strip (MR x bk) stays in L1 from Q K^T
+        // through the softmax to P V; the key tile is read from L2 once per block.
+        for (int blk = 0; blk < blocks; ++blk) {
+            const int r0 = blk * kMR;
+            const int last = imin(r0 + kMR, rows) - 1;
+            const int block_count = imin(imax(row_keys[last] - k0, 0), kw);
+            if (block_count == 0) continue;
+            const int width = static_cast<int>(round_up(block_count, kNR));
+            // S = Q K^T over the panels some row of the block can see. Panels every row of the
+            // block sees whole also take the row max on the fly; softmax_row scans the rest.
+            const int full_panels = imin(imax(row_keys[r0] - k0, 0), kw) / kNR;
+            Vec row_max[kMR];
+            for (int m = 0; m < kMR; ++m) row_max[m] = splat(kNegInf);
+            const bool direct = blk < direct_blocks;
+            const float* qb = direct ? qbase + (i0 + r0) * p.q_strides.row : s.q_pack;
+            const std::ptrdiff_t ldq = direct ? p.q_strides.row : p.dim_k;
+            for (int panel = 0; panel * kNR < block_count; ++panel) {
+                const float* kp = s.k_pack + static_cast<std::size_t>(k0 / kNR + panel) * p.dim_k * kNR;
+                s.prefetch.step();
+                if (panel < full_panels) {
+                    micro_qk<true>(qb, ldq, kp, p.dim_k, s.s_tile + panel * kNR, layout.bk, row_max);
+                } else {
+                    micro_qk(qb, ldq, kp, p.dim_k, s.s_tile + panel * kNR, layout.bk);
+                }
+            }
+            for (int r = r0; r < r0 + kMR; ++r) {
+                float* srow = s.s_tile + static_cast<std::size_t>(r - r0) * layout.bk;
+                const int count = r < rows ? imin(imax(row_keys[r] - k0, 0), kw) : 0;
+                if (count == 0) {  // nothing visible in this tile: P row is zero, O unchanged
+                    std::memset(srow, 0, sizeof(float) * width);
+                    s.alpha[r] = 1.0f;
+                    if (want_weights && r < rows) s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
+                    continue;
+                }
+                s.prefetch.step();
+                softmax_row(srow, count, width, factor, row_max[r - r0], full_panels * kNR, s.m[r], s.l[r], s.alpha[r]);
+                if (want_weights) {
+                    s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
+                    std::memcpy(s.w_strip + static_cast<std::size_t>(r) * layout.lkp + k0, srow,
+                                sizeof(float) * count);
+                }
+            }
+            for (int c0 = 0; c0 < layout.dvp; c0 += kNRpv) {
+                s.prefetch.step();
+                micro_pv(s.o_acc + static_cast<std::size_t>(r0) * layout.dvp + c0, layout.dvp,
+                         s.alpha + r0, s.s_tile, layout.bk,
+                         s.v_pack + static_cast<std::size_t>(k0) * layout.dvp + c0, layout.dvp, block_count);
+            }
+        }
+    }
+    for (int r = 0; r < bq; ++r) {
+        const int i = i0 + r;
+        float* orow = out + i * p.out_strides.row;
+        if (r >= rows || s.l[r] == 0.0f) {
+            for (int c = 0; c < p.dim_v; ++c) orow[c] = 0.0f;
+            if (lse) lse[i] = kNegInf;
+            if (want_weights) {
+                if (p.weights_mode == WeightsMode::mean_over_heads) continue;
+                write_masked_row_weights(t, b, h, i);
+            }
+            continue;
+        }
+        const float inv_l = 1.0f / s.l[r];
+        const float* acc = s.o_acc + static_cast<std::size_t>(r) * layout.dvp;
+        for (int c = 0; c < p.dim_v; ++c) orow[c] = acc[c] * inv_l;
+        if (lse) lse[i] = static_cast<float>((static_cast<double>(s.m[r]) + __builtin_log2(static_cast<double>(s.l[r]))) * kLn2);
+        if (want_weights) finish_row_weights(t, b, h, i, r, row_keys[r], s.m[r], s.l[r]);
+    }
+}
+
+// Mean over heads: one task owns (sequence, query tile) and visits the heads in order.
+void attend_tile_mean(const Task& t, int b, int i0, const NextTask& next) {
+    const AttentionParams& p = t.p;
+    const Layout& layout = t.layout;
+    const int bq = imin(layout.bq, p.len_q - i0);
+    std::memset(t.s.w_mean, 0, sizeof(float) * static_cast<std::size_t>(bq) * layout.lkp);
+    for (int h = 0; h < p.heads; ++h) {
+        NextTask head_next = next;
+        if (h + 1 < p.heads) head_next = NextTask{b, h + 1, i0, b, h + 1, 0, p.len_q};
+        attend_tile(t, b, h, i0, head_next);
+    }
+    const float inv_heads = 1.0f / static_cast<float>(p.heads);
+    const std::size_t lk = p.len_k;
+    for (int r = 0; r < bq; ++r) {
+        const std::size_t offset = (static_cast<std::size_t>(b) * p.len_q + i0 + r) * lk;
+        float* mean = t.s.w_mean + static_cast<std::size_t>(r) * layout.lkp;
+        if (p.weights_type == WeightsType::f32) {
+            float* dst = static_cast<float*>(p.weights) + offset;
+            for (std::size_t j = 0; j < lk; ++j) dst[j] = mean[j] * inv_heads;
+        } else {
+            store_half_row(mean, inv_heads, static_cast<std::uint16_t*>(p.weights) + offset, static_cast<int>(lk));
+        }
+    }
+}
+
+}  // namespace
+
+std::size_t workspace_bytes(const AttentionParams& p, int block_q, int block_k, int threads) {
+    return make_layout(p, block_q, block_k).per_thread * static_cast<std::size_t>(threads) + kAlign;
+}
+
+void forward(const AttentionParams& p, int block_q, int block_k, int threads, void* workspace) {
+    const Layout layout = make_layout(p, block_q, block_k);
+    char* base = reinterpret_cast<char*>(round_up(reinterpret_cast<std::uintptr_t>(workspace), kAlign));
+    const bool mean = p.weights_mode == WeightsMode::mean_over_heads;
+    const long q_tiles = (p.len_q + layout.bq - 1) / layout.bq;
+    const long groups = static_cast<long>(p.batch) * (mean ? 1 : p.heads);
+    const long tasks = groups * q_tiles;
+    // With enough (sequence, head) groups a thread takes whole groups, so K and V are packed
+    // once per group rather than once per thread that touches it; otherwise single tiles, so
+    // that a few long sequences still spread over every thread.
+    const int chunk = groups >= 4L * threads ? static_cast<int>(q_tiles) : 1;
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+#if defined(_OPENMP)
+        const int me = omp_get_thread_num();
+#else
+        const int me = 0;
+        (void)threads;
+        (void)chunk;
+#endif
+        Scratch scratch = carve(layout, base + layout.per_thread * static_cast<std::size_t>(me));
+        const Task task{p, layout, scratch};
+        // Dynamic scheduling only decides who computes a task, never how: results are the same
+        // for any thread count.
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, chunk)
+#endif
+        for (long id = 0; id < tasks; ++id) {
+            const int i0 = static_cast<int>(id % q_tiles) * layout.bq;
+            const long seq_head = id / q_tiles;
+            const NextTask next = guess_next_task(p, layout.bq, id, q_tiles, tasks, chunk, threads, mean);
+            if (mean) {
+                attend_tile_mean(task, static_cast<int>(seq_head), i0, next);
+            } else {
+                attend_tile(task, static_cast<int>(seq_head / p.heads), static_cast<int>(seq_head % p.heads), i0, next);
+            }
+        }
+    }
+}
+
+}  // namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE

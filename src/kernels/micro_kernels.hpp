@@ -1,0 +1,88 @@
+// The register-blocked micro-kernels: an MR x NR tile of A B (S = Q K^T in the kernel, Y = X W
+// in the projections) and an MR x NRpv tile of O * alpha + P V, every accumulator in a register.
+// MR and the vectors per tile row come from the including backend (ATTNBATCH_MR, ATTNBATCH_NV,
+// optionally ATTNBATCH_NV_PV), chosen so that the accumulators fill its vector registers.
+#pragma once
+
+#include <cstddef>
+
+#include "simd.hpp"
+
+namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE {
+namespace {
+
+constexpr int kMR = ATTNBATCH_MR;            // query rows per micro-tile
+constexpr int kNV = ATTNBATCH_NV;            // vectors per micro-tile row
+constexpr int kNR = kNV * kLanes;            // columns per micro-tile
+#if !defined(ATTNBATCH_NV_PV)
+#define ATTNBATCH_NV_PV ATTNBATCH_NV
+#endif
+constexpr int kNVpv = ATTNBATCH_NV_PV;       // vectors per row of the P.V micro-tile
+constexpr int kNRpv = kNVpv * kLanes;        // value columns per P.V micro-tile
+
+// c[MR x NR] = a[MR x dk] . b[dk x NR]   (a: query rows, lda apart; b: packed key panel)
+// The MR broadcasts per step read MR rows side by side, which L1 serves as well as a
+// transposed copy would, and the queries need no transpose. With kRowMax, also
+// row_max[m] = max(row_max[m], c[m][:]) lane-wise while the tile is still in registers.
+template <bool kRowMax = false>
+inline void micro_qk(const float* __restrict a, std::ptrdiff_t lda, const float* __restrict b, int dk,
+                     float* __restrict c, int ldc, Vec* __restrict row_max = nullptr) {
+    Vec acc[kMR][kNV];
+#pragma GCC unroll 16
+    for (int m = 0; m < kMR; ++m)
+#pragma GCC unroll 8
+        for (int n = 0; n < kNV; ++n) acc[m][n] = Vec{};
+    for (int kk = 0; kk < dk; ++kk) {
+        Vec bv[kNV];
+#pragma GCC unroll 8
+        for (int n = 0; n < kNV; ++n) bv[n] = load(b + kk * kNR + n * kLanes);
+#pragma GCC unroll 16
+        for (int m = 0; m < kMR; ++m) {
+            const Vec am = splat(a[m * lda + kk]);
+#pragma GCC unroll 8
+            for (int n = 0; n < kNV; ++n) acc[m][n] += am * bv[n];
+        }
+    }
+#pragma GCC unroll 16
+    for (int m = 0; m < kMR; ++m) {
+#pragma GCC unroll 8
+        for (int n = 0; n < kNV; ++n) store(c + m * ldc + n * kLanes, acc[m][n]);
+        if constexpr (kRowMax) {
+            Vec mx = row_max[m];
+#pragma GCC unroll 8
+            for (int n = 0; n < kNV; ++n) mx = acc[m][n] > mx ? acc[m][n] : mx;
+            row_max[m] = mx;
+        }
+    }
+}
+
+// o[MR x NRpv] = o * alpha[m] + p[MR x count] . v[count x NRpv]
+inline void micro_pv(float* __restrict o, int ldo, const float* __restrict alpha,
+                     const float* __restrict p, int ldp, const float* __restrict v, int ldv,
+                     int count) {
+    Vec acc[kMR][kNVpv];
+#pragma GCC unroll 16
+    for (int m = 0; m < kMR; ++m) {
+        const Vec am = splat(alpha[m]);
+#pragma GCC unroll 8
+        for (int n = 0; n < kNVpv; ++n) acc[m][n] = load(o + m * ldo + n * kLanes) * am;
+    }
+    for (int j = 0; j < count; ++j) {
+        Vec bv[kNVpv];
+#pragma GCC unroll 8
+        for (int n = 0; n < kNVpv; ++n) bv[n] = load(v + j * ldv + n * kLanes);
+#pragma GCC unroll 16
+        for (int m = 0; m < kMR; ++m) {
+            const Vec pm = splat(p[m * ldp + j]);
+#pragma GCC unroll 8
+            for (int n = 0; n < kNVpv; ++n) acc[m][n] += pm * bv[n];
+        }
+    }
+#pragma GCC unroll 16
+    for (int m = 0; m < kMR; ++m)
+#pragma GCC unroll 8
+        for (int n = 0; n < kNVpv; ++n) store(o + m * ldo + n * kLanes, acc[m][n]);
+}
+
+}  // namespace
+}  // namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE
