@@ -134,8 +134,9 @@ void validate_output(InspectReport& report, const io::File& file, const io::File
         if (check.problems.size() > 1) report.verdict += " (and " + std::to_string(check.problems.size() - 1) + " more)";
         return;
     }
-    const std::string incomplete =
-        check.complete == 1 ? "complete" : "INCOMPLETE (attribute complete = " + std::to_string(check.complete.value_or(0)) + ")";
+    const std::string incomplete = check.complete == 1 ? std::string("complete")
+                                                       : std::string("INCOMPLETE (attribute ") + io::attribute::complete +
+                                                             " = " + std::to_string(check.complete.value_or(0)) + ")";
     if (report.in_progress) {
         report.code = exit_invalid_input;
         report.verdict = "output in progress: " + report.path + " is the partial file of a run that is going or was "

@@ -127,7 +127,7 @@ void write_attributes(JsonWriter& json, const std::vector<AttributeValue>& attri
 
 void write_dims(JsonWriter& json, const io::Dims& dims) {
     json.begin_array();
-    for (const hsize_t extent : dims) json.value(extent);
+    for (const auto extent : dims) json.value(extent);
     json.end_array();
 }
 
