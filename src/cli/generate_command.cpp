@@ -3,31 +3,22 @@
 // counter-based generator (random_field.hpp), so a file's content depends on the seed and the
 // shapes only, never on how it was written; memory stays bounded whatever N is.
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <iostream>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "attnbatch/io/chunking.hpp"
-#include "attnbatch/io/h5_attribute.hpp"
-#include "attnbatch/io/h5_dataset.hpp"
-#include "attnbatch/io/h5_file.hpp"
-#include "attnbatch/io/output.hpp"
-#include "attnbatch/io/output_size.hpp"
+#include "attnbatch/io/input_writer.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "random_field.hpp"
-#include "slab_writer.hpp"
 
 namespace attnbatch::cli {
 
@@ -67,11 +58,9 @@ struct Plan {
     std::string dataset;
     bool output_projection = true;
     bool bias = true;
-    std::size_t slab_bytes = default_slab_bytes;
+    std::size_t slab_bytes = io::default_slab_bytes;
 
-    std::size_t element_size() const { return float64 ? 8 : 4; }
-    io::MemType mem_type() const { return float64 ? io::MemType::f64 : io::MemType::f32; }
-    const char* dtype_name() const { return float64 ? "float64" : "float32"; }
+    io::DataType dtype() const { return float64 ? io::DataType::float64 : io::DataType::float32; }
 };
 
 [[noreturn]] void usage(const std::string& message) { throw Error(exit_usage, message); }
@@ -172,7 +161,9 @@ Plan plan_from(const po::variables_map& vm) {
         usage("--dataset names the embeddings and cannot go with --qkv (which writes /query, /key, /value)");
     }
     plan.dataset = object_path("--dataset", vm["dataset"].as<std::string>());
-    if (plan.min_len && plan.dataset == "/lengths") usage("--dataset /lengths collides with the lengths of --min-len");
+    if (plan.min_len && plan.dataset == io::dataset::lengths) {
+        usage(std::string("--dataset ") + io::dataset::lengths + " collides with the lengths of --min-len");
+    }
     if (weights && plan.weights_out == plan.output) usage("--weights-out must differ from --output (" + plan.output + ")");
 
     const std::optional<std::int64_t> head_dim = optional_positive(vm, "head-dim");
@@ -203,91 +194,6 @@ Plan plan_from(const po::variables_map& vm) {
     return plan;
 }
 
-// Payload bytes of the input file (the datasets, uncompressed), in double: it may exceed 2^64.
-double input_bytes(const Plan& plan) {
-    const double width = plan.qkv ? static_cast<double>(plan.heads) * (2.0 * static_cast<double>(plan.head_dim) + static_cast<double>(plan.value_dim))
-                                  : static_cast<double>(plan.dim);
-    return static_cast<double>(plan.n) * static_cast<double>(plan.len) * width * static_cast<double>(plan.element_size()) +
-           (plan.min_len ? 4.0 * static_cast<double>(plan.n) : 0.0);
-}
-
-double weights_bytes(const Plan& plan) {
-    const double qk = static_cast<double>(plan.heads * plan.head_dim);
-    const double v = static_cast<double>(plan.heads * plan.value_dim);
-    const double d = static_cast<double>(plan.dim), d_out = static_cast<double>(plan.out_dim);
-    double elements = d * (2 * qk + v) + (plan.bias ? 2 * qk + v : 0.0);
-    if (plan.output_projection) elements += v * d_out + (plan.bias ? d_out : 0.0);
-    return elements * static_cast<double>(plan.element_size());
-}
-
-bool path_exists(const std::string& path) {
-    struct stat status {};
-    return ::lstat(path.c_str(), &status) == 0;
-}
-
-std::string directory_of(const std::string& path) {
-    const std::size_t slash = path.find_last_of('/');
-    if (slash == std::string::npos) return ".";
-    return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-// The checks before writing `path` (given by `option`): no overwrite without --force, no
-// stale partial file, an existing directory, room for `bytes`.
-void check_target(const std::string& option, const std::string& path, bool force, double bytes) {
-    struct stat target {};
-    if (::stat(path.c_str(), &target) == 0 && S_ISDIR(target.st_mode)) {
-        usage(option + " " + path + ": is a directory, expected the path of an HDF5 file to write");
-    }
-    if (path_exists(path) && !force) {
-        usage(option + " " + path + ": the file exists; hint: --force replaces it, or choose another name");
-    }
-    const std::string partial = io::OutputFile::partial_path_for(path);
-    if (path_exists(partial)) {
-        if (!force) {
-            usage(option + " " + path + ": " + partial +
-                  " exists, left by an interrupted (or still running) generate; hint: --force removes it");
-        }
-        if (::unlink(partial.c_str()) != 0) {
-            throw Error(exit_io, partial + ": cannot remove the stale partial file: " + std::strerror(errno));
-        }
-    }
-    const std::string directory = directory_of(path);
-    struct stat status {};
-    if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
-        throw Error(exit_io, option + " " + path + ": directory " + directory + " does not exist");
-    }
-    if (bytes > 0x1p62) usage(option + " " + path + ": the requested sizes make a file beyond 2^62 bytes");
-    const std::uint64_t free_bytes = io::free_bytes_at(path);
-    if (bytes > static_cast<double>(free_bytes)) {
-        std::ostringstream message;
-        message << option << " " << path << ": needs about " << static_cast<std::uint64_t>(bytes)
-                << " bytes but its file system has " << free_bytes << " free";
-        throw Error(exit_io, message.str());
-    }
-}
-
-// PATH is written as PATH.partial and renamed when whole (publish), so an interrupted generate
-// never leaves a truncated file under the name the user asked for; otherwise the partial file
-// is removed.
-class PendingFile {
-public:
-    explicit PendingFile(std::string path) : path_(std::move(path)) {}
-    PendingFile(const PendingFile&) = delete;
-    PendingFile& operator=(const PendingFile&) = delete;
-    ~PendingFile() {
-        if (!published_) ::unlink(io::OutputFile::partial_path_for(path_).c_str());
-    }
-    io::File create() const { return io::File::create(io::OutputFile::partial_path_for(path_)); }
-    void publish(bool force) {
-        io::publish_output(path_, force);
-        published_ = true;
-    }
-
-private:
-    std::string path_;
-    bool published_ = false;
-};
-
 // Lengths uniform in [M, L]; L for every sequence without --min-len.
 class LengthDraw {
 public:
@@ -311,7 +217,7 @@ private:
 // number l*W + c of unit n. The split view [N, H, L, W/H] holds the same numbers with the
 // head axis moved forward, so a split file is the transpose of the packed one. Tokens at or
 // beyond the sequence's length are zeros.
-RunFill sequence_values(const Plan& plan, std::uint64_t stream, std::uint64_t width, bool split) {
+io::ValueSource sequence_values(const Plan& plan, std::uint64_t stream, std::uint64_t width, bool split) {
     const RandomField field(plan.seed, stream);
     const LengthDraw length(plan);
     const double scale = plan.scale;
@@ -330,7 +236,7 @@ RunFill sequence_values(const Plan& plan, std::uint64_t stream, std::uint64_t wi
 }
 
 // A weights matrix [rows, columns] (unit = row) or bias [columns] (unit 0), N(0, stddev^2).
-RunFill weight_values(const Plan& plan, std::uint64_t stream, double stddev) {
+io::ValueSource weight_values(const Plan& plan, std::uint64_t stream, double stddev) {
     const RandomField field(plan.seed, stream);
     return [=](const io::Dims& index, std::size_t count, double* out) {
         const RandomField::Unit unit = field.unit(index.size() == 2 ? index[0] : 0);
@@ -339,132 +245,80 @@ RunFill weight_values(const Plan& plan, std::uint64_t stream, double stddev) {
     };
 }
 
-struct Written {
-    std::string path;
-    std::string type;
-    io::Dims dims;
-};
-
-// Creates a dataset chunked about 1 MiB along whole sequences (rows), labels its axes and
-// fills it in bounded slabs.
-Written write_dataset(const io::File& file, const std::string& path, io::MemType type, const io::Dims& dims,
-                      const std::vector<std::string>& labels, std::size_t slab_bytes, const RunFill& fill) {
-    io::DatasetCreation creation;
-    creation.chunk = io::chunk_shape(dims, io::mem_type_size(type));
-    const io::Datatype file_type = type == io::MemType::f64   ? io::Datatype::float64()
-                                   : type == io::MemType::i32 ? io::Datatype::int32()
-                                                              : io::Datatype::float32();
-    io::Dataset dataset = io::Dataset::create(file, path, file_type, dims, creation);
-    io::set_dimension_labels(dataset, labels);
-    write_computed(dataset, type, slab_bytes, fill);
-    dataset.close();
-    const char* name = type == io::MemType::f64 ? "float64" : type == io::MemType::i32 ? "int32" : "float32";
-    return Written{path, name, dims};
-}
-
-void write_common_attributes(const io::File& file, const Plan& plan, const std::string& format) {
-    io::set_text_attribute(file, "format", format);
-    io::set_text_attribute(file, "generator", std::string("attnbatch generate ") + ATTNBATCH_VERSION);
-    io::set_int_attribute(file, "seed", static_cast<std::int64_t>(plan.seed));
-    io::set_int_attribute(file, "heads", plan.heads);
-    io::set_text_attribute(file, "dtype", plan.dtype_name());
-}
-
 struct LengthRange {
     std::int64_t min = INT64_MAX;
     std::int64_t max = INT64_MIN;
 };
 
-std::vector<Written> write_input(const io::File& file, const Plan& plan, LengthRange& range) {
-    const auto n = static_cast<hsize_t>(plan.n), len = static_cast<hsize_t>(plan.len);
-    const auto heads = static_cast<hsize_t>(plan.heads);
-    std::vector<Written> written;
+// What the input file holds; `range` collects the lengths drawn as they are written.
+io::InputContent input_content(const Plan& plan, LengthRange& range) {
+    io::InputContent content;
+    content.dtype = plan.dtype();
+    content.n = plan.n;
+    content.len = plan.len;
+    content.heads = plan.heads;
+    const auto heads = static_cast<std::uint64_t>(plan.heads);
     if (!plan.qkv) {
-        written.push_back(write_dataset(file, plan.dataset, plan.mem_type(), {n, len, static_cast<hsize_t>(plan.dim)},
-                                        {"N", "L", "d"}, plan.slab_bytes,
-                                        sequence_values(plan, stream_embeddings, static_cast<std::uint64_t>(plan.dim), false)));
+        content.mode = io::InputMode::embeddings;
+        content.d = plan.dim;
+        content.embeddings_path = plan.dataset;
+        content.embeddings = sequence_values(plan, stream_embeddings, static_cast<std::uint64_t>(plan.dim), false);
     } else {
-        const struct {
-            const char* path;
-            std::uint64_t stream;
-            std::int64_t head_width;
-            const char* width_label;
-        } tensors[] = {{"/query", stream_query, plan.head_dim, "d_k"},
-                       {"/key", stream_key, plan.head_dim, "d_k"},
-                       {"/value", stream_value, plan.value_dim, "d_v"}};
-        for (const auto& t : tensors) {
-            const auto head_width = static_cast<hsize_t>(t.head_width);
-            const io::Dims dims = plan.split ? io::Dims{n, heads, len, head_width} : io::Dims{n, len, heads * head_width};
-            const std::vector<std::string> labels =
-                plan.split ? std::vector<std::string>{"N", "H", "L", t.width_label}
-                           : std::vector<std::string>{"N", "L", std::string("H*") + t.width_label};
-            written.push_back(write_dataset(file, t.path, plan.mem_type(), dims, labels, plan.slab_bytes,
-                                            sequence_values(plan, t.stream, heads * head_width, plan.split)));
-        }
+        content.mode = io::InputMode::qkv;
+        content.layout = plan.split ? io::QkvLayout::split : io::QkvLayout::packed;
+        content.d_k = plan.head_dim;
+        content.d_v = plan.value_dim;
+        const auto qk_width = heads * static_cast<std::uint64_t>(plan.head_dim);
+        const auto v_width = heads * static_cast<std::uint64_t>(plan.value_dim);
+        content.query = sequence_values(plan, stream_query, qk_width, plan.split);
+        content.key = sequence_values(plan, stream_key, qk_width, plan.split);
+        content.value = sequence_values(plan, stream_value, v_width, plan.split);
     }
     if (plan.min_len) {
         const LengthDraw length(plan);
-        written.push_back(write_dataset(file, "/lengths", io::MemType::i32, {n}, {"N"}, plan.slab_bytes,
-                                        [&](const io::Dims& index, std::size_t count, double* out) {
-                                            for (std::size_t i = 0; i < count; ++i) {
-                                                const std::int64_t value = length(index[0] + i);
-                                                range.min = std::min(range.min, value);
-                                                range.max = std::max(range.max, value);
-                                                out[i] = static_cast<double>(value);
-                                            }
-                                        }));
+        content.lengths = [length, &range](const io::Dims& index, std::size_t count, double* out) {
+            for (std::size_t i = 0; i < count; ++i) {
+                const std::int64_t value = length(index[0] + i);
+                range.min = std::min(range.min, value);
+                range.max = std::max(range.max, value);
+                out[i] = static_cast<double>(value);
+            }
+        };
     }
-    write_common_attributes(file, plan, "attnbatch-input");
-    io::set_text_attribute(file, "layout", !plan.qkv ? "embeddings" : plan.split ? "qkv-split" : "qkv-packed");
-    io::set_real_attribute(file, "scale_values", plan.scale);
-    if (plan.min_len) io::set_int_attribute(file, "min_len", *plan.min_len);
-    if (plan.qkv) {
-        io::set_int_attribute(file, "head_dim", plan.head_dim);
-        io::set_int_attribute(file, "value_dim", plan.value_dim);
-    }
-    return written;
+    return content;
 }
 
 // Weights N(0, 1/fan_in), biases too: with standard-normal embeddings the projections stay
 // near unit variance and the scaled logits in range.
-std::vector<Written> write_weights(const io::File& file, const Plan& plan) {
-    const auto d = static_cast<hsize_t>(plan.dim);
-    const auto qk = static_cast<hsize_t>(plan.heads * plan.head_dim);
-    const auto v = static_cast<hsize_t>(plan.heads * plan.value_dim);
-    const auto d_out = static_cast<hsize_t>(plan.out_dim);
+io::WeightsContent weights_content(const Plan& plan) {
+    io::WeightsContent content;
+    content.dtype = plan.dtype();
+    content.d = plan.dim;
+    content.heads = plan.heads;
+    content.d_k = plan.head_dim;
+    content.d_v = plan.value_dim;
+    content.d_out = plan.out_dim;
     const double in_scale = 1.0 / std::sqrt(static_cast<double>(plan.dim));
-    const double out_scale = 1.0 / std::sqrt(static_cast<double>(v));
-    const io::MemType type = plan.mem_type();
-    const std::size_t slab = plan.slab_bytes;
-    std::vector<Written> written;
-    written.push_back(write_dataset(file, "/w_q", type, {d, qk}, {"d", "H*d_k"}, slab, weight_values(plan, stream_w_q, in_scale)));
-    written.push_back(write_dataset(file, "/w_k", type, {d, qk}, {"d", "H*d_k"}, slab, weight_values(plan, stream_w_k, in_scale)));
-    written.push_back(write_dataset(file, "/w_v", type, {d, v}, {"d", "H*d_v"}, slab, weight_values(plan, stream_w_v, in_scale)));
-    if (plan.output_projection) {
-        written.push_back(write_dataset(file, "/w_o", type, {v, d_out}, {"H*d_v", "d_out"}, slab,
-                                        weight_values(plan, stream_w_o, out_scale)));
-    }
+    const double out_scale = 1.0 / std::sqrt(static_cast<double>(plan.heads * plan.value_dim));
+    content.w_q = weight_values(plan, stream_w_q, in_scale);
+    content.w_k = weight_values(plan, stream_w_k, in_scale);
+    content.w_v = weight_values(plan, stream_w_v, in_scale);
+    if (plan.output_projection) content.w_o = weight_values(plan, stream_w_o, out_scale);
     if (plan.bias) {
-        written.push_back(write_dataset(file, "/b_q", type, {qk}, {"H*d_k"}, slab, weight_values(plan, stream_b_q, in_scale)));
-        written.push_back(write_dataset(file, "/b_k", type, {qk}, {"H*d_k"}, slab, weight_values(plan, stream_b_k, in_scale)));
-        written.push_back(write_dataset(file, "/b_v", type, {v}, {"H*d_v"}, slab, weight_values(plan, stream_b_v, in_scale)));
-        if (plan.output_projection) {
-            written.push_back(write_dataset(file, "/b_o", type, {d_out}, {"d_out"}, slab, weight_values(plan, stream_b_o, out_scale)));
-        }
+        content.b_q = weight_values(plan, stream_b_q, in_scale);
+        content.b_k = weight_values(plan, stream_b_k, in_scale);
+        content.b_v = weight_values(plan, stream_b_v, in_scale);
+        if (plan.output_projection) content.b_o = weight_values(plan, stream_b_o, out_scale);
     }
-    write_common_attributes(file, plan, "attnbatch-weights");
-    io::set_int_attribute(file, "head_dim", plan.head_dim);
-    io::set_int_attribute(file, "value_dim", plan.value_dim);
-    if (plan.output_projection) io::set_int_attribute(file, "out_dim", plan.out_dim);
-    return written;
+    return content;
 }
 
-std::string summary(const std::string& path, const std::vector<Written>& written, const std::string& extra) {
+std::string summary(const std::string& path, const std::vector<io::WrittenDataset>& written, const std::string& extra) {
     struct stat status {};
     const long long bytes = ::stat(path.c_str(), &status) == 0 ? static_cast<long long>(status.st_size) : -1;
     std::string text = "attnbatch generate: wrote " + path + " (" + std::to_string(bytes) + " bytes):";
     for (std::size_t i = 0; i < written.size(); ++i) {
-        text += (i ? ", " : " ") + written[i].path + " " + written[i].type + " " + shape_text(written[i].dims);
+        text += (i ? ", " : " ") + written[i].path + " " + written[i].dtype + " " + shape_text(written[i].dims);
     }
     return text + extra;
 }
@@ -508,33 +362,27 @@ int generate_command(const std::vector<std::string>& args) {
         ("seed", po::value<std::string>()->default_value("0"), "random seed, 0..2^63-1")
         ("scale-values", po::value<double>()->default_value(1.0),
          "multiply the data by S (large S gives large logits)")
-        ("dataset", po::value<std::string>()->default_value("/embeddings"), "path of the embeddings dataset")
-        ("slab-bytes", po::value<long long>()->default_value(static_cast<long long>(default_slab_bytes)),
+        ("dataset", po::value<std::string>()->default_value(io::dataset::embeddings), "path of the embeddings dataset")
+        ("slab-bytes", po::value<long long>()->default_value(static_cast<long long>(io::default_slab_bytes)),
          "memory bound of one write; the content does not depend on it");
     po::variables_map vm;
     if (!parse_command_line(spec, options, args, vm)) return exit_ok;
     const Plan plan = plan_from(vm);
 
-    check_target("--output", plan.output, plan.force, input_bytes(plan));
-    if (!plan.weights_out.empty()) check_target("--weights-out", plan.weights_out, plan.force, weights_bytes(plan));
-
-    PendingFile input(plan.output);
-    std::optional<PendingFile> weights;
-    if (!plan.weights_out.empty()) weights.emplace(plan.weights_out);
+    io::InputDestination destination;
+    destination.path = plan.output;
+    destination.weights_path = plan.weights_out;
+    destination.force = plan.force;
+    destination.slab_bytes = plan.slab_bytes;
+    io::GeneratorRecord record;
+    record.generator = std::string("attnbatch generate ") + ATTNBATCH_VERSION;
+    record.seed = plan.seed;
+    record.scale_values = plan.scale;
+    record.min_len = plan.min_len;
     LengthRange range;
-    std::vector<Written> input_written, weights_written;
-    {
-        io::File file = input.create();
-        input_written = write_input(file, plan, range);
-        file.close();
-        if (weights) {
-            io::File weights_file = weights->create();
-            weights_written = write_weights(weights_file, plan);
-            weights_file.close();
-        }
-        input.publish(plan.force);
-        if (weights) weights->publish(plan.force);
-    }
+    std::optional<io::WeightsContent> weights;
+    if (!plan.weights_out.empty()) weights = weights_content(plan);
+    const io::WrittenInput written = io::write_input_files(destination, input_content(plan, range), weights, record);
 
     std::string extra;
     if (plan.min_len) extra += ", lengths " + std::to_string(range.min) + ".." + std::to_string(range.max);
@@ -544,8 +392,8 @@ int generate_command(const std::vector<std::string>& args) {
         extra += ", values x " + scale.str();
     }
     extra += ", seed " + std::to_string(plan.seed);
-    std::cout << summary(plan.output, input_written, extra) << '\n';
-    if (weights) std::cout << summary(plan.weights_out, weights_written, ", seed " + std::to_string(plan.seed)) << '\n';
+    std::cout << summary(plan.output, written.input, extra) << '\n';
+    if (weights) std::cout << summary(plan.weights_out, written.weights, ", seed " + std::to_string(plan.seed)) << '\n';
     return exit_ok;
 }
 

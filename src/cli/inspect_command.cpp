@@ -1,12 +1,7 @@
 // `attnbatch inspect FILE`: prints any HDF5 file's schema, decides whether it is an input or an
 // output of `run`, and validates it as such. Exit 0 only when valid (and, for an output,
 // complete); 3 when invalid or incomplete; 4 when unreadable; 2 for usage errors.
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -14,9 +9,9 @@
 #include <vector>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/h5_error.hpp"
-#include "attnbatch/io/h5_file.hpp"
+#include "attnbatch/io/file_schema.hpp"
 #include "attnbatch/io/input.hpp"
+#include "attnbatch/io/schema_names.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "inspect_report.hpp"
@@ -59,65 +54,26 @@ bool ends_with(const std::string& text, const std::string& suffix) {
     return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Opens `path` read-only: exit 4 when it cannot be read at all, 3 when it is not HDF5 or is
-// the partial output a running process holds locked.
-io::File open_file(const std::string& path) {
-    struct stat status {};
-    if (::stat(path.c_str(), &status) != 0) {
-        throw Error(exit_io, path + ": cannot open: " + std::strerror(errno) + "; hint: check the path");
-    }
-    if (S_ISDIR(status.st_mode)) throw Error(exit_io, path + ": is a directory, expected an HDF5 file");
-    if (::access(path.c_str(), R_OK) != 0) {
-        throw Error(exit_io, path + ": cannot read: " + std::strerror(errno) + "; hint: check the permissions");
-    }
-    bool hdf5 = false;
-    try {
-        hdf5 = io::is_hdf5_file(path);
-    } catch (const io::H5Error& error) {
-        throw Error(exit_io, path + ": cannot read: " + error.what());
-    }
-    if (!hdf5) throw Error(exit_invalid_input, path + ": not an HDF5 file (no HDF5 signature found)");
-    try {
-        return io::File::open(path, io::FileMode::read_only);
-    } catch (const io::H5Error& error) {
-        if (error.is_lock_failure() && ends_with(path, ".partial")) {
-            throw Error(exit_invalid_input, "output in progress: " + path +
-                                                    " is locked by the process writing it (a running attnbatch run); "
-                                                    "hint: inspect the final OUTPUT once the run ends");
-        }
-        throw Error(exit_io, path + ": cannot open: " + error.what());
-    }
-}
-
 bool given(const po::variables_map& vm, const char* name) { return vm.count(name) && !vm[name].defaulted(); }
 
 std::string text_option(const po::variables_map& vm, const char* name) {
     return vm.count(name) ? vm[name].as<std::string>() : std::string();
 }
 
-FileKind decide_kind(const FileSchema& schema, const po::variables_map& vm) {
+io::FileKind decide_kind(const io::FileSchema& schema, const po::variables_map& vm) {
     const std::string as = vm["as"].as<std::string>();
-    if (as == "input") return FileKind::input;
-    if (as == "output") return FileKind::output;
-    if (as == "weights") return FileKind::weights;
+    if (as == "input") return io::FileKind::input;
+    if (as == "output") return io::FileKind::output;
+    if (as == "weights") return io::FileKind::weights;
     for (const char* option : {"dataset", "lengths", "query", "key", "value", "weights"}) {
-        if (given(vm, option)) return FileKind::input;
+        if (given(vm, option)) return io::FileKind::input;
     }
-    if (schema.dataset("/output") || schema.dataset("/lse")) return FileKind::output;
-    if (schema.dataset("/embeddings") ||
-        (schema.dataset("/query") && schema.dataset("/key") && schema.dataset("/value"))) {
-        return FileKind::input;
-    }
-    const AttributeValue* format = schema.attribute("format");
-    if (format && format->text == "attnbatch-output") return FileKind::output;
-    if (format && format->text == "attnbatch-input") return FileKind::input;
-    if (schema.dataset("/w_q") || schema.dataset("/w_k") || schema.dataset("/w_v")) return FileKind::weights;
-    return FileKind::unknown;
+    return io::kind_of(schema);
 }
 
 // The rules `run` applies (io::describe_input with the same options), so "valid" here means
 // `run` accepts the file with these options.
-void validate_input(InspectReport& report, const FileSchema& schema, const po::variables_map& vm) {
+void validate_input(InspectReport& report, const io::FileSchema& schema, const po::variables_map& vm) {
     io::InputOptions options;
     options.input_path = report.path;
     options.dataset = text_option(vm, "dataset");
@@ -132,13 +88,15 @@ void validate_input(InspectReport& report, const FileSchema& schema, const po::v
     }
     options.check_finite = !vm["quick"].as<bool>();
     const bool found_qkv = options.dataset.empty() && options.query.empty() && options.key.empty() &&
-                           options.value.empty() && !schema.dataset("/embeddings") && schema.dataset("/query") &&
-                           schema.dataset("/key") && schema.dataset("/value");
+                           options.value.empty() && !schema.dataset(io::dataset::embeddings) &&
+                           schema.dataset(io::dataset::query) && schema.dataset(io::dataset::key) &&
+                           schema.dataset(io::dataset::value);
     if (found_qkv) {
-        options.query = "/query";
-        options.key = "/key";
-        options.value = "/value";
-        report.notes.push_back("Q/K/V found by name; run needs --query /query --key /key --value /value");
+        options.query = io::dataset::query;
+        options.key = io::dataset::key;
+        options.value = io::dataset::value;
+        report.notes.push_back(std::string("Q/K/V found by name; run needs --query ") + io::dataset::query + " --key " +
+                               io::dataset::key + " --value " + io::dataset::value);
     }
     try {
         report.input = io::describe_input(options);
@@ -165,9 +123,9 @@ void validate_input(InspectReport& report, const FileSchema& schema, const po::v
     report.verdict = line.str();
 }
 
-void validate_output(InspectReport& report, const io::File& file, const FileSchema& schema) {
-    report.output = check_output(file, schema);
-    const OutputCheck& check = *report.output;
+void validate_output(InspectReport& report, const io::File& file, const io::FileSchema& schema) {
+    report.output = io::check_output(file, schema);
+    const io::OutputCheck& check = *report.output;
     const std::string written =
         check.written >= 0 ? std::to_string(check.written) + " of " + std::to_string(check.n) + " sequences written" : "";
     if (!check.valid()) {
@@ -176,8 +134,9 @@ void validate_output(InspectReport& report, const io::File& file, const FileSche
         if (check.problems.size() > 1) report.verdict += " (and " + std::to_string(check.problems.size() - 1) + " more)";
         return;
     }
-    const std::string incomplete =
-        check.complete == 1 ? "complete" : "INCOMPLETE (attribute complete = " + std::to_string(check.complete.value_or(0)) + ")";
+    const std::string incomplete = check.complete == 1 ? std::string("complete")
+                                                       : std::string("INCOMPLETE (attribute ") + io::attribute::complete +
+                                                             " = " + std::to_string(check.complete.value_or(0)) + ")";
     if (report.in_progress) {
         report.code = exit_invalid_input;
         report.verdict = "output in progress: " + report.path + " is the partial file of a run that is going or was "
@@ -201,9 +160,9 @@ void validate_output(InspectReport& report, const io::File& file, const FileSche
     report.verdict = line.str();
 }
 
-void validate_weights(InspectReport& report, const FileSchema& schema, const po::variables_map& vm) {
-    report.weights = check_weights(report.path, schema, vm.count("heads") ? vm["heads"].as<int>() : 0);
-    const WeightsCheck& check = *report.weights;
+void validate_weights(InspectReport& report, const io::FileSchema& schema, const po::variables_map& vm) {
+    report.weights = io::check_weights(report.path, schema, vm.count("heads") ? vm["heads"].as<int>() : 0);
+    const io::WeightsCheck& check = *report.weights;
     if (!check.valid()) {
         report.code = exit_invalid_input;
         report.verdict = "invalid weights: " + check.problems.front();
@@ -222,17 +181,19 @@ void validate_weights(InspectReport& report, const FileSchema& schema, const po:
 
 void inspect(InspectReport& report, const po::variables_map& vm) {
     report.in_progress = ends_with(report.path, ".partial");
-    const io::File file = open_file(report.path);
-    report.schema = read_schema(file);
+    const io::File file = io::open_for_schema(report.path);
+    report.schema = io::read_schema(file);
     report.kind = decide_kind(*report.schema, vm);
     switch (report.kind) {
-        case FileKind::input: validate_input(report, *report.schema, vm); break;
-        case FileKind::output: validate_output(report, file, *report.schema); break;
-        case FileKind::weights: validate_weights(report, *report.schema, vm); break;
-        case FileKind::unknown:
+        case io::FileKind::input: validate_input(report, *report.schema, vm); break;
+        case io::FileKind::output: validate_output(report, file, *report.schema); break;
+        case io::FileKind::weights: validate_weights(report, *report.schema, vm); break;
+        case io::FileKind::unknown:
             report.code = exit_invalid_input;
-            report.verdict = report.path + ": neither an attnbatch input nor an output: no /embeddings, no /query /key "
-                             "/value, no /output, no /w_q; hint: --dataset NAME names the embeddings, --as forces a kind";
+            report.verdict = report.path + ": neither an attnbatch input nor an output: no " + io::dataset::embeddings +
+                             ", no " + io::dataset::query + " " + io::dataset::key + " " + io::dataset::value + ", no " +
+                             io::dataset::output + ", no " + io::dataset::w_q +
+                             "; hint: --dataset NAME names the embeddings, --as forces a kind";
             break;
     }
 }

@@ -10,6 +10,10 @@
 namespace attnbatch::cli {
 namespace {
 
+using io::AttributeValue;
+using io::DatasetSchema;
+using io::FileSchema;
+
 std::string shape_text(const io::Dims& dims) {
     if (dims.empty()) return "scalar";
     std::string text = "[";
@@ -123,7 +127,7 @@ void write_attributes(JsonWriter& json, const std::vector<AttributeValue>& attri
 
 void write_dims(JsonWriter& json, const io::Dims& dims) {
     json.begin_array();
-    for (const hsize_t extent : dims) json.value(extent);
+    for (const auto extent : dims) json.value(extent);
     json.end_array();
 }
 
@@ -191,7 +195,7 @@ void write_input(JsonWriter& json, const io::InputSpec& spec) {
     json.end_object();
 }
 
-void write_output(JsonWriter& json, const OutputCheck& check) {
+void write_output(JsonWriter& json, const io::OutputCheck& check) {
     json.begin_object()
         .key("n").value(check.n)
         .key("len").value(check.len)
@@ -245,7 +249,7 @@ void print_json(std::ostream& out, const InspectReport& report) {
     JsonWriter json;
     json.begin_object()
         .key("file").value(report.path)
-        .key("kind").value(report.schema ? name_of(report.kind) : "unreadable")
+        .key("kind").value(report.schema ? io::name_of(report.kind) : "unreadable")
         .key("valid").value(report.code == exit_ok)
         .key("exit_code").value(report.code)
         .key("message").value(report.verdict)
@@ -287,17 +291,6 @@ void print_json(std::ostream& out, const InspectReport& report) {
     }
     json.end_object();
     out << json.text() << '\n';
-}
-
-
-const char* name_of(FileKind kind) {
-    switch (kind) {
-        case FileKind::input: return "input";
-        case FileKind::output: return "output";
-        case FileKind::weights: return "weights";
-        case FileKind::unknown: break;
-    }
-    return "unknown";
 }
 
 }  // namespace attnbatch::cli

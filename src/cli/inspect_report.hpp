@@ -2,11 +2,12 @@
 // as a table, then one verdict line) and one JSON object for scripts (--json).
 #pragma once
 
+#include "attnbatch/io/file_kind.hpp"
+#include "attnbatch/io/file_schema.hpp"
 #include "attnbatch/io/input.hpp"
+#include "attnbatch/io/output_check.hpp"
+#include "attnbatch/io/weights_check.hpp"
 #include "command_line.hpp"
-#include "file_schema.hpp"
-#include "output_check.hpp"
-#include "weights_check.hpp"
 
 #include <optional>
 #include <ostream>
@@ -15,20 +16,16 @@
 
 namespace attnbatch::cli {
 
-enum class FileKind { unknown, input, output, weights };
-
-const char* name_of(FileKind kind);
-
 struct InspectReport {
     std::string path;
-    std::optional<FileSchema> schema;  // absent when the file could not be read
-    FileKind kind = FileKind::unknown;
+    std::optional<io::FileSchema> schema;  // absent when the file could not be read
+    io::FileKind kind = io::FileKind::unknown;
     int code = exit_ok;
     std::string verdict;  // one line: "valid input: ...", "INCOMPLETE ...", or the error
     std::vector<std::string> notes;
     std::optional<io::InputSpec> input;      // a valid input
-    std::optional<OutputCheck> output;       // any output that was checked
-    std::optional<WeightsCheck> weights;     // any weights file that was checked
+    std::optional<io::OutputCheck> output;    // any output that was checked
+    std::optional<io::WeightsCheck> weights;  // any weights file that was checked
     bool in_progress = false;                // an output named *.partial
 };
 

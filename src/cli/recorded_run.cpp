@@ -1,28 +1,13 @@
 #include "recorded_run.hpp"
 
+#include "attnbatch/io/schema_names.hpp"
+
 #include <cmath>
 #include <map>
-#include <sstream>
 
 namespace attnbatch::cli {
 
 namespace {
-
-// "name = value  # default" lines written by describe_options().
-std::map<std::string, std::string> parse_recorded_config(const std::string& text) {
-    std::map<std::string, std::string> values;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        const auto eq = line.find(" = ");
-        if (eq == std::string::npos) continue;
-        std::string value = line.substr(eq + 3);
-        const auto comment = value.find("  # default");
-        if (comment != std::string::npos) value.erase(comment);
-        values[line.substr(0, eq)] = value;
-    }
-    return values;
-}
 
 std::string get(const std::map<std::string, std::string>& config, const std::string& key, const std::string& fallback) {
     const auto it = config.find(key);
@@ -43,12 +28,13 @@ std::vector<double> project64(const float* x, std::size_t len, std::size_t rows,
     return y;
 }
 
-RecordedRun read_recorded_run(const io::File& output, const std::string& input_path, const std::string& weights_path) {
-    const auto config = parse_recorded_config(io::read_text_dataset(output, "/config"));
+RecordedRun read_recorded_run(const io::OutputReader& output, const std::string& input_path,
+                              const std::string& weights_path) {
+    const std::map<std::string, std::string> config = output.recorded_options();
     io::InputOptions in_opt;
     in_opt.input_path = input_path;
     const bool qkv = config.count("query") > 0;
-    if (!qkv) in_opt.dataset = get(config, "dataset", "/embeddings");
+    if (!qkv) in_opt.dataset = get(config, "dataset", io::dataset::embeddings);
     if (config.count("lengths")) in_opt.lengths = config.at("lengths");
     if (qkv) {
         in_opt.query = get(config, "query", "");

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "attnbatch/io/h5.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/io/output_reader.hpp"
 #include "attnbatch/kernels/attention.hpp"
 
 namespace attnbatch::cli {
@@ -25,7 +25,8 @@ struct RecordedRun {
 };
 
 // `weights_path` overrides the projections file the run recorded (empty: the recorded one).
-RecordedRun read_recorded_run(const io::File& output, const std::string& input_path, const std::string& weights_path);
+RecordedRun read_recorded_run(const io::OutputReader& output, const std::string& input_path,
+                              const std::string& weights_path);
 
 // One sequence's inputs; `params` (batch 1, no outputs set) points into q, k, v.
 struct SequenceInputs {

@@ -9,9 +9,10 @@
 #include <sstream>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/h5.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/io/output_reader.hpp"
+#include "attnbatch/io/schema_names.hpp"
 #include "attnbatch/kernels/attention.hpp"
 #include "attnbatch/kernels/half.hpp"
 #include "command_line.hpp"
@@ -32,6 +33,15 @@ struct ErrorStat {
     }
     double rel() const { return max_ref > 0 ? max_abs / max_ref : max_abs; }
 };
+
+// One sequence's row of `dataset` holds what the recomputation gives, or the output was not
+// made from this input (and weights) with the options it records.
+void expect_row_size(const std::string& path, const char* dataset, std::size_t found, std::size_t expected) {
+    if (found == expected) return;
+    throw Error(exit_invalid_input, path + ": dataset " + dataset + " holds " + std::to_string(found) +
+                                        " values per sequence, expected " + std::to_string(expected) +
+                                        " from the input and the recorded options; hint: check --input and --weights");
+}
 
 }  // namespace
 
@@ -56,9 +66,10 @@ int verify_command(const std::vector<std::string>& args) {
     const std::string input_path = vm["input"].as<std::string>(), output_path = vm["output"].as<std::string>();
 
     {
-        io::File out = io::File::open(output_path, io::FileMode::read_only);
-        if (!io::has_attribute(out, "complete") || io::get_int_attribute(out, "complete") != 1) {
-            throw Error(exit_invalid_input, output_path + ": attribute complete is not 1 (the run did not finish); expected a complete output");
+        const io::OutputReader out(output_path);
+        if (!out.complete()) {
+            throw Error(exit_invalid_input, output_path + ": attribute " + io::attribute::complete +
+                                                " is not 1 (the run did not finish); expected a complete output");
         }
         const RecordedRun run = read_recorded_run(out, input_path, vm.count("weights") ? vm["weights"].as<std::string>() : "");
         const io::InputSpec& in = run.input;
@@ -68,13 +79,10 @@ int verify_command(const std::vector<std::string>& args) {
 
         const std::size_t n = in.n, len = in.len, heads = in.heads, dv = in.d_v;
         const std::size_t d_out = in.d_out();
-        io::Dataset output_ds = io::Dataset::open(out, "/output"), lse_ds = io::Dataset::open(out, "/lse");
-        std::optional<io::Dataset> attention_ds;
-        std::int64_t w_first = 0, w_count = 0;
-        if (save != "none") {
-            attention_ds = io::Dataset::open(out, "/attention");
-            w_count = static_cast<std::int64_t>(attention_ds->dims()[0]);
-            if (io::has_attribute(*attention_ds, "first_sequence")) w_first = io::get_int_attribute(*attention_ds, "first_sequence");
+        const bool stored_weights = save != "none";
+        if (stored_weights && !out.has_attention()) {
+            throw Error(exit_invalid_input, output_path + ": the run saved weights (--save-weights " + save + ") but " +
+                                                io::dataset::attention + " is missing");
         }
         std::vector<std::int64_t> samples;
         const std::string samples_text = vm["samples"].as<std::string>();
@@ -95,13 +103,15 @@ int verify_command(const std::vector<std::string>& args) {
 
         io::InputReader reader(in);
         SequenceInputs seq;
+        std::vector<float> got_out, got_lse;
         ErrorStat e_out, e_lse, e_w;
         double lse_rel = 0;
         for (const std::int64_t s : samples) {
             load_sequence(run, reader, s, seq);
             const std::size_t rows = static_cast<std::size_t>(seq.length);
             const kernels::AttentionParams& p = seq.params;
-            const bool has_w = attention_ds && s >= w_first && s < w_first + w_count;
+            const auto [w_begin, w_end] = out.layout().weights_range(s, s + 1);
+            const bool has_w = stored_weights && w_end > w_begin;
             const std::size_t w_heads = save == "mean" ? 1 : heads;
             std::vector<double> ref_out(heads * len * dv), ref_lse(heads * len), ref_w(has_w ? w_heads * len * len : 0);
             kernels::ReferenceOutputs ro;
@@ -126,9 +136,10 @@ int verify_command(const std::vector<std::string>& args) {
                         expected[r * d_out + c] = acc;
                     }
             }
-            std::vector<float> got_out(len * d_out), got_lse(heads * len);
-            io::read_rows(output_ds, static_cast<hsize_t>(s), 1, got_out.data(), got_out.size());
-            io::read_rows(lse_ds, static_cast<hsize_t>(s), 1, got_lse.data(), got_lse.size());
+            out.read_output(s, s + 1, got_out);
+            out.read_lse(s, s + 1, got_lse);
+            expect_row_size(output_path, io::dataset::output, got_out.size(), expected.size());
+            expect_row_size(output_path, io::dataset::lse, got_lse.size(), ref_lse.size());
             for (std::size_t i = 0; i < expected.size(); ++i) e_out.add(got_out[i], expected[i]);
             for (std::size_t i = 0; i < ref_lse.size(); ++i) {
                 e_lse.add(got_lse[i], ref_lse[i]);
@@ -136,15 +147,16 @@ int verify_command(const std::vector<std::string>& args) {
                 else if (!(std::isinf(got_lse[i]) && got_lse[i] < 0)) lse_rel = std::numeric_limits<double>::infinity();
             }
             if (has_w) {
-                const hsize_t row = static_cast<hsize_t>(s - w_first);
-                std::vector<float> got_w(ref_w.size());
+                std::vector<float> got_w;
                 if (f16) {
-                    std::vector<std::uint16_t> bits(ref_w.size());
-                    io::read_rows(*attention_ds, row, 1, bits.data(), bits.size());
+                    std::vector<std::uint16_t> bits;
+                    out.read_attention(s, s + 1, bits);
+                    got_w.resize(bits.size());
                     for (std::size_t i = 0; i < bits.size(); ++i) got_w[i] = kernels::half_to_float(bits[i]);
                 } else {
-                    io::read_rows(*attention_ds, row, 1, got_w.data(), got_w.size());
+                    out.read_attention(s, s + 1, got_w);
                 }
+                expect_row_size(output_path, io::dataset::attention, got_w.size(), ref_w.size());
                 for (std::size_t i = 0; i < ref_w.size(); ++i) e_w.add(got_w[i], ref_w[i]);
             }
         }
@@ -155,7 +167,7 @@ int verify_command(const std::vector<std::string>& args) {
                   << " sequences recomputed in fp64\n"
                   << "  output     max abs " << e_out.max_abs << "  max rel " << e_out.rel() << "  (tolerance " << out_tol << ")\n"
                   << "  lse        max abs " << e_lse.max_abs << "  max rel " << lse_rel << "  (tolerance 2e-05 relative)\n";
-        if (attention_ds) {
+        if (stored_weights) {
             std::cout << "  attention  max abs " << e_w.max_abs << "  (tolerance " << w_tol << ", " << (f16 ? "f16" : "f32") << ")\n";
         }
         std::cout << (ok ? "  OK: within tolerance\n" : "  FAILED: outside tolerance\n");

@@ -2,14 +2,15 @@
 // a finished run's /lse and its inputs, for runs that did not store them (or stored only the
 // head mean): P[i, j] = exp(scale * q_i . k_j - lse[i]) for visible keys, else 0.
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <sys/stat.h>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/h5.hpp"
+#include "attnbatch/io/attention_maps.hpp"
+#include "attnbatch/io/output_reader.hpp"
+#include "attnbatch/io/schema_names.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "recorded_run.hpp"
@@ -81,9 +82,10 @@ int weights_command(const std::vector<std::string>& args) {
         throw Error(exit_usage, "--to: " + to + " exists; hint: --force replaces it");
     }
     {
-        io::File out = io::File::open(vm["output"].as<std::string>(), io::FileMode::read_only);
-        if (!io::has_attribute(out, "complete") || io::get_int_attribute(out, "complete") != 1) {
-            throw Error(exit_invalid_input, vm["output"].as<std::string>() + ": attribute complete is not 1; expected a finished run's output");
+        const io::OutputReader out(vm["output"].as<std::string>());
+        if (!out.complete()) {
+            throw Error(exit_invalid_input, vm["output"].as<std::string>() + ": attribute " + io::attribute::complete +
+                                                " is not 1; expected a finished run's output");
         }
         const RecordedRun run = read_recorded_run(out, vm["input"].as<std::string>(),
                                                   vm.count("weights") ? vm["weights"].as<std::string>() : "");
@@ -94,15 +96,20 @@ int weights_command(const std::vector<std::string>& args) {
             heads_text == "all" ? parse_index_list("0:" + std::to_string(in.heads), in.heads, "--heads")
                                 : parse_index_list(heads_text, in.heads, "--heads");
         const std::size_t len = in.len, dk = in.d_k;
-        io::Dataset lse_ds = io::Dataset::open(out, "/lse");
         io::InputReader reader(in);
         SequenceInputs seq;
-        std::vector<float> lse(in.heads * len);
+        std::vector<float> lse;
         std::vector<float> maps(sequences.size() * heads.size() * len * len, 0.0f);  // (S, H_sel, L, L)
         for (std::size_t si = 0; si < sequences.size(); ++si) {
             const std::int64_t s = sequences[si];
             load_sequence(run, reader, s, seq);
-            io::read_rows(lse_ds, static_cast<hsize_t>(s), 1, lse.data(), lse.size());
+            out.read_lse(s, s + 1, lse);
+            if (lse.size() != static_cast<std::size_t>(in.heads) * len) {
+                throw Error(exit_invalid_input, vm["output"].as<std::string>() + ": dataset " + io::dataset::lse + " holds " +
+                                                    std::to_string(lse.size()) + " values per sequence, expected H*L = " +
+                                                    std::to_string(static_cast<std::size_t>(in.heads) * len) +
+                                                    " from the input; hint: check --input");
+            }
             const kernels::AttentionParams& p = seq.params;
             for (std::size_t hi = 0; hi < heads.size(); ++hi) {
                 const std::int64_t h = heads[hi];
@@ -122,21 +129,13 @@ int weights_command(const std::vector<std::string>& args) {
             }
         }
         if (h5) {
-            const std::string partial = to + ".partial";
-            std::remove(partial.c_str());
-            {
-                io::File file = io::File::create(partial);
-                io::Dataset ds = io::Dataset::create(
-                    file, "/attention", io::Datatype::float32(),
-                    io::Dims{sequences.size(), heads.size(), len, len});
-                io::write_slab(ds, io::Slab{}, maps.data(), maps.size());
-                io::set_int_array_attribute(ds, "sequences", sequences);
-                io::set_int_array_attribute(ds, "heads", heads);
-                io::set_text_attribute(file, "source", vm["output"].as<std::string>());
-                ds.close();
-                file.close();
-            }
-            if (std::rename(partial.c_str(), to.c_str()) != 0) throw Error(exit_io, to + ": cannot rename " + partial + " into place");
+            io::AttentionMaps result;
+            result.sequences = sequences;
+            result.heads = heads;
+            result.len = in.len;
+            result.values = std::move(maps);
+            result.source = vm["output"].as<std::string>();
+            io::write_attention_maps(to, result, vm["force"].as<bool>());
         } else {
             std::ofstream csv_out(to);
             if (!csv_out) throw Error(exit_io, "--to: cannot write " + to);

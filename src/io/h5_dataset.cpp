@@ -4,6 +4,7 @@
 #include "h5_check.hpp"
 #include "h5_creation.hpp"
 #include "h5_strings.hpp"
+#include "h5_type_info.hpp"
 #include "paths.hpp"
 
 #include <optional>
@@ -146,18 +147,7 @@ Dims Dataset::dims() const {
 
 TypeInfo Dataset::type_info() const {
     const DatatypeHandle type(H5_CALL(H5Dget_type, where_, id()));
-    TypeInfo info;
-    info.size = H5_CALL(H5Tget_size, where_, type.id());
-    switch (H5_CALL(H5Tget_class, where_, type.id())) {
-        case H5T_INTEGER:
-            info.type_class = TypeClass::integer;
-            info.is_signed = H5_CALL(H5Tget_sign, where_, type.id()) == H5T_SGN_2;
-            break;
-        case H5T_FLOAT: info.type_class = TypeClass::floating; break;
-        case H5T_STRING: info.type_class = TypeClass::string; break;
-        default: info.type_class = TypeClass::other; break;
-    }
-    return info;
+    return detail::type_info_of(type.id(), where_);
 }
 
 Dims Dataset::chunk() const {

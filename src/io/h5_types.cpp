@@ -2,6 +2,7 @@
 #include "attnbatch/io/h5_types.hpp"
 
 #include "h5_check.hpp"
+#include "h5_type_info.hpp"
 
 namespace attnbatch::io {
 namespace {
@@ -52,4 +53,22 @@ std::string TypeInfo::name() const {
     return "other(" + std::to_string(size) + " bytes)";
 }
 
+namespace detail {
+
+TypeInfo type_info_of(hid_t type, const Where& where) {
+    TypeInfo info;
+    info.size = H5_CALL(H5Tget_size, where, type);
+    switch (H5_CALL(H5Tget_class, where, type)) {
+        case H5T_INTEGER:
+            info.type_class = TypeClass::integer;
+            info.is_signed = H5_CALL(H5Tget_sign, where, type) == H5T_SGN_2;
+            break;
+        case H5T_FLOAT: info.type_class = TypeClass::floating; break;
+        case H5T_STRING: info.type_class = TypeClass::string; break;
+        default: info.type_class = TypeClass::other; break;
+    }
+    return info;
+}
+
+}  // namespace detail
 }  // namespace attnbatch::io

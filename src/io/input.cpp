@@ -3,6 +3,7 @@
 #include "attnbatch/io/input.hpp"
 
 #include "attnbatch/io/h5_error.hpp"
+#include "attnbatch/io/schema_names.hpp"
 #include "input_files.hpp"
 #include "paths.hpp"
 
@@ -209,7 +210,7 @@ DataType widest(DataType a, DataType b) {
 
 void describe_embeddings(const File& file, const InputOptions& options, InputSpec& spec) {
     spec.mode = InputMode::embeddings;
-    spec.dataset = detail::absolute_object_path(options.dataset.empty() ? "/embeddings" : options.dataset);
+    spec.dataset = detail::absolute_object_path(options.dataset.empty() ? dataset::embeddings : options.dataset);
     Data x = open_data(file, spec.dataset, "--dataset", "the embeddings", "[N, L, d]");
     spec.dtype = float_type(x);
     expect_rank(x, 3, "[N, L, d]");
@@ -302,14 +303,14 @@ WeightsSpec describe_weights(const InputOptions& options, const InputSpec& spec)
     weights.path = options.weights_path;
     const File file = detail::open_input_file(options.weights_path, "--weights");
     DataType& dtype = weights.dtype;
-    Data w_q = *open_weight(file, "/w_q", true, 2, "[d, H*d_k]", dtype);
-    Data w_k = *open_weight(file, "/w_k", true, 2, "[d, H*d_k]", dtype);
-    Data w_v = *open_weight(file, "/w_v", true, 2, "[d, H*d_v]", dtype);
-    std::optional<Data> w_o = open_weight(file, "/w_o", false, 2, "[H*d_v, d_out]", dtype);
-    std::optional<Data> b_q = open_weight(file, "/b_q", false, 1, "[H*d_k]", dtype);
-    std::optional<Data> b_k = open_weight(file, "/b_k", false, 1, "[H*d_k]", dtype);
-    std::optional<Data> b_v = open_weight(file, "/b_v", false, 1, "[H*d_v]", dtype);
-    std::optional<Data> b_o = open_weight(file, "/b_o", false, 1, "[d_out]", dtype);
+    Data w_q = *open_weight(file, dataset::w_q, true, 2, "[d, H*d_k]", dtype);
+    Data w_k = *open_weight(file, dataset::w_k, true, 2, "[d, H*d_k]", dtype);
+    Data w_v = *open_weight(file, dataset::w_v, true, 2, "[d, H*d_v]", dtype);
+    std::optional<Data> w_o = open_weight(file, dataset::w_o, false, 2, "[H*d_v, d_out]", dtype);
+    std::optional<Data> b_q = open_weight(file, dataset::b_q, false, 1, "[H*d_k]", dtype);
+    std::optional<Data> b_k = open_weight(file, dataset::b_k, false, 1, "[H*d_k]", dtype);
+    std::optional<Data> b_v = open_weight(file, dataset::b_v, false, 1, "[H*d_v]", dtype);
+    std::optional<Data> b_o = open_weight(file, dataset::b_o, false, 1, "[d_out]", dtype);
 
     const std::string embeddings = "from " + spec.path + ":" + spec.dataset;
     if (extent(w_q, 0) != spec.d) {
@@ -324,8 +325,8 @@ WeightsSpec describe_weights(const InputOptions& options, const InputSpec& spec)
     weights.d_in = spec.d;
     weights.qk_width = extent(w_q, 1);
     weights.v_width = extent(w_v, 1);
-    expect_heads_divide(spec.heads, weights.qk_width, "the columns H*d_k", w_q.file + ":/w_q");
-    expect_heads_divide(spec.heads, weights.v_width, "the columns H*d_v", w_v.file + ":/w_v");
+    expect_heads_divide(spec.heads, weights.qk_width, "the columns H*d_k", w_q.file + ":" + dataset::w_q);
+    expect_heads_divide(spec.heads, weights.v_width, "the columns H*d_v", w_v.file + ":" + dataset::w_v);
     if (w_o) {
         if (extent(*w_o, 0) != weights.v_width) {
             invalid(w_o->at() + " has shape " + shape_text(w_o->dims) + ", expected [H*d_v, d_out] with H*d_v = " +
@@ -395,7 +396,7 @@ InputSpec describe_input(const InputOptions& options) {
         std::optional<Data> lengths;
         const bool explicit_lengths = !options.lengths.empty();
         const std::string lengths_path =
-            detail::absolute_object_path(explicit_lengths ? options.lengths : "/lengths");
+            detail::absolute_object_path(explicit_lengths ? options.lengths : dataset::lengths);
         if (explicit_lengths || object_kind(file, lengths_path) != ObjectKind::missing) {
             lengths = open_data(file, lengths_path, "--lengths", "the valid-token counts", "[N]");
             check_lengths_shape(*lengths, spec.n);
@@ -434,9 +435,9 @@ void check_values(const InputSpec& spec, const ValueScan& scan) {
         if (!scan.weights || !spec.weights) return;
         const WeightsSpec& w = *spec.weights;
         const File file = detail::open_input_file(w.path, "--weights");
-        const std::pair<const char*, bool> weights[] = {{"/w_q", true},      {"/w_k", true},      {"/w_v", true},
-                                                        {"/w_o", w.has_w_o}, {"/b_q", w.has_b_q}, {"/b_k", w.has_b_k},
-                                                        {"/b_v", w.has_b_v}, {"/b_o", w.has_b_o}};
+        const std::pair<const char*, bool> weights[] = {{dataset::w_q, true},      {dataset::w_k, true},      {dataset::w_v, true},
+                                                        {dataset::w_o, w.has_w_o}, {dataset::b_q, w.has_b_q}, {dataset::b_k, w.has_b_k},
+                                                        {dataset::b_v, w.has_b_v}, {dataset::b_o, w.has_b_o}};
         for (const auto& [path, present] : weights) {
             if (!present) continue;
             const Data d = open_data(file, path, "--weights", "the projections file", "");

@@ -2,6 +2,7 @@
 #include "attnbatch/io/input_reader.hpp"
 
 #include "attnbatch/io/h5_error.hpp"
+#include "attnbatch/io/schema_names.hpp"
 #include "input_files.hpp"
 
 #include <algorithm>
@@ -84,14 +85,14 @@ ProjectionWeights read_weights(const WeightsSpec& spec, const FileAccess& access
         const auto load = [&](const char* path, bool present, std::vector<float>& out) {
             if (present) out = read_all<float>(Dataset::open(file, path));
         };
-        load("/w_q", true, weights.w_q);
-        load("/w_k", true, weights.w_k);
-        load("/w_v", true, weights.w_v);
-        load("/w_o", spec.has_w_o, weights.w_o);
-        load("/b_q", spec.has_b_q, weights.b_q);
-        load("/b_k", spec.has_b_k, weights.b_k);
-        load("/b_v", spec.has_b_v, weights.b_v);
-        load("/b_o", spec.has_b_o, weights.b_o);
+        load(dataset::w_q, true, weights.w_q);
+        load(dataset::w_k, true, weights.w_k);
+        load(dataset::w_v, true, weights.w_v);
+        load(dataset::w_o, spec.has_w_o, weights.w_o);
+        load(dataset::b_q, spec.has_b_q, weights.b_q);
+        load(dataset::b_k, spec.has_b_k, weights.b_k);
+        load(dataset::b_v, spec.has_b_v, weights.b_v);
+        load(dataset::b_o, spec.has_b_o, weights.b_o);
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);
     }

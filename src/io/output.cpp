@@ -3,6 +3,7 @@
 
 #include "attnbatch/io/h5_attribute.hpp"
 #include "attnbatch/io/h5_error.hpp"
+#include "attnbatch/io/schema_names.hpp"
 #include "paths.hpp"
 
 #include <fcntl.h>
@@ -81,26 +82,26 @@ Dataset make_dataset(const File& file, const std::string& path, const Datatype& 
 }
 
 void write_provenance(const File& file, const OutputLayout& layout, const Provenance& provenance) {
-    set_text_attribute(file, "format", "attnbatch-output");
-    set_int_attribute(file, "format_version", 1);
-    set_text_attribute(file, "version", provenance.version);
-    set_text_attribute(file, "creation_time",
+    set_text_attribute(file, attribute::format, format::output);
+    set_int_attribute(file, attribute::format_version, 1);
+    set_text_attribute(file, attribute::version, provenance.version);
+    set_text_attribute(file, attribute::creation_time,
                        provenance.creation_time.empty() ? creation_time_now() : provenance.creation_time);
-    set_text_attribute(file, "input_file", provenance.input_file);
-    set_text_attribute(file, "input_dataset", provenance.input_dataset);
-    set_int_attribute(file, "heads", provenance.heads);
-    set_int_attribute(file, "causal", provenance.causal ? 1 : 0);
-    set_real_attribute(file, "scale", provenance.scale);
-    set_text_attribute(file, "save_weights", name_of(layout.save_weights));
-    set_text_attribute(file, "weights_dtype", name_of(layout.weights_dtype));
-    set_int_array_attribute(file, "weights_sequences", {layout.weights_first, layout.weights_end()});
-    set_int_attribute(file, "ranks", provenance.ranks);
-    set_int_attribute(file, "threads", provenance.threads);
-    set_text_attribute(file, "io_mode", provenance.io_mode);
-    set_text_attribute(file, "config_dataset", "/config");
+    set_text_attribute(file, attribute::input_file, provenance.input_file);
+    set_text_attribute(file, attribute::input_dataset, provenance.input_dataset);
+    set_int_attribute(file, attribute::heads, provenance.heads);
+    set_int_attribute(file, attribute::causal, provenance.causal ? 1 : 0);
+    set_real_attribute(file, attribute::scale, provenance.scale);
+    set_text_attribute(file, attribute::save_weights, name_of(layout.save_weights));
+    set_text_attribute(file, attribute::weights_dtype, name_of(layout.weights_dtype));
+    set_int_array_attribute(file, attribute::weights_sequences, {layout.weights_first, layout.weights_end()});
+    set_int_attribute(file, attribute::ranks, provenance.ranks);
+    set_int_attribute(file, attribute::threads, provenance.threads);
+    set_text_attribute(file, attribute::io_mode, provenance.io_mode);
+    set_text_attribute(file, attribute::config_dataset, dataset::config);
     // Attributes stop near 64 KiB; the configuration may not.
-    write_text_dataset(file, "/config", provenance.config);
-    set_int_attribute(file, "complete", 0);
+    write_text_dataset(file, dataset::config, provenance.config);
+    set_int_attribute(file, attribute::complete, 0);
 }
 
 void expect_pointer(const void* pointer, const char* name, std::int64_t count) {
@@ -191,22 +192,22 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
         const auto n = static_cast<hsize_t>(layout.n);
         const auto len = static_cast<hsize_t>(layout.len);
         const auto heads = static_cast<hsize_t>(layout.heads);
-        out.output_ = make_dataset(out.file_, "/output", Datatype::float32(), {n, len, static_cast<hsize_t>(layout.d_out)},
+        out.output_ = make_dataset(out.file_, dataset::output, Datatype::float32(), {n, len, static_cast<hsize_t>(layout.d_out)},
                                    4, layout, {"N", "L", "D"});
         out.sequences_per_chunk_ = static_cast<std::int64_t>(out.output_->chunk()[0]);
         if (layout.save_weights != SaveWeights::none) {
             const bool half = layout.weights_dtype == WeightsDtype::f16;
             out.attention_ = make_dataset(
-                out.file_, "/attention", half ? Datatype::float16() : Datatype::float32(),
+                out.file_, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
                 {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
                 half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"});
-            set_int_attribute(*out.attention_, "first_sequence", layout.weights_first);
-            set_int_attribute(*out.attention_, "mean_over_heads", layout.save_weights == SaveWeights::mean ? 1 : 0);
+            set_int_attribute(*out.attention_, attribute::first_sequence, layout.weights_first);
+            set_int_attribute(*out.attention_, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
         }
         // NaN and -1 mark sequences not yet written (see the header).
-        out.lse_ = make_dataset(out.file_, "/lse", Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
+        out.lse_ = make_dataset(out.file_, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
                                 std::numeric_limits<double>::quiet_NaN());
-        out.lengths_ = make_dataset(out.file_, "/lengths", Datatype::int32(), {n}, 4, layout, {"N"}, -1.0);
+        out.lengths_ = make_dataset(out.file_, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, -1.0);
         write_provenance(out.file_, layout, provenance);
         if (options.journal) out.create_journal(*options.journal);
         out.file_.flush();
@@ -266,7 +267,7 @@ void OutputFile::flush() {
 
 void OutputFile::close_complete() {
     try {
-        set_int_attribute(file_, "complete", 1);
+        set_int_attribute(file_, attribute::complete, 1);
         file_.flush();
         for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_, &journal_progress_}) {
             if (*dataset) (*dataset)->close();

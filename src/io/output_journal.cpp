@@ -4,6 +4,7 @@
 #include "attnbatch/io/h5_attribute.hpp"
 #include "attnbatch/io/journal.hpp"
 #include "attnbatch/io/output.hpp"
+#include "attnbatch/io/schema_names.hpp"
 #include "h5_check.hpp"
 
 #include <algorithm>
@@ -11,10 +12,6 @@
 
 namespace attnbatch::io {
 namespace {
-
-constexpr const char* kBounds = "/journal/unit_bounds";
-constexpr const char* kProgress = "/journal/progress";
-constexpr const char* kIdentity = "/journal/identity";
 
 void check_plan(const JournalPlan& plan, std::int64_t n) {
     const std::vector<std::int64_t>& b = plan.unit_bounds;
@@ -64,24 +61,24 @@ Error cannot_continue(const std::string& partial, const std::string& why) {
 void OutputFile::create_journal(const JournalPlan& plan) {
     check_plan(plan, layout_.n);
     const auto units = static_cast<hsize_t>(plan.unit_bounds.size() - 1);
-    Group::create(file_, "/journal");  // explicitly, for its creation properties
+    Group::create(file_, dataset::journal);  // explicitly, for its creation properties
     DatasetCreation early;
     early.allocate_early = true;
-    Dataset bounds = Dataset::create(file_, kBounds, Datatype::int64(), {units + 1}, early);
+    Dataset bounds = Dataset::create(file_, dataset::journal_unit_bounds, Datatype::int64(), {units + 1}, early);
     write_rows(bounds, 0, units + 1, plan.unit_bounds.data(), plan.unit_bounds.size());
-    journal_progress_ = Dataset::create(file_, kProgress, Datatype::int64(), {units, 2}, early);
-    write_text_dataset(file_, kIdentity, plan.identity);
-    set_text_attribute(Dataset::open(file_, kIdentity), "hash", hash_text(plan.identity));
+    journal_progress_ = Dataset::create(file_, dataset::journal_progress, Datatype::int64(), {units, 2}, early);
+    write_text_dataset(file_, dataset::journal_identity, plan.identity);
+    set_text_attribute(Dataset::open(file_, dataset::journal_identity), attribute::hash, hash_text(plan.identity));
     unit_bounds_ = plan.unit_bounds;
 }
 
 void OutputFile::open_journal() {
-    journal_progress_ = Dataset::open(file_, kProgress);
-    unit_bounds_ = read_all<std::int64_t>(Dataset::open(file_, kBounds));
+    journal_progress_ = Dataset::open(file_, dataset::journal_progress);
+    unit_bounds_ = read_all<std::int64_t>(Dataset::open(file_, dataset::journal_unit_bounds));
     check_plan(JournalPlan{unit_bounds_, {}}, layout_.n);
     const Dims dims = journal_progress_->dims();
     if (dims.size() != 2 || dims[0] + 1 != unit_bounds_.size() || dims[1] != 2) {
-        throw std::invalid_argument(kProgress + std::string(" has shape ") + shape_text(dims) + ", expected [" +
+        throw std::invalid_argument(dataset::journal_progress + std::string(" has shape ") + shape_text(dims) + ", expected [" +
                                     std::to_string(unit_bounds_.size() - 1) + ", 2]");
     }
 }
@@ -101,14 +98,14 @@ OutputFile OutputFile::reopen(const std::string& output_path, const OutputLayout
             return dataset;
         };
         const auto n = static_cast<hsize_t>(layout.n), len = static_cast<hsize_t>(layout.len);
-        out.output_ = expect(Dataset::open(out.file_, "/output"), {n, len, static_cast<hsize_t>(layout.d_out)});
+        out.output_ = expect(Dataset::open(out.file_, dataset::output), {n, len, static_cast<hsize_t>(layout.d_out)});
         out.sequences_per_chunk_ = static_cast<std::int64_t>(out.output_->chunk().empty() ? 1 : out.output_->chunk()[0]);
         if (layout.save_weights != SaveWeights::none) {
-            out.attention_ = expect(Dataset::open(out.file_, "/attention"),
+            out.attention_ = expect(Dataset::open(out.file_, dataset::attention),
                                     {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len});
         }
-        out.lse_ = expect(Dataset::open(out.file_, "/lse"), {n, static_cast<hsize_t>(layout.heads), len});
-        out.lengths_ = expect(Dataset::open(out.file_, "/lengths"), {n});
+        out.lse_ = expect(Dataset::open(out.file_, dataset::lse), {n, static_cast<hsize_t>(layout.heads), len});
+        out.lengths_ = expect(Dataset::open(out.file_, dataset::lengths), {n});
         out.open_journal();
     } catch (const H5Error& error) {
         throw cannot_continue(partial, error.what());
@@ -149,9 +146,9 @@ void OutputFile::checkpoint(hid_t transfer) {
 std::string read_journal_identity(const std::string& partial_path) {
     try {
         const File file = File::open(partial_path, FileMode::read_only);
-        return read_text_dataset(file, kIdentity);
+        return read_text_dataset(file, dataset::journal_identity);
     } catch (const H5Error& error) {
-        throw Error(exit_io, partial_path + ": cannot read its progress journal (" + kIdentity + "): " +
+        throw Error(exit_io, partial_path + ": cannot read its progress journal (" + dataset::journal_identity + "): " +
                                        error.what() + "; hint: run with --force instead of --resume to discard it and start afresh");
     }
 }
@@ -160,7 +157,7 @@ JournalState OutputFile::journal_state() const {
     JournalState state;
     state.plan.unit_bounds = unit_bounds_;
     try {
-        state.plan.identity = read_text_dataset(file_, kIdentity);
+        state.plan.identity = read_text_dataset(file_, dataset::journal_identity);
         const std::vector<std::int64_t> progress = read_all<std::int64_t>(*journal_progress_);
         state.done.resize(progress.size() / 2);
         state.checksums.resize(progress.size() / 2);

@@ -4,13 +4,13 @@
 // job (inspect INPUT --weights FILE).
 #pragma once
 
-#include "file_schema.hpp"
+#include "attnbatch/io/file_schema.hpp"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace attnbatch::cli {
+namespace attnbatch::io {
 
 struct WeightsCheck {
     std::int64_t d = 0, qk_width = 0, v_width = 0, d_out = 0;  // d_out: 0 without /w_o
@@ -23,4 +23,4 @@ struct WeightsCheck {
 // `heads` > 0 also checks that H divides both widths.
 WeightsCheck check_weights(const std::string& file, const FileSchema& schema, int heads);
 
-}  // namespace attnbatch::cli
+}  // namespace attnbatch::io

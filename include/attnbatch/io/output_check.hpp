@@ -4,14 +4,14 @@
 // until a sequence is written).
 #pragma once
 
-#include "file_schema.hpp"
+#include "attnbatch/io/file_schema.hpp"
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace attnbatch::cli {
+namespace attnbatch::io {
 
 struct OutputCheck {
     std::int64_t n = 0, len = 0, d_out = 0, heads = 0;  // 0 where the datasets do not say
@@ -26,7 +26,7 @@ struct OutputCheck {
     bool valid() const { return problems.empty(); }
 };
 
-// io::H5Error when /lengths cannot be read.
-OutputCheck check_output(const io::File& file, const FileSchema& schema);
+// H5Error when /lengths cannot be read.
+OutputCheck check_output(const File& file, const FileSchema& schema);
 
-}  // namespace attnbatch::cli
+}  // namespace attnbatch::io

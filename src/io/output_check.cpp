@@ -1,18 +1,17 @@
 // The output schema rules, each failure one line naming file, dataset, expected and found.
-#include "output_check.hpp"
+#include "attnbatch/io/output_check.hpp"
 
 #include "attnbatch/io/scan.hpp"
+#include "attnbatch/io/schema_names.hpp"
 
 #include <algorithm>
 
-namespace attnbatch::cli {
-
-using io::shape_text;
+namespace attnbatch::io {
 namespace {
 
 class Checker {
 public:
-    Checker(const io::File& file, const FileSchema& schema, OutputCheck& check)
+    Checker(const File& file, const FileSchema& schema, OutputCheck& check)
         : file_(file), schema_(schema), check_(check) {}
 
     void problem(const std::string& text) { check_.problems.push_back(file_.path() + ": " + text); }
@@ -57,29 +56,33 @@ public:
         return attribute->integers[0];
     }
 
-    const io::File& file_;
+    const File& file_;
     const FileSchema& schema_;
     OutputCheck& check_;
 };
 
 void check_attention(Checker& c, OutputCheck& check, const std::string& source) {
     const FileSchema& schema = c.schema_;
-    const AttributeValue* save = schema.attribute("save_weights");
+    const AttributeValue* save = schema.attribute(attribute::save_weights);
     const std::string save_weights = save && save->kind == AttributeValue::Kind::text ? save->text : std::string();
-    if (!schema.dataset("/attention")) {
+    if (!schema.dataset(dataset::attention)) {
         if (save_weights == "all" || save_weights == "mean") {
-            c.problem("dataset /attention is missing but the attribute save_weights = " + save_weights);
+            c.problem(std::string("dataset ") + dataset::attention + " is missing but the attribute " +
+                      attribute::save_weights + " = " + save_weights);
         }
         return;
     }
     const std::string expected = "float32 or float16 [N_w, H or 1, L, L]";
-    const DatasetSchema* attention = c.expect("/attention", {"float32", "float16"}, 4, expected);
+    const DatasetSchema* attention = c.expect(dataset::attention, {"float32", "float16"}, 4, expected);
     if (!attention) return;
     check.has_attention = true;
     check.attention_dtype = attention->type.name();
     check.attention_count = static_cast<std::int64_t>(attention->dims[0]);
     check.attention_heads = static_cast<std::int64_t>(attention->dims[1]);
-    if (save_weights == "none") check.warnings.push_back("/attention is present although the attribute save_weights = none");
+    if (save_weights == "none") {
+        check.warnings.push_back(std::string(dataset::attention) + " is present although the attribute " +
+                                 attribute::save_weights + " = none");
+    }
     if (check.len > 0) {
         if (c.expect_extent(*attention, 2, check.len, "L", expected, source)) {
             c.expect_extent(*attention, 3, check.len, "L", expected, source);
@@ -89,24 +92,25 @@ void check_attention(Checker& c, OutputCheck& check, const std::string& source) 
         const std::int64_t heads = check.attention_heads;
         const std::int64_t wanted = save_weights == "mean" ? 1 : save_weights == "all" ? check.heads : 0;
         if (wanted > 0 ? heads != wanted : heads != check.heads && heads != 1) {
-            c.problem("dataset /attention has shape " + shape_text(attention->dims) + ", expected " +
-                      (wanted > 0 ? "H_w = " + std::to_string(wanted) + " for save_weights = " + save_weights
+            c.problem("dataset " + attention->path + " has shape " + shape_text(attention->dims) + ", expected " +
+                      (wanted > 0 ? "H_w = " + std::to_string(wanted) + " for " + attribute::save_weights + " = " +
+                                        save_weights
                                   : "H_w = H = " + std::to_string(check.heads) + " or 1") +
-                      " (H from /lse)");
+                      " (H from " + dataset::lse + ")");
         }
     }
     if (check.n <= 0) return;
     const std::optional<std::int64_t> first =
-        c.integer_attribute(attention->attribute("first_sequence"), "dataset /attention ");
+        c.integer_attribute(attention->attribute(attribute::first_sequence), "dataset " + attention->path + " ");
     if (!first && check.attention_count < check.n) {
-        c.problem("dataset /attention holds " + std::to_string(check.attention_count) + " of N = " +
-                  std::to_string(check.n) + " sequences but has no attribute first_sequence");
+        c.problem("dataset " + attention->path + " holds " + std::to_string(check.attention_count) + " of N = " +
+                  std::to_string(check.n) + " sequences but has no attribute " + attribute::first_sequence);
         return;
     }
     check.attention_first = first.value_or(0);
     if (check.attention_first < 0 || check.attention_first + check.attention_count > check.n) {
-        c.problem("dataset /attention covers sequences [" + std::to_string(check.attention_first) + ", " +
-                  std::to_string(check.attention_first + check.attention_count) + ") (first_sequence = " +
+        c.problem("dataset " + attention->path + " covers sequences [" + std::to_string(check.attention_first) + ", " +
+                  std::to_string(check.attention_first + check.attention_count) + ") (" + attribute::first_sequence + " = " +
                   std::to_string(check.attention_first) + ", " + std::to_string(check.attention_count) +
                   " sequences), expected within [0, N = " + std::to_string(check.n) + ")");
     }
@@ -114,12 +118,12 @@ void check_attention(Checker& c, OutputCheck& check, const std::string& source) 
 
 // /lengths values: 0..L once written, -1 before (the marker resuming relies on).
 void check_lengths(Checker& c, OutputCheck& check) {
-    const io::Dataset lengths = io::Dataset::open(c.file_, "/lengths");
+    const Dataset lengths = Dataset::open(c.file_, dataset::lengths);
     std::int64_t unwritten = 0, first_unwritten = -1;
     bool bad = false;
     check.written = 0;
-    io::scan_blocks(lengths, io::default_scan_bytes, io::MemType::i64,
-                    [&](const io::Slab& block, const void* data, std::size_t count) {
+    scan_blocks(lengths, default_scan_bytes, MemType::i64,
+                    [&](const Slab& block, const void* data, std::size_t count) {
                         const auto* values = static_cast<const std::int64_t*>(data);
                         for (std::size_t i = 0; i < count; ++i) {
                             const std::int64_t value = values[i];
@@ -129,7 +133,7 @@ void check_lengths(Checker& c, OutputCheck& check) {
                             } else if (value == -1) {
                                 if (unwritten++ == 0) first_unwritten = index;
                             } else {
-                                c.problem("/lengths[" + std::to_string(index) + "] = " + std::to_string(value) +
+                                c.problem(lengths.path() + "[" + std::to_string(index) + "] = " + std::to_string(value) +
                                           ", expected 0 <= length <= L = " + std::to_string(check.len) +
                                           " (or -1 for a sequence not yet written)");
                                 bad = true;
@@ -139,29 +143,30 @@ void check_lengths(Checker& c, OutputCheck& check) {
                         return true;
                     });
     if (!bad && check.complete == 1 && unwritten > 0) {
-        c.problem("the attribute complete = 1 but " + std::to_string(unwritten) + " of " + std::to_string(check.n) +
-                  " sequences are unwritten (/lengths[" + std::to_string(first_unwritten) + "] = -1)");
+        c.problem(std::string("the attribute ") + attribute::complete + " = 1 but " + std::to_string(unwritten) + " of " +
+                  std::to_string(check.n) + " sequences are unwritten (" + dataset::lengths + "[" +
+                  std::to_string(first_unwritten) + "] = -1)");
     }
 }
 
 }  // namespace
 
-OutputCheck check_output(const io::File& file, const FileSchema& schema) {
+OutputCheck check_output(const File& file, const FileSchema& schema) {
     OutputCheck check;
     Checker c(file, schema, check);
 
-    const DatasetSchema* output = c.expect("/output", {"float32"}, 3, "float32 [N, L, D_out]");
-    const DatasetSchema* lse = c.expect("/lse", {"float32"}, 3, "float32 [N, H, L]");
+    const DatasetSchema* output = c.expect(dataset::output, {"float32"}, 3, "float32 [N, L, D_out]");
+    const DatasetSchema* lse = c.expect(dataset::lse, {"float32"}, 3, "float32 [N, H, L]");
     std::string source;
     if (output) {
         check.n = static_cast<std::int64_t>(output->dims[0]);
         check.len = static_cast<std::int64_t>(output->dims[1]);
         check.d_out = static_cast<std::int64_t>(output->dims[2]);
-        source = "/output " + shape_text(output->dims);
+        source = output->path + " " + shape_text(output->dims);
     } else if (lse) {
         check.n = static_cast<std::int64_t>(lse->dims[0]);
         check.len = static_cast<std::int64_t>(lse->dims[2]);
-        source = "/lse " + shape_text(lse->dims);
+        source = lse->path + " " + shape_text(lse->dims);
     }
     if (lse) {
         check.heads = static_cast<std::int64_t>(lse->dims[1]);
@@ -171,35 +176,39 @@ OutputCheck check_output(const io::File& file, const FileSchema& schema) {
             }
         }
     }
-    const DatasetSchema* lengths = c.expect("/lengths", {"int32"}, 1, "int32 [N]");
+    const DatasetSchema* lengths = c.expect(dataset::lengths, {"int32"}, 1, "int32 [N]");
     if (lengths && !source.empty() && !c.expect_extent(*lengths, 0, check.n, "N", "[N]", source)) lengths = nullptr;
 
     check_attention(c, check, source);
 
-    const DatasetSchema* config = schema.dataset("/config");
+    const DatasetSchema* config = schema.dataset(dataset::config);
     if (!config) {
-        c.problem("dataset /config is missing, expected the resolved configuration as a scalar string");
-    } else if (config->type.type_class != io::TypeClass::string || io::element_count(config->dims) != 1) {
-        c.problem("dataset /config is " + config->type.name() + " " + shape_text(config->dims) +
+        c.problem(std::string("dataset ") + dataset::config +
+                  " is missing, expected the resolved configuration as a scalar string");
+    } else if (config->type.type_class != TypeClass::string || element_count(config->dims) != 1) {
+        c.problem("dataset " + config->path + " is " + config->type.name() + " " + shape_text(config->dims) +
                   ", expected a scalar string (the resolved configuration)");
     }
 
-    const AttributeValue* complete = schema.attribute("complete");
+    const AttributeValue* complete = schema.attribute(attribute::complete);
     if (!complete) {
-        c.problem("no root attribute complete, expected 0 (in progress) or 1 (every sequence written)");
+        c.problem(std::string("no root attribute ") + attribute::complete +
+                  ", expected 0 (in progress) or 1 (every sequence written)");
     } else {
         check.complete = c.integer_attribute(complete, "root ");
         if (check.complete && *check.complete != 0 && *check.complete != 1) {
-            c.problem("root attribute complete = " + std::to_string(*check.complete) + ", expected 0 or 1");
+            c.problem(std::string("root attribute ") + attribute::complete + " = " + std::to_string(*check.complete) + ", expected 0 or 1");
         }
     }
-    if (const std::optional<std::int64_t> heads = c.integer_attribute(schema.attribute("heads"), "root ");
+    if (const std::optional<std::int64_t> heads = c.integer_attribute(schema.attribute(attribute::heads), "root ");
         heads && check.heads > 0 && *heads != check.heads) {
-        c.problem("root attribute heads = " + std::to_string(*heads) + " but /lse has H = " + std::to_string(check.heads));
+        c.problem(std::string("root attribute ") + attribute::heads + " = " + std::to_string(*heads) + " but " +
+                  dataset::lse + " has H = " + std::to_string(check.heads));
     }
     std::string missing;
-    for (const char* name : {"version", "creation_time", "input_file", "input_dataset", "heads", "causal", "scale",
-                             "ranks", "threads", "io_mode"}) {
+    for (const char* name : {attribute::version, attribute::creation_time, attribute::input_file,
+                             attribute::input_dataset, attribute::heads, attribute::causal, attribute::scale,
+                             attribute::ranks, attribute::threads, attribute::io_mode}) {
         if (!schema.attribute(name)) missing += std::string(missing.empty() ? "" : ", ") + name;
     }
     if (!missing.empty()) check.warnings.push_back("provenance attributes missing: " + missing);
@@ -208,4 +217,4 @@ OutputCheck check_output(const io::File& file, const FileSchema& schema) {
     return check;
 }
 
-}  // namespace attnbatch::cli
+}  // namespace attnbatch::io
