@@ -42,7 +42,6 @@ MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layo
     probe.weights_mode = layout.save_weights == io::SaveWeights::none ? kernels::WeightsMode::none
                          : layout.save_weights == io::SaveWeights::mean ? kernels::WeightsMode::mean_over_heads
                                                                         : kernels::WeightsMode::all;
-    probe.weights = probe.weights_mode == kernels::WeightsMode::none ? nullptr : &m;
     std::size_t fixed = kernels::attention_workspace_bytes(probe, kernel);
     if (spec.weights) {
         const int d = static_cast<int>(spec.weights->d_in);
