@@ -88,12 +88,16 @@ struct Task {
     Scratch& s;
 };
 
-int valid_queries(const AttentionParams& p, int b) { return p.lengths ? imin(p.lengths[b], p.len_q) : p.len_q; }
+// Rows of q (positions q_offset, q_offset + 1, ...) that lie inside the sequence.
+int valid_queries(const AttentionParams& p, int b) {
+    return p.lengths ? imax(0, imin(p.lengths[b] - p.q_offset, p.len_q)) : p.len_q;
+}
 int valid_keys(const AttentionParams& p, int b) { return p.lengths ? imin(p.lengths[b], p.len_k) : p.len_k; }
 
 // Keys transposed into panels of NR (panel, dk, NR) and values into rows padded to dvp, both
 // zero beyond the valid keys so that whole panels can be computed. (Reading the values where
-// they are, when d_v needs no padding, measured 3-4% slower.)
+// they are, when d_v needs no padding, measured 3-4% slower.) `h` is a K/V head: the query
+// heads of a group that follow each other on a thread share one packing.
 void pack_keys_values(const Task& t, int b, int h, int keys) {
     const AttentionParams& p = t.p;
     Scratch& s = t.s;
@@ -251,13 +255,14 @@ void prefetch_next_task(const AttentionParams& p, const Layout& layout, Prefetch
         const float* q = p.q + next.b * p.q_strides.seq + next.h * p.q_strides.head + next.i0 * p.q_strides.row;
         pf.add(q, p.q_strides.row, imin(layout.bq, p.len_q - next.i0), p.dim_k);
     }
-    if (next.kv_b >= 0 && !(next.kv_b == b && next.kv_h == h)) {
+    if (next.kv_b >= 0 && !(next.kv_b == b && kv_head_of(p, next.kv_h) == kv_head_of(p, h))) {
+        const int next_kv_h = kv_head_of(p, next.kv_h);
         const long next_keys = valid_keys(p, next.kv_b);
         const int k_lo = static_cast<int>(next_keys * next.kv_row0 / p.len_q);
         const int k_hi = static_cast<int>(next_keys * next.kv_row1 / p.len_q);
-        pf.add(p.k + next.kv_b * p.k_strides.seq + next.kv_h * p.k_strides.head + k_lo * p.k_strides.row,
+        pf.add(p.k + next.kv_b * p.k_strides.seq + next_kv_h * p.k_strides.head + k_lo * p.k_strides.row,
                p.k_strides.row, k_hi - k_lo, p.dim_k);
-        pf.add(p.v + next.kv_b * p.v_strides.seq + next.kv_h * p.v_strides.head + k_lo * p.v_strides.row,
+        pf.add(p.v + next.kv_b * p.v_strides.seq + next_kv_h * p.v_strides.head + k_lo * p.v_strides.row,
                p.v_strides.row, k_hi - k_lo, p.dim_v);
     }
     // Micro-kernel calls of this task (about half of them with a causal mask), so that the
@@ -283,14 +288,14 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
 
     int* row_keys = s.valid_keys;
     for (int r = 0; r < layout.bq; ++r) {
-        const int i = i0 + r;
-        row_keys[r] = r < rows ? (p.causal ? imin(keys, i + 1) : keys) : 0;
+        const int position = p.q_offset + i0 + r;
+        row_keys[r] = r < rows ? (p.causal ? imin(keys, position + 1) : keys) : 0;
         s.m[r] = kNegInf;
         s.l[r] = 0.0f;
     }
     const int tile_keys = rows > 0 ? row_keys[rows - 1] : 0;  // rows' key counts never decrease
     if (tile_keys > 0) {
-        pack_keys_values(t, b, h, keys);
+        pack_keys_values(t, b, kv_head_of(p, h), keys);
         std::memset(s.o_acc, 0, sizeof(float) * static_cast<std::size_t>(layout.bq) * layout.dvp);
     }
     const int blocks = (rows + kMR - 1) / kMR;

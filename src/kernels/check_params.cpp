@@ -26,7 +26,11 @@ bool strides_cover(const TensorStrides& s, int rows, int cols) {
 std::string check_attention_params(const AttentionParams& p) {
     if (p.batch < 0) return describe("batch", p.batch, ">= 0");
     if (p.heads < 1) return describe("heads", p.heads, ">= 1");
+    if (p.kv_heads < 0 || p.kv_heads > p.heads || (p.kv_heads > 0 && p.heads % p.kv_heads != 0)) {
+        return describe("kv_heads", p.kv_heads, "0 (= heads) or a divisor of heads");
+    }
     if (p.len_q < 1) return describe("len_q", p.len_q, ">= 1");
+    if (p.q_offset < 0) return describe("q_offset", p.q_offset, ">= 0");
     if (p.len_k < 1) return describe("len_k", p.len_k, ">= 1");
     if (p.dim_k < 1) return describe("dim_k", p.dim_k, ">= 1");
     if (p.dim_v < 1) return describe("dim_v", p.dim_v, ">= 1");
@@ -48,12 +52,15 @@ std::string check_attention_params(const AttentionParams& p) {
         return "attention kernel: weights requested but the weights pointer is null";
     }
     if (p.lengths != nullptr) {
-        const int limit = p.len_q < p.len_k ? p.len_q : p.len_k;
+        // A sequence may be longer than the keys given only when no row can see past them:
+        // causal rows [q_offset, q_offset + len_q) with the first len_k >= q_offset + len_q keys.
+        const bool keys_cover_rows = p.causal && static_cast<long>(p.q_offset) + p.len_q <= p.len_k;
+        const int limit = p.len_k;
         for (int b = 0; b < p.batch; ++b) {
-            if (p.lengths[b] < 0 || p.lengths[b] > limit) {
+            if (p.lengths[b] < 0 || (p.lengths[b] > limit && !keys_cover_rows)) {
                 std::ostringstream out;
                 out << "attention kernel: lengths[" << b << "] is " << p.lengths[b]
-                    << ", expected 0 <= length <= " << limit;
+                    << ", expected 0 <= length <= " << limit << " (len_k)";
                 return out.str();
             }
         }

@@ -54,20 +54,25 @@ RowStats reference_row(const RowView& r, double* acc) {
     return {m, sum};
 }
 
+// Keys row i (of q, at position q_offset + i) sees.
 int visible_keys(const AttentionParams& p, int b, int i) {
-    const int n = p.lengths ? p.lengths[b] : -1;
-    const int queries = n >= 0 ? (n < p.len_q ? n : p.len_q) : p.len_q;
-    int keys = n >= 0 ? (n < p.len_k ? n : p.len_k) : p.len_k;
-    if (i >= queries) return 0;
-    if (p.causal && keys > i + 1) keys = i + 1;
+    const int position = p.q_offset + i;
+    int keys = p.len_k;
+    if (p.lengths) {
+        const int n = p.lengths[b];
+        if (position >= n) return 0;
+        if (n < keys) keys = n;
+    }
+    if (p.causal && keys > position + 1) keys = position + 1;
     return keys;
 }
 
 RowView row_view(const AttentionParams& p, int b, int h, int i) {
     RowView r;
     r.q = p.q + b * p.q_strides.seq + h * p.q_strides.head + i * p.q_strides.row;
-    r.k = p.k + b * p.k_strides.seq + h * p.k_strides.head;
-    r.v = p.v + b * p.v_strides.seq + h * p.v_strides.head;
+    const int kv_h = kv_head_of(p, h);
+    r.k = p.k + b * p.k_strides.seq + kv_h * p.k_strides.head;
+    r.v = p.v + b * p.v_strides.seq + kv_h * p.v_strides.head;
     r.k_row = p.k_strides.row;
     r.v_row = p.v_strides.row;
     r.dim_k = p.dim_k;

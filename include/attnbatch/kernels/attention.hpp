@@ -4,9 +4,18 @@
 // masks and the optional side outputs. They never allocate: the caller asks
 // attention_workspace_bytes() and hands the buffer in. They include neither MPI nor HDF5.
 //
-// Masking (see SPEC.md): for sequence b with n = lengths[b] valid tokens, key j is masked
-// when j >= n, or j > i with causal. Query rows i >= n, and any row whose keys are all
-// masked, are written as exact zeros in `out` and `weights` and -inf in `lse`.
+// Masking (see SPEC.md): for sequence b with n = lengths[b] valid tokens, the query row at
+// position i (i = q_offset + its row index) sees key j unless j >= n, or j > i with causal.
+// Rows at positions i >= n, and any row whose keys are all masked, are written as exact zeros
+// in `out` and `weights` and -inf in `lse`.
+//
+// A row's arithmetic depends only on its position, its sequence's keys and values and the
+// parameters, never on which other rows share the call: computing rows [q0, q1) of a sequence
+// (q_offset = q0, len_q = q1 - q0) gives those rows of a whole-sequence call bit for bit.
+// That is what lets a long sequence be split across ranks.
+//
+// Grouped-query attention: with kv_heads = G < H, K and V hold G heads and query head h reads
+// K/V head h / (H / G) (G = 1 is multi-query attention).
 #pragma once
 
 #include <cstddef>
@@ -30,24 +39,28 @@ enum class WeightsType { f32, f16 };  // f16: IEEE binary16 bit patterns (uint16
 struct AttentionParams {
     const float* q = nullptr;  // (B, H, Lq, d_k)
     TensorStrides q_strides;
-    const float* k = nullptr;  // (B, H, Lk, d_k)
+    const float* k = nullptr;  // (B, G, Lk, d_k), G = kv_heads
     TensorStrides k_strides;
-    const float* v = nullptr;  // (B, H, Lk, d_v)
+    const float* v = nullptr;  // (B, G, Lk, d_v)
     TensorStrides v_strides;
     float* out = nullptr;      // (B, H, Lq, d_v)
     TensorStrides out_strides;
 
     int batch = 0;
-    int heads = 0;
-    int len_q = 0;
+    int heads = 0;     // H
+    int kv_heads = 0;  // G, dividing H; 0: G = H
+    int len_q = 0;     // rows of q computed, at positions [q_offset, q_offset + len_q)
+    int q_offset = 0;  // position of q's first row in its sequence (masks and causality)
     int len_k = 0;
     int dim_k = 0;
     int dim_v = 0;
 
     float scale = 0.0f;   // usually 1/sqrt(d_k)
-    bool causal = false;  // key j > query i is masked
+    bool causal = false;  // key j > query position i is masked
 
-    const std::int32_t* lengths = nullptr;  // (B) valid tokens, 0 <= n <= min(Lq, Lk); null: all
+    // (B) valid tokens of each sequence, 0 <= n <= Lk (n may exceed Lk with causal masking
+    // when q_offset + Lq <= Lk: no row sees past the keys given); null: every row and key valid.
+    const std::int32_t* lengths = nullptr;
 
     float* lse = nullptr;  // (B, H, Lq) contiguous, natural log; optional
 
@@ -55,6 +68,10 @@ struct AttentionParams {
     WeightsMode weights_mode = WeightsMode::none;
     WeightsType weights_type = WeightsType::f32;
 };
+
+// The K/V head query head h reads, and the number of K/V heads.
+inline int kv_head_count(const AttentionParams& p) { return p.kv_heads > 0 ? p.kv_heads : p.heads; }
+inline int kv_head_of(const AttentionParams& p, int h) { return h / (p.heads / kv_head_count(p)); }
 
 enum class KernelKind { blocked, reference };
 
