@@ -23,6 +23,7 @@ const Subcommand kSubcommands[] = {
     {"inspect", "print an HDF5 file's schema and validate it as an attnbatch input or output", inspect_command},
     {"weights", "recompute attention maps of chosen sequences from /lse and the inputs", weights_command},
     {"bench", "time the attention kernel alone on synthetic data", bench_command},
+    {"import-weights", "write a weights file from a PyTorch / Hugging Face attention layer (.safetensors)", import_weights_command},
 };
 
 void print_usage(std::ostream& out) {

@@ -7,6 +7,7 @@
 namespace attnbatch::cli {
 
 int bench_command(const std::vector<std::string>& args);
+int import_weights_command(const std::vector<std::string>& args);
 int generate_command(const std::vector<std::string>& args);
 int inspect_command(const std::vector<std::string>& args);
 int run_command(const std::vector<std::string>& args);

@@ -83,6 +83,7 @@ void validate_input(InspectReport& report, const io::FileSchema& schema, const p
     options.value = text_option(vm, "value");
     options.weights_path = text_option(vm, "weights");
     options.heads = vm.count("heads") ? vm["heads"].as<int>() : 0;
+    options.kv_heads = vm.count("kv-heads") ? vm["kv-heads"].as<int>() : 0;
     if (vm.count("heads") && options.heads < 1) {
         throw Error(exit_usage, "--heads: " + std::to_string(options.heads) + " is not a positive number of heads");
     }
@@ -109,7 +110,9 @@ void validate_input(InspectReport& report, const io::FileSchema& schema, const p
     std::ostringstream line;
     line << "valid input: N=" << spec.n << ", L=" << spec.len;
     if (spec.mode == io::InputMode::embeddings) line << ", d=" << spec.d;
-    line << ", H=" << spec.heads << " (d_k=" << spec.d_k << ", d_v=" << spec.d_v << ", " << io::name_of(spec.dtype);
+    line << ", H=" << spec.heads;
+    if (spec.kv_head_count() != spec.heads) line << ", G=" << spec.kv_head_count();
+    line << " (d_k=" << spec.d_k << ", d_v=" << spec.d_v << ", " << io::name_of(spec.dtype);
     if (spec.mode == io::InputMode::embeddings) {
         line << ", embeddings " << spec.dataset;
     } else {
@@ -170,7 +173,11 @@ void validate_weights(InspectReport& report, const io::FileSchema& schema, const
         return;
     }
     std::ostringstream line;
-    line << "valid weights: d=" << check.d << ", H*d_k=" << check.qk_width << ", H*d_v=" << check.v_width;
+    line << "valid weights: d=" << check.d << ", H*d_k=" << check.qk_width;
+    if (check.k_width != check.qk_width) line << ", G*d_k=" << check.k_width << ", G*d_v=" << check.v_width;
+    else line << ", H*d_v=" << check.v_width;
+    if (check.heads > 0) line << ", H=" << check.heads;
+    if (check.kv_heads > 0 && check.kv_heads != check.heads) line << ", G=" << check.kv_heads;
     if (check.d_out > 0) line << ", d_out=" << check.d_out;
     line << " (";
     for (std::size_t i = 0; i < check.present.size(); ++i) line << (i ? " " : "") << check.present[i];
@@ -224,7 +231,8 @@ int inspect_command(const std::vector<std::string>& args) {
         ("query", po::value<std::string>(), "input: queries [N, L, H*d_k] or [N, H, L, d_k] [/query when found]")
         ("key", po::value<std::string>(), "input: keys, like --query [/key when found]")
         ("value", po::value<std::string>(), "input: values [N, L, H*d_v] or [N, H, L, d_v] [/value when found]")
-        ("heads", po::value<int>(), "input: attention heads H, as `run --heads` [1, or from [N, H, L, d] data]")
+        ("heads", po::value<int>(), "input: attention heads H, as `run --heads` [1, or from [N, H, L, d] data or the weights file]")
+        ("kv-heads", po::value<int>(), "input: K/V heads G, as `run --kv-heads` [from the data or the weights file, else H]")
         ("weights", po::value<std::string>()->value_name("FILE"), "input: also check this projection weights file")
         ("quick", po::bool_switch(), "input: skip the full read for NaN/inf (shapes, types and lengths only)")
         ("json", po::bool_switch(), "print one JSON object (schema, verdict, sizes) instead of text");

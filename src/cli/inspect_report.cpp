@@ -82,9 +82,12 @@ void print_schema(std::ostream& out, const InspectReport& report) {
         line.width(static_cast<std::streamsize>(layout_width + 2));
         line << layout_text(d);
         if (!d.filters.empty()) line << "filters " << join(d.filters, "+") << "  ";
-        if (std::any_of(d.labels.begin(), d.labels.end(), [](const std::string& l) { return !l.empty(); })) {
-            line << "labels (" << join(d.labels, ", ") << ")";
-        }
+        const auto any = [](const std::vector<std::string>& names) {
+            return std::any_of(names.begin(), names.end(), [](const std::string& n) { return !n.empty(); });
+        };
+        if (any(d.labels)) line << "labels (" << join(d.labels, ", ") << ")";
+        if (any(d.scales)) line << (any(d.labels) ? "  " : "") << "dims (" << join(d.scales, ", ") << ")";
+        if (d.is_dimension_scale) line << "dimension scale";
         std::string text = line.str();
         text.erase(text.find_last_not_of(' ') + 1);
         out << text << '\n';
@@ -152,6 +155,9 @@ void write_schema(JsonWriter& json, const FileSchema& schema) {
         write_strings(json, d.filters);
         json.key("labels");
         write_strings(json, d.labels);
+        json.key("dims");
+        write_strings(json, d.scales);
+        json.key("dimension_scale").value(d.is_dimension_scale);
         json.key("attributes");
         write_attributes(json, d.attributes);
         json.end_object();

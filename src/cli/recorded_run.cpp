@@ -1,6 +1,7 @@
 #include "recorded_run.hpp"
 
 #include "attnbatch/io/schema_names.hpp"
+#include "attnbatch/kernels/rope.hpp"
 
 #include <cmath>
 #include <map>
@@ -44,6 +45,7 @@ RecordedRun read_recorded_run(const io::OutputReader& output, const std::string&
     in_opt.weights_path = !weights_path.empty() ? weights_path : get(config, "weights", "");
     const std::string heads = get(config, "heads", "1");
     in_opt.heads = heads != "1" ? std::stoi(heads) : 0;
+    if (config.count("kv-heads")) in_opt.kv_heads = std::stoi(config.at("kv-heads"));
     in_opt.check_finite = false;  // the run checked it; recomputation only needs the numbers
     RecordedRun run;
     run.input = io::describe_input(in_opt);
@@ -51,25 +53,42 @@ RecordedRun read_recorded_run(const io::OutputReader& output, const std::string&
     run.causal = get(config, "causal", "false") == "true";
     run.scale = std::stod(get(config, "scale", "0"));
     if (run.scale <= 0) run.scale = 1.0 / std::sqrt(static_cast<double>(run.input.d_k));
+    run.rope_theta = std::stod(get(config, "rope-theta", "0"));
     run.save_weights = get(config, "save-weights", "all");
     run.weights_f16 = get(config, "weights-dtype", "f32") == "f16";
     return run;
 }
 
+// Rotary embeddings of the first `rows` rows of a (L, heads*d) matrix, in double.
+void rotate64(std::vector<double>& m, std::size_t rows, std::size_t heads, std::size_t d, double theta) {
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t h = 0; h < heads; ++h)
+            kernels::apply_rope_f64(theta, static_cast<int>(d), static_cast<std::int64_t>(r), m.data() + (r * heads + h) * d);
+}
+
 void load_sequence(const RecordedRun& run, io::InputReader& reader, std::int64_t sequence, SequenceInputs& out) {
     const io::InputSpec& in = run.input;
     const std::size_t len = in.len, heads = in.heads, dk = in.d_k, dv = in.d_v;
+    const std::size_t kv_heads = static_cast<std::size_t>(in.kv_head_count());
+    const bool rope = run.rope_theta > 0;
     io::InputBlock block;
     reader.read(sequence, sequence + 1, block);
     out.length = block.lengths[0];
     out.x = block.x;
     const auto& proj = run.projections;
+    const std::size_t rows = static_cast<std::size_t>(out.length);
+    auto to_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+    const bool split = in.mode == io::InputMode::qkv && in.layout == io::QkvLayout::split && !proj;
     if (proj) {
-        const std::size_t rows = static_cast<std::size_t>(out.length);
-        auto to_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
-        out.q = to_float(project64(block.x.data(), len, rows, in.d, proj->w_q, proj->b_q, heads * dk));
-        out.k = to_float(project64(block.x.data(), len, rows, in.d, proj->w_k, proj->b_k, heads * dk));
-        out.v = to_float(project64(block.x.data(), len, rows, in.d, proj->w_v, proj->b_v, heads * dv));
+        std::vector<double> q = project64(block.x.data(), len, rows, in.d, proj->w_q, proj->b_q, heads * dk);
+        std::vector<double> k = project64(block.x.data(), len, rows, in.d, proj->w_k, proj->b_k, kv_heads * dk);
+        if (rope) {
+            rotate64(q, rows, heads, dk, run.rope_theta);
+            rotate64(k, rows, kv_heads, dk, run.rope_theta);
+        }
+        out.q = to_float(q);
+        out.k = to_float(k);
+        out.v = to_float(project64(block.x.data(), len, rows, in.d, proj->w_v, proj->b_v, kv_heads * dv));
     } else if (in.mode == io::InputMode::embeddings) {
         out.q = out.k = out.v = block.x;
     } else {
@@ -77,20 +96,40 @@ void load_sequence(const RecordedRun& run, io::InputReader& reader, std::int64_t
         out.k = block.k;
         out.v = block.v;
     }
-    const bool split = in.mode == io::InputMode::qkv && in.layout == io::QkvLayout::split && !proj;
-    auto strides = [&](std::size_t d) {
-        return split ? kernels::TensorStrides{0, static_cast<std::ptrdiff_t>(len * d), static_cast<std::ptrdiff_t>(d)}
-                     : kernels::TensorStrides{0, static_cast<std::ptrdiff_t>(d), static_cast<std::ptrdiff_t>(heads * d)};
+    if (rope && !proj) {
+        // Rows as (L, heads*d): a split [H, L, d] input is transposed first.
+        const auto rotated = [&](const std::vector<float>& m, std::size_t count_heads) {
+            std::vector<double> rowwise(len * count_heads * dk);
+            for (std::size_t h = 0; h < count_heads; ++h)
+                for (std::size_t r = 0; r < len; ++r)
+                    for (std::size_t c = 0; c < dk; ++c)
+                        rowwise[(r * count_heads + h) * dk + c] =
+                            split ? m[(h * len + r) * dk + c] : m[r * (in.mode == io::InputMode::embeddings ? in.d : count_heads * dk) + h * dk + c];
+            rotate64(rowwise, rows, count_heads, dk, run.rope_theta);
+            return to_float(rowwise);
+        };
+        std::vector<float> q = rotated(out.q, heads), k = rotated(out.k, kv_heads);
+        out.q = std::move(q);
+        out.k = std::move(k);
+    }
+    // Rows hold heads side by side ([L, heads*d], or [L, d] of embeddings), or [heads, L, d] split.
+    const bool rotated_rows = rope && !proj;
+    auto strides = [&](std::size_t d, std::size_t count_heads, bool is_qk) {
+        if (split && !(rotated_rows && is_qk))
+            return kernels::TensorStrides{0, static_cast<std::ptrdiff_t>(len * d), static_cast<std::ptrdiff_t>(d)};
+        return kernels::TensorStrides{0, static_cast<std::ptrdiff_t>(d), static_cast<std::ptrdiff_t>(count_heads * d)};
     };
     kernels::AttentionParams& p = out.params;
     p = kernels::AttentionParams{};
     p.q = out.q.data();
     p.k = out.k.data();
     p.v = out.v.data();
-    p.q_strides = p.k_strides = strides(dk);
-    p.v_strides = strides(dv);
+    p.q_strides = strides(dk, heads, true);
+    p.k_strides = strides(dk, kv_heads, true);
+    p.v_strides = strides(dv, kv_heads, false);
     p.batch = 1;
     p.heads = static_cast<int>(heads);
+    p.kv_heads = static_cast<int>(kv_heads);
     p.len_q = p.len_k = static_cast<int>(len);
     p.dim_k = static_cast<int>(dk);
     p.dim_v = static_cast<int>(dv);

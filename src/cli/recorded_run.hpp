@@ -20,6 +20,7 @@ struct RecordedRun {
     std::optional<io::ProjectionWeights> projections;
     bool causal = false;
     double scale = 0;
+    double rope_theta = 0;  // 0: no rotary embeddings
     std::string save_weights = "all";
     bool weights_f16 = false;
 };

@@ -51,8 +51,21 @@ void print_header(const dist::Job& job) {
     const dist::JobSettings& s = job.settings;
     const io::InputSpec& spec = job.spec;
     const int ranks = job.comm.size();
-    std::cout << "attnbatch run: " << spec.path << " N=" << spec.n << " L=" << spec.len << " H=" << spec.heads
-              << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (s.causal ? " causal" : "") << " -> " << s.output << '\n'
+    std::cout << "attnbatch run: " << spec.path << " N=" << spec.n << " L=" << spec.len << " H=" << spec.heads;
+    if (spec.kv_head_count() != spec.heads) std::cout << " G=" << spec.kv_head_count();
+    std::cout << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (s.causal ? " causal" : "");
+    if (s.rope_theta > 0) std::cout << " rope_theta=" << s.rope_theta;
+    std::cout << " -> " << s.output << '\n';
+    if (spec.weights && spec.weights->file_heads > 0 && s.input.heads == 0) {
+        std::cout << "  heads from " << spec.weights->path << ": H=" << spec.heads
+                  << (spec.weights->file_kv_heads > 0 ? " G=" + std::to_string(spec.kv_head_count()) : std::string()) << '\n';
+    }
+    if (spec.weights && spec.weights->file_rope_theta > 0 && !(s.rope_theta > 0)) {
+        std::cout << "  note: " << spec.weights->path << " records rope_theta = " << spec.weights->file_rope_theta
+                  << " (its model's rotary embeddings), not applied; hint: --rope-theta " << spec.weights->file_rope_theta
+                  << " applies them\n";
+    }
+    std::cout
               << "  output " << dist::format_bytes(static_cast<double>(job.sizes.output + job.sizes.lse + job.sizes.lengths))
               << ", weights " << dist::format_bytes(static_cast<double>(job.sizes.attention)) << " ("
               << io::name_of(job.layout.save_weights) << ", " << io::name_of(job.layout.weights_dtype) << ")"

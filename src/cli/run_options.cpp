@@ -90,6 +90,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         "  attnbatch run --input in.h5 --output out.h5 --heads 8 --causal --save-weights mean --weights-dtype f16\n"
         "  attnbatch run --input in.h5 --weights proj.h5 --heads 4 --output out.h5 --save-weights none\n"
         "  attnbatch run --input qkv.h5 --query /query --key /key --value /value --heads 8 --output out.h5\n"
+        "  attnbatch run --input in.h5 --weights llama-layer.h5 --rope-theta 10000 --causal --output out.h5   # heads from the file\n"
         "  mpirun -np 1 attnbatch run --config job.ini --max-memory 8G --report run.json\n"};
     po::options_description options("run options");
     options.add_options()
@@ -101,7 +102,9 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("key", po::value<std::string>(), "keys, shaped as the queries")
         ("value", po::value<std::string>(), "values [N, L, H*d_v] or [N, H, L, d_v]")
         ("weights", po::value<std::string>(), "projection weights file: /w_q /w_k /w_v [/w_o] [/b_q /b_k /b_v /b_o]")
-        ("heads", po::value<int>()->default_value(1), "attention heads H")
+        ("heads", po::value<int>()->default_value(1), "attention heads H [the weights file's attribute heads, else 1]")
+        ("kv-heads", po::value<int>(), "grouped-query attention: G K/V heads (G divides H; query head h reads K/V head h/(H/G)); w_k, w_v have G*d_k, G*d_v columns [the weights file's kv_heads, else what the shapes say, else H]")
+        ("rope-theta", po::value<double>(), "rotary position embeddings on Q and K with this base (e.g. 10000), Hugging Face pair layout (i, i+d_k/2) [off]")
         ("causal", po::bool_switch(), "mask keys after the query")
         ("scale", po::value<double>()->default_value(0.0), "logit scale [1/sqrt(d_k)]")
         ("save-weights", po::value<std::string>()->default_value("all"), "attention weights to store: none|all|mean")
@@ -144,6 +147,16 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     const int heads = vm["heads"].as<int>();
     if (heads < 1) throw Error(exit_usage, "--heads: " + std::to_string(heads) + " is not a positive number of heads");
     j.input.heads = vm["heads"].defaulted() ? 0 : heads;
+    if (vm.count("kv-heads")) {
+        j.input.kv_heads = vm["kv-heads"].as<int>();
+        if (j.input.kv_heads < 1) throw Error(exit_usage, "--kv-heads: " + std::to_string(j.input.kv_heads) + " is not a positive number of K/V heads");
+    }
+    if (vm.count("rope-theta")) {
+        j.rope_theta = vm["rope-theta"].as<double>();
+        if (!(j.rope_theta >= 0) || !std::isfinite(j.rope_theta)) {
+            throw Error(exit_usage, "--rope-theta: expected a positive base such as 10000 (0: off)");
+        }
+    }
     j.causal = vm["causal"].as<bool>();
     j.scale = vm["scale"].as<double>();
     if (!(j.scale >= 0) || !std::isfinite(j.scale)) throw Error(exit_usage, "--scale: expected a positive number (0 for 1/sqrt(d_k))");

@@ -119,7 +119,7 @@ int weights_command(const std::vector<std::string>& args) {
                     const std::int64_t keys = run.causal ? std::min<std::int64_t>(seq.length, i + 1) : seq.length;
                     const double row_lse = lse[static_cast<std::size_t>(h) * len + static_cast<std::size_t>(i)];
                     for (std::int64_t j = 0; j < keys; ++j) {
-                        const float* k = p.k + h * p.k_strides.head + j * p.k_strides.row;
+                        const float* k = p.k + kernels::kv_head_of(p, static_cast<int>(h)) * p.k_strides.head + j * p.k_strides.row;
                         double dot = 0;
                         for (std::size_t c = 0; c < dk; ++c) dot += static_cast<double>(q[c]) * k[c];
                         map[static_cast<std::size_t>(i) * len + static_cast<std::size_t>(j)] =

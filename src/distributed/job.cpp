@@ -2,6 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <climits>
+#include <cstdlib>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -54,6 +57,7 @@ void check_output_path(const JobSettings& s) {
 CostModel cost_model_for(const io::InputSpec& spec, bool causal) {
     CostModel model;
     model.heads = spec.heads;
+    model.kv_heads = spec.kv_head_count();
     model.d_k = spec.d_k;
     model.d_v = spec.d_v;
     model.causal = causal;
@@ -123,6 +127,13 @@ void lay_out(Job& job) {
                                       : static_cast<float>(1.0 / std::sqrt(static_cast<double>(job.spec.d_k)));
     job.attention.kernel = s.kernel;
     job.attention.kernel.threads = resolved_threads(s.kernel.threads);
+    job.attention.rope_theta = s.rope_theta;
+    agreed(job.comm, true, [&] {
+        if (s.rope_theta > 0 && job.spec.d_k % 2 != 0) {
+            throw Error(exit_usage, "--rope-theta needs an even d_k (rotary embeddings turn pairs of columns), but d_k = " +
+                                        std::to_string(job.spec.d_k) + "; hint: drop --rope-theta or check --heads");
+        }
+    });
 }
 
 // Units sized by the memory bound and formed the same way whatever the number of ranks; a
@@ -131,7 +142,7 @@ void form_job_units(Job& job) {
     const JobSettings& s = job.settings;
     Comm& comm = job.comm;
     const int in_flight = job.io == IoMode::gather && job.plan_ranks > 1 ? 3 : 2;
-    const MemoryModel memory = memory_model(job.spec, job.layout, job.attention.kernel, in_flight);
+    const MemoryModel memory = memory_model(job.spec, job.layout, job.attention.kernel, in_flight, job.attention.rope_theta > 0);
     agreed(comm, true, [&] {
         job.max_sequences = sequences_per_step(memory, s.max_memory, job.spec.n);
         if (s.unit_sequences > 0) job.max_sequences = std::min<std::int64_t>(job.max_sequences, s.unit_sequences);
@@ -196,6 +207,13 @@ void scan_values(Job& job) {
     });
 }
 
+// The file's absolute path with symbolic links resolved (the path as given when that fails),
+// so that an output names its inputs wherever it is read.
+std::string absolute_path(const std::string& path) {
+    char resolved[PATH_MAX];
+    return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
+}
+
 io::Provenance provenance_of(const Job& job) {
     const JobSettings& s = job.settings;
     io::Provenance provenance;
@@ -206,6 +224,12 @@ io::Provenance provenance_of(const Job& job) {
                                    ? job.spec.dataset
                                    : job.spec.query + "," + job.spec.key + "," + job.spec.value;
     provenance.heads = job.spec.heads;
+    provenance.kv_heads = job.spec.kv_head_count();
+    provenance.d_k = job.spec.d_k;
+    provenance.d_v = job.spec.d_v;
+    provenance.rope_theta = job.attention.rope_theta;
+    provenance.input_file = absolute_path(job.spec.path);
+    provenance.weights_file = job.spec.weights ? absolute_path(job.spec.weights->path) : std::string();
     provenance.causal = s.causal;
     provenance.scale = job.attention.scale;
     provenance.ranks = job.comm.size();

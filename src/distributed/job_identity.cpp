@@ -51,6 +51,8 @@ std::string job_identity(const io::InputSpec& spec, const std::optional<io::Proj
         << "shape N L d H d_k d_v = " << spec.n << ' ' << spec.len << ' ' << spec.d << ' ' << spec.heads << ' '
         << spec.d_k << ' ' << spec.d_v << '\n'
         << "lengths xxh3 = " << hash_of(lengths) << '\n';
+    if (spec.kv_head_count() != spec.heads) out << "kv heads = " << spec.kv_head_count() << '\n';
+    if (settings.rope_theta > 0) out << "rope theta = " << exact(settings.rope_theta) << '\n';
     if (spec.weights) {
         describe_file(out, "weights", spec.weights->path);
         if (weights) {

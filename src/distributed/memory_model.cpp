@@ -16,14 +16,18 @@ constexpr std::size_t kProcessMargin = std::size_t{128} << 20;
 }  // namespace
 
 MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layout,
-                         const kernels::KernelOptions& kernel, int in_flight) {
+                         const kernels::KernelOptions& kernel, int in_flight, bool rope) {
     const std::size_t len = spec.len, heads = spec.heads, dk = spec.d_k, dv = spec.d_v;
+    const std::size_t kv_heads = static_cast<std::size_t>(spec.kv_head_count());
+    const std::size_t qkv_width = heads * dk + kv_heads * (dk + dv);  // H query heads, G key and value heads
     const bool projected = spec.weights.has_value();
     MemoryModel m;
     std::size_t per = 0;
     if (spec.mode == io::InputMode::embeddings) per += len * spec.d;      // x as read
-    else per += len * heads * (2 * dk + dv);                              // q, k, v as read
-    if (projected) per += len * heads * (2 * dk + dv);                    // projected q, k, v
+    else per += len * qkv_width;                                          // q, k, v as read
+    if (projected) per += len * qkv_width;                                // projected q, k, v
+    // Rotary embeddings of unprojected input: rotated copies of q and k.
+    else if (rope) per += len * (heads + kv_heads) * dk;
     per += len * heads * dv;                                              // attention output
     if (spec.weights && spec.weights->has_w_o) per += len * static_cast<std::size_t>(spec.d_out());
     per += heads * len;                                                   // lse
@@ -36,6 +40,7 @@ MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layo
     kernels::AttentionParams probe;
     probe.batch = 1;
     probe.heads = static_cast<int>(heads);
+    probe.kv_heads = static_cast<int>(kv_heads);
     probe.len_q = probe.len_k = static_cast<int>(len);
     probe.dim_k = static_cast<int>(dk);
     probe.dim_v = static_cast<int>(dv);
@@ -43,13 +48,16 @@ MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layo
                          : layout.save_weights == io::SaveWeights::mean ? kernels::WeightsMode::mean_over_heads
                                                                         : kernels::WeightsMode::all;
     std::size_t fixed = kernels::attention_workspace_bytes(probe, kernel);
+    if (rope) fixed += 2 * len * (dk / 2) * kFloat;  // the cos and sin table
     if (spec.weights) {
         const int d = static_cast<int>(spec.weights->d_in);
         const int qk = static_cast<int>(spec.weights->qk_width), v = static_cast<int>(spec.weights->v_width);
-        std::size_t packed = 2 * kernels::projection_packed_floats(d, qk, kernel.isa) +
+        const int kw = static_cast<int>(spec.weights->key_width()), attended = static_cast<int>(heads * dv);
+        std::size_t packed = kernels::projection_packed_floats(d, qk, kernel.isa) +
+                             kernels::projection_packed_floats(d, kw, kernel.isa) +
                              kernels::projection_packed_floats(d, v, kernel.isa);
-        if (spec.weights->has_w_o) packed += kernels::projection_packed_floats(v, static_cast<int>(spec.d_out()), kernel.isa);
-        fixed += packed * kFloat + kernels::projection_workspace_bytes(std::max(d, v), kernel.isa, kernel.threads);
+        if (spec.weights->has_w_o) packed += kernels::projection_packed_floats(attended, static_cast<int>(spec.d_out()), kernel.isa);
+        fixed += packed * kFloat + kernels::projection_workspace_bytes(std::max(d, attended), kernel.isa, kernel.threads);
     }
     // Each block in flight has its own buffers, workspaces and packed weights.
     const std::size_t copies = static_cast<std::size_t>(std::max(1, in_flight));

@@ -14,11 +14,14 @@ double CostModel::sequence_flops(std::int64_t len) const {
     const double n = static_cast<double>(len);
     const double h = static_cast<double>(heads), dk = static_cast<double>(d_k), dv = static_cast<double>(d_v);
     const double pairs = causal ? n * (n + 1.0) / 2.0 : n * n;
+    const double g = kv_heads > 0 ? static_cast<double>(kv_heads) : h;
+    // Q, K and V widths: H heads of queries, G of keys and values.
+    const double qkv_width = h * dk + g * (dk + dv);
     double flops = 2.0 * pairs * h * (dk + dv);
-    if (d_in > 0) flops += 2.0 * n * static_cast<double>(d_in) * h * (2.0 * dk + dv);
+    if (d_in > 0) flops += 2.0 * n * static_cast<double>(d_in) * qkv_width;
     if (d_out > 0) flops += 2.0 * n * h * dv * static_cast<double>(d_out);
     // Data moved: the inputs as read, the output and the log-sum-exp rows as written.
-    const double in_width = d_in > 0 ? static_cast<double>(d_in) : h * (2.0 * dk + dv);
+    const double in_width = d_in > 0 ? static_cast<double>(d_in) : qkv_width;
     const double out_width = (d_out > 0 ? static_cast<double>(d_out) : h * dv) + h;
     flops += (n + static_cast<double>(kSequenceOverheadTokens)) * (in_width + out_width) + 1.0;
     return flops;

@@ -1,6 +1,7 @@
 #include "attnbatch/distributed/spec_codec.hpp"
 
 #include <cstring>
+#include <string>
 #include <stdexcept>
 
 namespace attnbatch::distributed {
@@ -71,7 +72,14 @@ std::string encode_spec(const io::InputSpec& spec) {
             w.integer(v);
         }
         w.integer(static_cast<std::int64_t>(ws.dtype));
+        w.integer(ws.k_width);
+        w.integer(ws.file_heads);
+        w.integer(ws.file_kv_heads);
+        std::int64_t theta_bits = 0;
+        std::memcpy(&theta_bits, &ws.file_rope_theta, sizeof theta_bits);
+        w.integer(theta_bits);
     }
+    w.integer(spec.kv_heads);
     return w.take();
 }
 
@@ -101,8 +109,14 @@ io::InputSpec decode_spec(const std::string& bytes) {
         ws.has_b_v = r.integer() != 0;
         ws.has_b_o = r.integer() != 0;
         ws.dtype = static_cast<io::DataType>(r.integer());
+        ws.k_width = r.integer();
+        ws.file_heads = r.integer();
+        ws.file_kv_heads = r.integer();
+        const std::int64_t theta_bits = r.integer();
+        std::memcpy(&ws.file_rope_theta, &theta_bits, sizeof theta_bits);
         spec.weights = ws;
     }
+    spec.kv_heads = r.integer();
     if (!r.done()) throw std::invalid_argument("decode_spec: trailing bytes");
     return spec;
 }

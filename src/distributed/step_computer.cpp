@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "attnbatch/kernels/projection.hpp"
+#include "attnbatch/kernels/rope.hpp"
 
 namespace attnbatch::distributed {
 
@@ -40,11 +41,20 @@ public:
         if (weights) {
             const int d = static_cast<int>(spec.weights->d_in);
             const int qk = static_cast<int>(spec.weights->qk_width), v = static_cast<int>(spec.weights->v_width);
+            const int kw = static_cast<int>(spec.weights->key_width()), attended = static_cast<int>(spec.heads * spec.d_v);
             w_q_ = pack(weights->w_q, weights->b_q, d, qk, isa_);
-            w_k_ = pack(weights->w_k, weights->b_k, d, qk, isa_);
+            w_k_ = pack(weights->w_k, weights->b_k, d, kw, isa_);
             w_v_ = pack(weights->w_v, weights->b_v, d, v, isa_);
-            if (spec.weights->has_w_o) w_o_ = pack(weights->w_o, weights->b_o, v, static_cast<int>(spec.d_out()), isa_);
+            if (spec.weights->has_w_o) w_o_ = pack(weights->w_o, weights->b_o, attended, static_cast<int>(spec.d_out()), isa_);
             projected_ = true;
+        }
+        if (settings.rope_theta > 0) {
+            // Positions 0..L-1: a row's angle depends on its position in the sequence only.
+            const std::size_t half = static_cast<std::size_t>(spec.d_k / 2);
+            rope_cos_.resize(static_cast<std::size_t>(spec.len) * half);
+            rope_sin_.resize(rope_cos_.size());
+            k::rope_table(settings.rope_theta, static_cast<int>(spec.d_k), 0, static_cast<int>(spec.len), rope_cos_.data(),
+                          rope_sin_.data());
         }
     }
 
@@ -52,22 +62,25 @@ public:
     void compute(const io::InputBlock& in, io::OutputBlock& block, ComputeTally& times) {
         const std::int64_t count = in.count;
         const std::size_t len = spec_.len, heads = spec_.heads, dk = spec_.d_k, dv = spec_.d_v;
+        const std::size_t kv_heads = static_cast<std::size_t>(spec_.kv_head_count());
 
-        // Q, K, V views: (count, H, L, d) through strides, no copies unless projected.
+        // Q (count, H, L, d_k), K and V (count, G, L, d) views through strides, no copies
+        // unless projected or rotated.
         const float *q = nullptr, *kk = nullptr, *v = nullptr;
         k::TensorStrides qs, ks, vs;
         if (projected_) {
             q_.resize(count * len * heads * dk);
-            k_.resize(q_.size());
-            v_.resize(count * len * heads * dv);
+            k_.resize(count * len * kv_heads * dk);
+            v_.resize(count * len * kv_heads * dv);
             project_into(w_q_, in, q_.data());
             project_into(w_k_, in, k_.data());
             project_into(w_v_, in, v_.data());
             q = q_.data();
             kk = k_.data();
             v = v_.data();
-            qs = ks = packed_heads(dk);
-            vs = packed_heads(dv);
+            qs = packed_heads(dk);
+            ks = packed_heads(dk, kv_heads);
+            vs = packed_heads(dv, kv_heads);
         } else if (spec_.mode == io::InputMode::embeddings) {
             q = kk = v = in.x.data();  // the seed's softmax(X X^T / sqrt(d)) X, heads split along d
             qs = ks = vs = k::TensorStrides{static_cast<std::ptrdiff_t>(len * spec_.d), static_cast<std::ptrdiff_t>(dk),
@@ -77,14 +90,35 @@ public:
             kk = in.k.data();
             v = in.v.data();
             if (spec_.layout == io::QkvLayout::packed) {
-                qs = ks = packed_heads(dk);
-                vs = packed_heads(dv);
+                qs = packed_heads(dk);
+                ks = packed_heads(dk, kv_heads);
+                vs = packed_heads(dv, kv_heads);
             } else {
-                qs = ks = k::TensorStrides{static_cast<std::ptrdiff_t>(heads * len * dk), static_cast<std::ptrdiff_t>(len * dk),
-                                           static_cast<std::ptrdiff_t>(dk)};
-                vs = k::TensorStrides{static_cast<std::ptrdiff_t>(heads * len * dv), static_cast<std::ptrdiff_t>(len * dv),
-                                      static_cast<std::ptrdiff_t>(dv)};
+                const auto split = [len](std::size_t count_heads, std::size_t d) {
+                    return k::TensorStrides{static_cast<std::ptrdiff_t>(count_heads * len * d), static_cast<std::ptrdiff_t>(len * d),
+                                            static_cast<std::ptrdiff_t>(d)};
+                };
+                qs = split(heads, dk);
+                ks = split(kv_heads, dk);
+                vs = split(kv_heads, dv);
             }
+        }
+        if (settings_.rope_theta > 0) {
+            // Projected Q and K are ours to rotate in place; input data is rotated into copies.
+            float* q_rotated = q_.data();
+            float* k_rotated = k_.data();
+            if (!projected_) {
+                q_.resize(count * len * heads * dk);
+                k_.resize(count * len * kv_heads * dk);
+                q_rotated = q_.data();
+                k_rotated = k_.data();
+            }
+            rotate(q, qs, q_rotated, packed_heads(dk), heads, in);
+            rotate(kk, ks, k_rotated, packed_heads(dk, kv_heads), kv_heads, in);
+            q = q_rotated;
+            kk = k_rotated;
+            qs = packed_heads(dk);
+            ks = packed_heads(dk, kv_heads);
         }
 
         attended_.resize(count * len * heads * dv);  // (count, L, H*d_v): heads side by side
@@ -99,6 +133,7 @@ public:
 
         k::AttentionParams p;
         p.heads = static_cast<int>(heads);
+        p.kv_heads = static_cast<int>(kv_heads);
         p.len_q = p.len_k = static_cast<int>(len);
         p.dim_k = static_cast<int>(dk);
         p.dim_v = static_cast<int>(dv);
@@ -161,7 +196,7 @@ public:
             const double pairs = settings_.causal ? n * (n + 1) / 2 : n * n;
             times.attention_flops += 2.0 * pairs * static_cast<double>(heads * (dk + dv));
             if (projected_) {
-                times.projection_flops += 2.0 * n * static_cast<double>(spec_.weights->d_in) * static_cast<double>(heads * (2 * dk + dv));
+                times.projection_flops += 2.0 * n * static_cast<double>(spec_.weights->d_in) * static_cast<double>(heads * dk + kv_heads * (dk + dv));
                 if (!w_o_.packed.empty()) times.projection_flops += 2.0 * n * w_o_.in * w_o_.out;
             }
             times.tokens += in.lengths[s];
@@ -175,10 +210,30 @@ public:
     }
 
 private:
-    k::TensorStrides packed_heads(std::size_t d) const {
-        const std::size_t len = spec_.len, heads = spec_.heads;
+    // (count, L, heads*d): heads side by side in each row; `heads` 0 for H.
+    k::TensorStrides packed_heads(std::size_t d, std::size_t heads = 0) const {
+        const std::size_t len = spec_.len;
+        if (heads == 0) heads = static_cast<std::size_t>(spec_.heads);
         return k::TensorStrides{static_cast<std::ptrdiff_t>(len * heads * d), static_cast<std::ptrdiff_t>(d),
                                 static_cast<std::ptrdiff_t>(heads * d)};
+    }
+
+    // Rotary embeddings of `count_heads` heads of width d_k, rows at their positions 0..L-1.
+    void rotate(const float* from, const k::TensorStrides& from_strides, float* to, const k::TensorStrides& to_strides,
+                std::size_t count_heads, const io::InputBlock& in) const {
+        k::RopeParams rp;
+        rp.in = from;
+        rp.in_strides = from_strides;
+        rp.out = to;
+        rp.out_strides = to_strides;
+        rp.batch = static_cast<int>(in.count);
+        rp.heads = static_cast<int>(count_heads);
+        rp.rows = static_cast<int>(spec_.len);
+        rp.dim = static_cast<int>(spec_.d_k);
+        rp.lengths = in.lengths.data();
+        rp.cos_table = rope_cos_.data();
+        rp.sin_table = rope_sin_.data();
+        k::apply_rope(rp, settings_.kernel.threads);
     }
 
     void project_into(const PackedMatrix& w, const io::InputBlock& in, float* y) {
@@ -212,6 +267,7 @@ private:
     bool projected_ = false;
     PackedMatrix w_q_, w_k_, w_v_, w_o_;
     std::vector<float> q_, k_, v_, attended_, output_, lse_, attention_f32_;
+    std::vector<float> rope_cos_, rope_sin_;  // (L, d_k/2)
     std::vector<std::uint16_t> attention_f16_;
     std::vector<unsigned char> workspace_, projection_workspace_;
 };

@@ -7,6 +7,8 @@
 #include "h5_check.hpp"
 #include "h5_type_info.hpp"
 
+#include <H5DSpublic.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -94,6 +96,8 @@ DatasetSchema describe_dataset(const File& file, const std::string& path) {
     schema.chunk = dataset.chunk();
     for (const int id : dataset.filters()) schema.filters.push_back(filter_name(id));
     schema.labels = dimension_labels(dataset);
+    schema.scales = dimension_scale_names(dataset);
+    schema.is_dimension_scale = H5_CALL(H5DSis_scale, dataset.where(), dataset.id()) > 0;
     schema.attributes = read_attributes(dataset);
     return schema;
 }

@@ -2,6 +2,7 @@
 // failure is one line: file, dataset or option, expected versus found, and a hint.
 #include "attnbatch/io/input.hpp"
 
+#include "attnbatch/io/h5_attribute.hpp"
 #include "attnbatch/io/h5_error.hpp"
 #include "attnbatch/io/schema_names.hpp"
 #include "input_files.hpp"
@@ -204,6 +205,32 @@ int requested_heads(const InputOptions& options) {
     return options.heads;
 }
 
+int requested_kv_heads(const InputOptions& options) {
+    if (options.kv_heads < 0) usage("--kv-heads " + std::to_string(options.kv_heads) + " is negative; expected G >= 1");
+    return options.kv_heads;
+}
+
+// G divides H: query head h reads K/V head h / (H / G).
+void expect_kv_heads_divide(std::int64_t kv_heads, std::int64_t heads, const std::string& source) {
+    if (kv_heads >= 1 && kv_heads <= heads && heads % kv_heads == 0) return;
+    std::string hint = divisors_hint(heads);
+    hint.replace(hint.find("--heads"), 7, "--kv-heads");
+    usage("--kv-heads " + std::to_string(kv_heads) + " (" + source + ") does not divide --heads " + std::to_string(heads) +
+          "; expected G dividing H (query head h reads K/V head h / (H/G)); hint: " + hint);
+}
+
+// G from the key width when --kv-heads is not given: keys as wide as the queries are one K/V
+// head per query head; narrower ones hold fewer heads of the same d_k.
+std::int64_t kv_heads_from_widths(std::int64_t heads, std::int64_t d_k, std::int64_t key_width, const std::string& what) {
+    if (d_k > 0 && key_width % d_k == 0) {
+        const std::int64_t groups = key_width / d_k;
+        if (groups >= 1 && groups <= heads && heads % groups == 0) return groups;
+    }
+    invalid(what + " has " + std::to_string(key_width) + " columns, which is no G*d_k with d_k = " + std::to_string(d_k) +
+            " and G dividing H = " + std::to_string(heads) + "; expected the keys of G = H or fewer K/V heads of the "
+            "queries' width; hint: check --heads (and --kv-heads)");
+}
+
 DataType widest(DataType a, DataType b) {
     return a == DataType::float64 || b == DataType::float64 ? DataType::float64 : DataType::float32;
 }
@@ -222,6 +249,12 @@ void describe_embeddings(const File& file, const InputOptions& options, InputSpe
     if (options.weights_path.empty()) {
         expect_heads_divide(spec.heads, spec.d, "d", x.file + ":" + x.path);
         spec.d_k = spec.d_v = spec.d / spec.heads;
+        if (requested_kv_heads(options) != 0 && options.kv_heads != spec.heads) {
+            usage("--kv-heads " + std::to_string(options.kv_heads) + " needs separate keys and values, but without --weights "
+                  "Q = K = V = the embeddings, split into H = " + std::to_string(spec.heads) + " heads; hint: give --weights "
+                  "(w_k, w_v with G*d_k, G*d_v columns) or --query/--key/--value, or drop --kv-heads");
+        }
+        spec.kv_heads = spec.heads;
     }
 }
 
@@ -256,15 +289,31 @@ void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec
     expect_same(v, 0, q, 0, "N", shared);
     expect_same(k, l_axis, q, l_axis, "L", "(self-attention: one L for queries and keys)");
     expect_same(v, l_axis, k, l_axis, "L", "(one value per key)");
-    expect_same(k, d_axis, q, d_axis, packed ? "H*d_k" : "d_k", "(queries and keys share d_k)");
+    if (!packed) expect_same(k, d_axis, q, d_axis, "d_k", "(queries and keys share d_k)");
     spec.n = extent(q, 0);
     spec.len = extent(q, l_axis);
+    const int kv_given = requested_kv_heads(options);
     if (packed) {
         spec.heads = requested_heads(options) == 0 ? 1 : options.heads;
         expect_heads_divide(spec.heads, extent(q, 2), "the last axis H*d_k", q.file + ":" + q.path);
-        expect_heads_divide(spec.heads, extent(v, 2), "the last axis H*d_v", v.file + ":" + v.path);
         spec.d_k = extent(q, 2) / spec.heads;
-        spec.d_v = extent(v, 2) / spec.heads;
+        if (kv_given != 0) {
+            expect_kv_heads_divide(kv_given, spec.heads, "given");
+            spec.kv_heads = kv_given;
+            if (extent(k, 2) != spec.kv_heads * spec.d_k) {
+                invalid(k.at() + " has shape " + shape_text(k.dims) + ", expected [N, L, G*d_k] with G*d_k = " +
+                        std::to_string(spec.kv_heads) + "*" + std::to_string(spec.d_k) + " = " +
+                        std::to_string(spec.kv_heads * spec.d_k) + " (--kv-heads " + std::to_string(spec.kv_heads) +
+                        ", d_k from " + q.path + "); hint: check --heads and --kv-heads");
+            }
+        } else {
+            spec.kv_heads = kv_heads_from_widths(spec.heads, spec.d_k, extent(k, 2), k.at());
+        }
+        if (extent(v, 2) % spec.kv_heads != 0) {
+            invalid(v.at() + " has shape " + shape_text(v.dims) + ": its last axis G*d_v = " + std::to_string(extent(v, 2)) +
+                    " is not a multiple of G = " + std::to_string(spec.kv_heads) + " K/V heads (the keys' count)");
+        }
+        spec.d_v = extent(v, 2) / spec.kv_heads;
     } else {
         spec.heads = extent(q, 1);
         if (requested_heads(options) != 0 && options.heads != spec.heads) {
@@ -272,8 +321,14 @@ void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec
                   ", shape " + shape_text(q.dims) + " " + q_shape + " with H = " + std::to_string(spec.heads) +
                   "; hint: omit --heads for [N, H, L, d] inputs");
         }
-        expect_same(k, 1, q, 1, "H", shared);
-        expect_same(v, 1, q, 1, "H", shared);
+        spec.kv_heads = extent(k, 1);
+        if (kv_given != 0 && kv_given != spec.kv_heads) {
+            usage("--kv-heads " + std::to_string(kv_given) + " disagrees with " + k.file + ":" + k.path + ", shape " +
+                  shape_text(k.dims) + " [N, G, L, d_k] with G = " + std::to_string(spec.kv_heads) +
+                  "; hint: omit --kv-heads for [N, G, L, d] inputs");
+        }
+        if (spec.kv_heads != spec.heads) expect_kv_heads_divide(spec.kv_heads, spec.heads, "from " + k.path + " axis 1");
+        expect_same(v, 1, k, 1, "G", "(one value head per key head)");
         spec.d_k = extent(q, 3);
         spec.d_v = extent(v, 3);
     }
@@ -298,47 +353,104 @@ void expect_shape(const Data& data, const Dims& expected, const std::string& why
     invalid(data.at() + " has shape " + shape_text(data.dims) + ", expected " + shape_text(expected) + " " + why);
 }
 
-WeightsSpec describe_weights(const InputOptions& options, const InputSpec& spec) {
+// A head count the weights file states (root attribute `name`), 0 when it states none.
+std::int64_t stated_count(const File& file, const char* name) {
+    if (!has_attribute(file, name)) return 0;
+    try {
+        const std::int64_t value = get_int_attribute(file, name);
+        return value > 0 ? value : 0;
+    } catch (const H5Error&) {
+        return 0;  // not an integer: the file states nothing usable
+    }
+}
+
+// The option when given, else the file's count; both given and different: exit 2 naming both.
+std::int64_t agreed_count(int option_value, std::int64_t stated, const char* option, const char* name,
+                          const std::string& file) {
+    if (option_value != 0 && stated != 0 && option_value != stated) {
+        usage(std::string(option) + " " + std::to_string(option_value) + " contradicts " + file + ", whose attribute " + name +
+              " = " + std::to_string(stated) + " says how its weights are cut into heads; hint: omit " + option +
+              " to use the file's " + std::to_string(stated) + ", or fix the file's attribute");
+    }
+    return option_value != 0 ? option_value : stated;
+}
+
+WeightsSpec describe_weights(const InputOptions& options, InputSpec& spec) {
     WeightsSpec weights;
     weights.path = options.weights_path;
     const File file = detail::open_input_file(options.weights_path, "--weights");
     DataType& dtype = weights.dtype;
     Data w_q = *open_weight(file, dataset::w_q, true, 2, "[d, H*d_k]", dtype);
-    Data w_k = *open_weight(file, dataset::w_k, true, 2, "[d, H*d_k]", dtype);
-    Data w_v = *open_weight(file, dataset::w_v, true, 2, "[d, H*d_v]", dtype);
+    Data w_k = *open_weight(file, dataset::w_k, true, 2, "[d, G*d_k]", dtype);
+    Data w_v = *open_weight(file, dataset::w_v, true, 2, "[d, G*d_v]", dtype);
     std::optional<Data> w_o = open_weight(file, dataset::w_o, false, 2, "[H*d_v, d_out]", dtype);
     std::optional<Data> b_q = open_weight(file, dataset::b_q, false, 1, "[H*d_k]", dtype);
-    std::optional<Data> b_k = open_weight(file, dataset::b_k, false, 1, "[H*d_k]", dtype);
-    std::optional<Data> b_v = open_weight(file, dataset::b_v, false, 1, "[H*d_v]", dtype);
+    std::optional<Data> b_k = open_weight(file, dataset::b_k, false, 1, "[G*d_k]", dtype);
+    std::optional<Data> b_v = open_weight(file, dataset::b_v, false, 1, "[G*d_v]", dtype);
     std::optional<Data> b_o = open_weight(file, dataset::b_o, false, 1, "[d_out]", dtype);
+    weights.file_heads = stated_count(file, attribute::heads);
+    weights.file_kv_heads = stated_count(file, attribute::kv_heads);
+    if (has_attribute(file, attribute::rope_theta)) {
+        try {
+            weights.file_rope_theta = get_real_attribute(file, attribute::rope_theta);
+        } catch (const H5Error&) {
+            weights.file_rope_theta = 0;
+        }
+    }
 
     const std::string embeddings = "from " + spec.path + ":" + spec.dataset;
     if (extent(w_q, 0) != spec.d) {
         invalid(w_q.at() + " has shape " + shape_text(w_q.dims) + ", expected [d, H*d_k] with d = " +
                 std::to_string(spec.d) + " " + embeddings + "; hint: the projections must match the embeddings");
     }
-    expect_shape(w_k, w_q.dims, "like /w_q (keys and queries share d_k)");
-    if (extent(w_v, 0) != spec.d) {
-        invalid(w_v.at() + " has shape " + shape_text(w_v.dims) + ", expected [d, H*d_v] with d = " +
-                std::to_string(spec.d) + " " + embeddings + "; hint: the projections must match the embeddings");
+    for (const Data* matrix : {&w_k, &w_v}) {
+        if (extent(*matrix, 0) == spec.d) continue;
+        invalid(matrix->at() + " has shape " + shape_text(matrix->dims) + ", expected [d, " +
+                (matrix == &w_k ? "G*d_k" : "G*d_v") + "] with d = " + std::to_string(spec.d) + " " + embeddings +
+                "; hint: the projections must match the embeddings");
     }
     weights.d_in = spec.d;
     weights.qk_width = extent(w_q, 1);
+    weights.k_width = extent(w_k, 1);
     weights.v_width = extent(w_v, 1);
+
+    // The heads: --heads, else the file's; the K/V heads: --kv-heads, else the file's, else
+    // what the key width says.
+    spec.heads = agreed_count(options.heads, weights.file_heads, "--heads", attribute::heads, options.weights_path);
+    if (spec.heads == 0) spec.heads = 1;
     expect_heads_divide(spec.heads, weights.qk_width, "the columns H*d_k", w_q.file + ":" + dataset::w_q);
-    expect_heads_divide(spec.heads, weights.v_width, "the columns H*d_v", w_v.file + ":" + dataset::w_v);
+    const std::int64_t d_k = weights.qk_width / spec.heads;
+    spec.kv_heads = agreed_count(options.kv_heads, weights.file_kv_heads, "--kv-heads", attribute::kv_heads, options.weights_path);
+    if (spec.kv_heads != 0) {
+        expect_kv_heads_divide(spec.kv_heads, spec.heads, options.kv_heads != 0 ? "given" : "the attribute of " + options.weights_path);
+        if (weights.k_width != spec.kv_heads * d_k) {
+            invalid(w_k.at() + " has shape " + shape_text(w_k.dims) + ", expected [d, G*d_k] with G*d_k = " +
+                    std::to_string(spec.kv_heads) + "*" + std::to_string(d_k) + " = " + std::to_string(spec.kv_heads * d_k) +
+                    " (G = " + std::to_string(spec.kv_heads) + " K/V heads, d_k from " + dataset::w_q + " and H = " +
+                    std::to_string(spec.heads) + "); hint: check --heads and --kv-heads");
+        }
+    } else {
+        spec.kv_heads = kv_heads_from_widths(spec.heads, d_k, weights.k_width, w_k.at());
+    }
+    if (weights.v_width % spec.kv_heads != 0) {
+        invalid(w_v.at() + " has shape " + shape_text(w_v.dims) + ": its columns G*d_v = " + std::to_string(weights.v_width) +
+                " are not a multiple of G = " + std::to_string(spec.kv_heads) + " K/V heads; hint: check --kv-heads");
+    }
+    const std::int64_t attended_width = spec.heads * (weights.v_width / spec.kv_heads);  // H*d_v
     if (w_o) {
-        if (extent(*w_o, 0) != weights.v_width) {
+        if (extent(*w_o, 0) != attended_width) {
             invalid(w_o->at() + " has shape " + shape_text(w_o->dims) + ", expected [H*d_v, d_out] with H*d_v = " +
-                    std::to_string(weights.v_width) + " (the columns of /w_v)");
+                    std::to_string(attended_width) + " (H = " + std::to_string(spec.heads) + " heads of the d_v = " +
+                    std::to_string(weights.v_width / spec.kv_heads) + " columns per head of /w_v)");
         }
         weights.has_w_o = true;
         weights.d_out = extent(*w_o, 1);
     }
     const auto qk = static_cast<hsize_t>(weights.qk_width);
+    const auto kw = static_cast<hsize_t>(weights.k_width);
     const auto vw = static_cast<hsize_t>(weights.v_width);
     if (b_q) expect_shape(*b_q, {qk}, "(the columns of /w_q)");
-    if (b_k) expect_shape(*b_k, {qk}, "(the columns of /w_k)");
+    if (b_k) expect_shape(*b_k, {kw}, "(the columns of /w_k)");
     if (b_v) expect_shape(*b_v, {vw}, "(the columns of /w_v)");
     if (b_o) {
         if (!w_o) invalid(b_o->at() + " is present without /w_o; expected /w_o [H*d_v, d_out] alongside it");
@@ -405,7 +517,7 @@ InputSpec describe_input(const InputOptions& options) {
         if (!options.weights_path.empty()) {
             spec.weights = describe_weights(options, spec);
             spec.d_k = spec.weights->qk_width / spec.heads;
-            spec.d_v = spec.weights->v_width / spec.heads;
+            spec.d_v = spec.weights->v_width / spec.kv_heads;
         }
         if (lengths) check_lengths_values(*lengths, spec.len, options);
     } catch (const H5Error& error) {

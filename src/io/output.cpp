@@ -90,6 +90,11 @@ void write_provenance(const File& file, const OutputLayout& layout, const Proven
     set_text_attribute(file, attribute::input_file, provenance.input_file);
     set_text_attribute(file, attribute::input_dataset, provenance.input_dataset);
     set_int_attribute(file, attribute::heads, provenance.heads);
+    set_int_attribute(file, attribute::kv_heads, provenance.kv_heads > 0 ? provenance.kv_heads : provenance.heads);
+    set_int_attribute(file, attribute::d_k, provenance.d_k);
+    set_int_attribute(file, attribute::d_v, provenance.d_v);
+    set_real_attribute(file, attribute::rope_theta, provenance.rope_theta);
+    set_text_attribute(file, attribute::weights_file, provenance.weights_file);
     set_int_attribute(file, attribute::causal, provenance.causal ? 1 : 0);
     set_real_attribute(file, attribute::scale, provenance.scale);
     set_text_attribute(file, attribute::save_weights, name_of(layout.save_weights));
@@ -102,6 +107,37 @@ void write_provenance(const File& file, const OutputLayout& layout, const Proven
     // Attributes stop near 64 KiB; the configuration may not.
     write_text_dataset(file, dataset::config, provenance.config);
     set_int_attribute(file, attribute::complete, 0);
+}
+
+// The netCDF view of the output: one scale per distinct axis, attached to every axis it
+// measures. /attention's first axis is N only when it holds every sequence, and its head
+// axis H only when it holds every head.
+void attach_dimension_scales(const File& file, const OutputLayout& layout, const Dataset& output, const Dataset& lse,
+                             const Dataset& lengths, const std::optional<Dataset>& attention) {
+    const auto count = [](std::int64_t value) { return static_cast<hsize_t>(value); };
+    const Dataset n = create_dimension_scale(file, dimension::n, count(layout.n));
+    const Dataset len = create_dimension_scale(file, dimension::len, count(layout.len));
+    const Dataset d_out = create_dimension_scale(file, dimension::d_out, count(layout.d_out));
+    const Dataset heads = create_dimension_scale(file, dimension::heads, count(layout.heads));
+    attach_dimension_scale(output, n, 0);
+    attach_dimension_scale(output, len, 1);
+    attach_dimension_scale(output, d_out, 2);
+    attach_dimension_scale(lse, n, 0);
+    attach_dimension_scale(lse, heads, 1);
+    attach_dimension_scale(lse, len, 2);
+    attach_dimension_scale(lengths, n, 0);
+    if (!attention) return;
+    const Dataset len_k = create_dimension_scale(file, dimension::len_k, count(layout.len));
+    const bool every_sequence = layout.weights_count() == layout.n;
+    const std::optional<Dataset> n_w =
+        every_sequence ? std::nullopt : std::optional<Dataset>(create_dimension_scale(file, dimension::n_w, count(layout.weights_count())));
+    const bool mean = layout.save_weights == SaveWeights::mean;
+    const std::optional<Dataset> head_mean =
+        mean ? std::optional<Dataset>(create_dimension_scale(file, dimension::head_mean, 1)) : std::nullopt;
+    attach_dimension_scale(*attention, n_w ? *n_w : n, 0);
+    attach_dimension_scale(*attention, head_mean ? *head_mean : heads, 1);
+    attach_dimension_scale(*attention, len, 2);
+    attach_dimension_scale(*attention, len_k, 3);
 }
 
 void expect_pointer(const void* pointer, const char* name, std::int64_t count) {
@@ -208,6 +244,7 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
         out.lse_ = make_dataset(out.file_, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
                                 std::numeric_limits<double>::quiet_NaN());
         out.lengths_ = make_dataset(out.file_, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, -1.0);
+        attach_dimension_scales(out.file_, layout, *out.output_, *out.lse_, *out.lengths_, out.attention_);
         write_provenance(out.file_, layout, provenance);
         if (options.journal) out.create_journal(*options.journal);
         out.file_.flush();

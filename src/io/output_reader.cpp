@@ -86,6 +86,11 @@ Provenance OutputReader::provenance() const {
     text(attribute::input_file, provenance.input_file);
     text(attribute::input_dataset, provenance.input_dataset);
     integer(attribute::heads, provenance.heads);
+    integer(attribute::kv_heads, provenance.kv_heads);
+    integer(attribute::d_k, provenance.d_k);
+    integer(attribute::d_v, provenance.d_v);
+    if (has_attribute(file_, attribute::rope_theta)) provenance.rope_theta = get_real_attribute(file_, attribute::rope_theta);
+    text(attribute::weights_file, provenance.weights_file);
     std::int64_t causal = 0;
     integer(attribute::causal, causal);
     provenance.causal = causal != 0;

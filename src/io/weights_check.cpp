@@ -3,6 +3,8 @@
 
 #include "attnbatch/io/schema_names.hpp"
 
+#include <string>
+
 #include <optional>
 
 namespace attnbatch::io {
@@ -38,41 +40,72 @@ WeightsCheck check_weights(const std::string& file, const FileSchema& schema, in
     };
 
     const std::optional<Dims> w_q = matrix(dataset::w_q, 2, "[d, H*d_k]", true);
-    const std::optional<Dims> w_k = matrix(dataset::w_k, 2, "[d, H*d_k]", true);
-    const std::optional<Dims> w_v = matrix(dataset::w_v, 2, "[d, H*d_v]", true);
+    const std::optional<Dims> w_k = matrix(dataset::w_k, 2, "[d, G*d_k]", true);
+    const std::optional<Dims> w_v = matrix(dataset::w_v, 2, "[d, G*d_v]", true);
     const std::optional<Dims> w_o = matrix(dataset::w_o, 2, "[H*d_v, d_out]", false);
     const std::optional<Dims> b_q = matrix(dataset::b_q, 1, "[H*d_k]", false);
-    const std::optional<Dims> b_k = matrix(dataset::b_k, 1, "[H*d_k]", false);
-    const std::optional<Dims> b_v = matrix(dataset::b_v, 1, "[H*d_v]", false);
+    const std::optional<Dims> b_k = matrix(dataset::b_k, 1, "[G*d_k]", false);
+    const std::optional<Dims> b_v = matrix(dataset::b_v, 1, "[G*d_v]", false);
     const std::optional<Dims> b_o = matrix(dataset::b_o, 1, "[d_out]", false);
     if (!w_q || !w_v) return check;
 
     check.d = static_cast<std::int64_t>((*w_q)[0]);
     check.qk_width = static_cast<std::int64_t>((*w_q)[1]);
     check.v_width = static_cast<std::int64_t>((*w_v)[1]);
+    check.k_width = w_k ? static_cast<std::int64_t>((*w_k)[1]) : check.qk_width;
+    const auto stated = [&](const char* name) -> std::int64_t {
+        const AttributeValue* value = schema.attribute(name);
+        return value && value->kind == AttributeValue::Kind::integer && value->integers.size() == 1 ? value->integers[0] : 0;
+    };
+    check.heads = heads > 0 ? heads : stated(attribute::heads);
+    check.kv_heads = stated(attribute::kv_heads);
     const auto columns_of = [](const char* matrix_path) { return std::string("(the columns of ") + matrix_path + ")"; };
-    expect(dataset::w_k, w_k, *w_q, std::string("like ") + dataset::w_q + " (keys and queries share d_k)");
+    if (w_k && (*w_k)[0] != (*w_q)[0]) {
+        problem(std::string("dataset ") + dataset::w_k + " has shape " + shape_text(*w_k) + ", expected [d, G*d_k] with d = " +
+                std::to_string(check.d) + " (the rows of " + dataset::w_q + ")");
+    }
+    // Keys share d_k with the queries: G/H = the ratio of their widths.
+    if (w_k && (check.k_width > check.qk_width || check.qk_width % check.k_width != 0)) {
+        problem(std::string("dataset ") + dataset::w_k + " has shape " + shape_text(*w_k) + ", expected [d, G*d_k] with G*d_k "
+                "dividing H*d_k = " + std::to_string(check.qk_width) + " (the columns of " + dataset::w_q + ")");
+        return check;
+    }
+    const std::int64_t group = check.qk_width / check.k_width;  // H / G
     if ((*w_v)[0] != (*w_q)[0]) {
-        problem(std::string("dataset ") + dataset::w_v + " has shape " + shape_text(*w_v) + ", expected [d, H*d_v] with d = " +
+        problem(std::string("dataset ") + dataset::w_v + " has shape " + shape_text(*w_v) + ", expected [d, G*d_v] with d = " +
                 std::to_string(check.d) + " (the rows of " + dataset::w_q + ")");
     }
     if (w_o) {
         check.d_out = static_cast<std::int64_t>((*w_o)[1]);
-        expect(dataset::w_o, w_o, {(*w_v)[1], (*w_o)[1]}, std::string("(its rows are the columns H*d_v of ") + dataset::w_v + ")");
+        expect(dataset::w_o, w_o, {(*w_v)[1] * static_cast<hsize_t>(group), (*w_o)[1]},
+               std::string("(its rows H*d_v are the columns G*d_v of ") + dataset::w_v + " times H/G = " + std::to_string(group) + ")");
     } else if (schema.dataset(dataset::b_o)) {
         problem(std::string("dataset ") + dataset::b_o + " is present without " + dataset::w_o + "; expected " +
                 dataset::w_o + " [H*d_v, d_out] alongside it");
     }
     expect(dataset::b_q, b_q, {(*w_q)[1]}, columns_of(dataset::w_q));
-    expect(dataset::b_k, b_k, {(*w_q)[1]}, columns_of(dataset::w_k));
+    expect(dataset::b_k, b_k, {static_cast<hsize_t>(check.k_width)}, columns_of(dataset::w_k));
     expect(dataset::b_v, b_v, {(*w_v)[1]}, columns_of(dataset::w_v));
     if (w_o) expect(dataset::b_o, b_o, {(*w_o)[1]}, columns_of(dataset::w_o));
-    if (heads > 0) {
-        for (const auto& [what, width] : {std::pair{std::string("H*d_k (columns of ") + dataset::w_q + ")", check.qk_width},
-                                          std::pair{std::string("H*d_v (columns of ") + dataset::w_v + ")", check.v_width}}) {
-            if (width % heads != 0) {
-                problem("--heads " + std::to_string(heads) + " does not divide " + what + " = " +
-                        std::to_string(width));
+    if (check.heads > 0) {
+        const std::string source = heads > 0 ? "--heads " : std::string("attribute ") + attribute::heads + " = ";
+        if (check.qk_width % check.heads != 0) {
+            problem(source + std::to_string(check.heads) + " does not divide H*d_k (columns of " + dataset::w_q + ") = " +
+                    std::to_string(check.qk_width));
+        } else if (check.heads % group != 0) {
+            problem(source + std::to_string(check.heads) + " is no multiple of H/G = " + std::to_string(group) +
+                    " (the columns of " + dataset::w_q + " over those of " + dataset::w_k + ")");
+        } else {
+            const std::int64_t groups = check.heads / group;
+            if (check.kv_heads > 0 && check.kv_heads != groups) {
+                problem(std::string("attribute ") + attribute::kv_heads + " = " + std::to_string(check.kv_heads) + " but the widths of " +
+                        dataset::w_q + " and " + dataset::w_k + " give G = " + std::to_string(groups) + " for H = " +
+                        std::to_string(check.heads));
+            }
+            check.kv_heads = groups;
+            if (check.v_width % groups != 0) {
+                problem("G = " + std::to_string(groups) + " does not divide G*d_v (columns of " + dataset::w_v + ") = " +
+                        std::to_string(check.v_width));
             }
         }
     }

@@ -56,6 +56,7 @@ struct JobSettings {
     std::string output;
     bool causal = false;
     double scale = 0.0;  // 0: 1/sqrt(d_k)
+    double rope_theta = 0.0;  // rotary position embeddings on Q and K; 0: off
     io::SaveWeights save_weights = io::SaveWeights::all;
     io::WeightsDtype weights_dtype = io::WeightsDtype::f32;
     std::optional<SequenceRange> weights_sequences;  // none: every sequence

@@ -23,9 +23,10 @@ struct MemoryModel {
 
 // `in_flight`: blocks resident at once (2 with double buffering: one computed while the
 // previous is written and the next read; 3 on rank 0 of a gathered run, which also holds
-// another rank's block in transit).
+// another rank's block in transit). `rope`: rotary embeddings are applied (a table, and
+// rotated copies of unprojected Q and K).
 MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layout,
-                         const kernels::KernelOptions& kernel, int in_flight = 2);
+                         const kernels::KernelOptions& kernel, int in_flight = 2, bool rope = false);
 
 // The most sequences a step may hold under `max_memory` (at least 1, at most n). Throws
 // Error (exit 2) when one sequence does not fit, naming the options that shrink it.

@@ -16,12 +16,13 @@ namespace attnbatch::distributed {
 // Predicted cost of one sequence of `len` valid tokens, in flops.
 struct CostModel {
     std::int64_t heads = 1, d_k = 0, d_v = 0;
+    std::int64_t kv_heads = 0;  // G, the K/V heads (0: G = H)
     std::int64_t d_in = 0;   // embedding width when projections run (0: no projections)
     std::int64_t d_out = 0;  // columns of w_o (0: no output projection)
     bool causal = false;
 
     // attention:   2 * pairs * H * (d_k + d_v), pairs = len^2 (len (len + 1) / 2 when causal)
-    // projections: 2 * len * d_in * H * (2 d_k + d_v) when d_in > 0,
+    // projections: 2 * len * d_in * (H d_k + G d_k + G d_v) when d_in > 0,
     //              plus 2 * len * H * d_v * d_out with w_o
     // data:        (len + kSequenceOverheadTokens) * (input width + output width) + 1, one
     //              "flop" per float read or written, the overhead standing for the fixed

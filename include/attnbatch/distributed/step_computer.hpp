@@ -17,6 +17,7 @@ namespace attnbatch::distributed {
 struct AttentionSettings {
     bool causal = false;
     float scale = 0.0f;  // already resolved (1/sqrt(d_k) by default)
+    double rope_theta = 0.0;  // rotary embeddings on Q and K (kernels/rope.hpp); 0: none
     kernels::KernelOptions kernel;
 };
 

@@ -31,6 +31,8 @@ struct DatasetSchema {
     Dims chunk;                        // empty: contiguous or compact layout
     std::vector<std::string> filters;  // in pipeline order: "shuffle", "deflate", ...
     std::vector<std::string> labels;   // one per axis, "" when unlabelled
+    std::vector<std::string> scales;   // the dimension scale attached to each axis, "" where none
+    bool is_dimension_scale = false;   // a scale itself (the netCDF name of an axis)
     std::vector<AttributeValue> attributes;
 
     const AttributeValue* attribute(const std::string& name) const;

@@ -114,4 +114,12 @@ std::string read_text_dataset(const File& file, const std::string& path);
 void set_dimension_labels(const Dataset& dataset, const std::vector<std::string>& labels);
 std::vector<std::string> dimension_labels(const Dataset& dataset);
 
+// Dimension scales, which netCDF readers (xarray's h5netcdf engine) take the axes' names from:
+// a 1-D dataset `name` of `length` marked as a netCDF dimension without values, and its
+// attachment to an axis of a dataset. Collective under MPI-IO, like every creation.
+Dataset create_dimension_scale(const File& file, const std::string& name, hsize_t length);
+void attach_dimension_scale(const Dataset& dataset, const Dataset& scale, unsigned axis);
+// The name of the scale attached to each axis, "" where none is.
+std::vector<std::string> dimension_scale_names(const Dataset& dataset);
+
 }  // namespace attnbatch::io

@@ -27,7 +27,10 @@ struct InputOptions {
     std::string query;     // query, key, value: all three or none
     std::string key;
     std::string value;
-    int heads = 0;         // 0: not given (1 for embeddings and packed Q/K/V; from the data for [N, H, L, d_k])
+    int heads = 0;         // 0: not given (1 for embeddings and packed Q/K/V; from the data for [N, H, L, d_k];
+                           // the weights file's attribute `heads` with --weights)
+    int kv_heads = 0;      // G, the K/V heads of grouped-query attention; 0: not given (the weights file's
+                           // attribute `kv_heads`, else what the shapes say, else H)
     std::string weights_path;  // empty: no projections
     bool check_finite = true;  // the full-data NaN/inf scan; costs one read of every input
     std::size_t scan_bytes = default_scan_bytes;  // memory bound of the scans
@@ -43,12 +46,19 @@ const char* name_of(DataType type);
 struct WeightsSpec {
     std::string path;
     std::int64_t d_in = 0;      // rows of w_q, w_k, w_v: the embedding width d
-    std::int64_t qk_width = 0;  // H*d_k: columns of w_q and w_k
-    std::int64_t v_width = 0;   // H*d_v: columns of w_v, rows of w_o
+    std::int64_t qk_width = 0;  // H*d_k: columns of w_q (and of w_k without grouped-query attention)
+    std::int64_t v_width = 0;   // G*d_v: columns of w_v (H*d_v, the rows of w_o, when G = H)
+    std::int64_t k_width = 0;   // G*d_k: columns of w_k; 0: qk_width
     bool has_w_o = false;
     std::int64_t d_out = 0;     // columns of w_o (0 without it)
     bool has_b_q = false, has_b_k = false, has_b_v = false, has_b_o = false;
     DataType dtype = DataType::float32;  // float64 when any matrix is float64
+    // What the file says of itself (root attributes; 0 when absent): the head counts it was
+    // made for, and the rotary base of the model it was imported from (import-weights).
+    std::int64_t file_heads = 0, file_kv_heads = 0;
+    double file_rope_theta = 0;
+
+    std::int64_t key_width() const { return k_width > 0 ? k_width : qk_width; }
 };
 
 struct InputSpec {
@@ -63,6 +73,7 @@ struct InputSpec {
     std::int64_t len = 0;    // L: tokens per sequence (padded)
     std::int64_t d = 0;      // embedding width (embeddings mode; 0 for qkv)
     std::int64_t heads = 0;  // H
+    std::int64_t kv_heads = 0;  // G (divides H): K and V hold G heads; 0: G = H
     std::int64_t d_k = 0;    // per head
     std::int64_t d_v = 0;    // per head
     DataType dtype = DataType::float32;  // float64 when any data dataset is float64
@@ -71,6 +82,7 @@ struct InputSpec {
 
     // Width of /output: d_out with w_o, else H*d_v.
     std::int64_t d_out() const;
+    std::int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
 };
 
 InputSpec describe_input(const InputOptions& options);

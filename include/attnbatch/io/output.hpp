@@ -5,7 +5,9 @@
 //   /lse        float32 [N, H, L]                           labels N, H, L
 //   /lengths    int32 [N]                                   label N
 //   /config     scalar UTF-8 string: the full resolved configuration
-// plus root attributes for provenance and `complete`, 0 until finalize() sets it to 1.
+// plus root attributes for provenance and `complete`, 0 until finalize() sets it to 1, and
+// dimension scales /N, /L, /D_out, /H, /L_k (and /N_w, /H_mean for a subset or the mean of the
+// weights) attached to every axis, so that netCDF readers show the axes' names.
 //
 // The file is written as OUTPUT.partial and renamed to OUTPUT only once complete, so a file
 // named OUTPUT is always whole; an existing OUTPUT is replaced (with force) only by that
@@ -75,6 +77,10 @@ struct Provenance {
     std::string input_file;
     std::string input_dataset;  // "/embeddings", or "/q,/k,/v" for Q/K/V input
     std::int64_t heads = 0;
+    std::int64_t kv_heads = 0;  // G; 0: recorded as H
+    std::int64_t d_k = 0, d_v = 0;
+    double rope_theta = 0.0;    // 0: no rotary embeddings
+    std::string weights_file;   // the projections file, "" without
     bool causal = false;
     double scale = 0.0;
     std::int64_t ranks = 1;

@@ -48,6 +48,11 @@ namespace attribute {
 // Shared by every file attnbatch writes.
 inline constexpr const char* format = "format";  // one of the format:: values below
 inline constexpr const char* heads = "heads";    // H
+// G, the K/V heads of grouped-query attention (weights files and outputs; G = H without it).
+inline constexpr const char* kv_heads = "kv_heads";
+// The base of the rotary position embeddings (outputs: 0 when off; weights files: the
+// model's, from its config.json, which `run` applies only when given --rope-theta).
+inline constexpr const char* rope_theta = "rope_theta";
 
 // Input and weights files written by `generate`.
 inline constexpr const char* generator = "generator";        // "attnbatch generate VERSION"
@@ -75,6 +80,10 @@ inline constexpr const char* ranks = "ranks";                          // MPI ra
 inline constexpr const char* threads = "threads";                      // threads per rank
 inline constexpr const char* io_mode = "io_mode";                      // "gather" or "parallel"
 inline constexpr const char* config_dataset = "config_dataset";        // where the configuration is: /config
+inline constexpr const char* d_k = "d_k";                              // query/key width per head
+inline constexpr const char* d_v = "d_v";                              // value width per head
+inline constexpr const char* input_path = "input_path";                // the input file's absolute path
+inline constexpr const char* weights_file = "weights_file";            // the --weights file's absolute path, "" without
 // 1 once every sequence is written, 0 before: an output counts only when it says 1.
 inline constexpr const char* complete = "complete";
 
@@ -89,7 +98,29 @@ inline constexpr const char* hash = "hash";  // XXH3-64 of the identity text
 inline constexpr const char* sequences = "sequences";  // the sequences of its rows
 inline constexpr const char* source = "source";        // root: the output the maps came from
 
+// Weights files written by `import-weights` (plus heads, kv_heads, rope_theta, source: the
+// absolute path of the model file).
+inline constexpr const char* source_format = "source_format";  // "safetensors"
+inline constexpr const char* layer = "layer";                  // the layer's prefix in the model ("" at the top)
+inline constexpr const char* naming = "naming";                // "nn.MultiheadAttention", "bert" or "llama"
+inline constexpr const char* tensors = "tensors";              // the model tensors read, comma-separated
+inline constexpr const char* model_type = "model_type";        // config.json's model_type, when there was one
+inline constexpr const char* source_tensor = "source_tensor";  // on each dataset: what it was made from
+
 }  // namespace attribute
+
+// Dimension scales of an output (SPEC.md "dimension scales"): the names netCDF readers such
+// as xarray's h5netcdf engine give the axes. Each is a 1-D dataset at the root, of the axis'
+// length, marked as a netCDF dimension that is not a variable (it holds no values).
+namespace dimension {
+inline constexpr const char* n = "N";          // sequences
+inline constexpr const char* len = "L";        // tokens (query rows)
+inline constexpr const char* d_out = "D_out";  // columns of /output
+inline constexpr const char* heads = "H";      // heads of /lse and /attention
+inline constexpr const char* len_k = "L_k";    // keys of /attention
+inline constexpr const char* n_w = "N_w";      // sequences of /attention when --weights-seqs keeps fewer than N
+inline constexpr const char* head_mean = "H_mean";  // the one "head" of --save-weights mean
+}  // namespace dimension
 
 // Values of the root attribute `format`, which say what a file is.
 namespace format {
