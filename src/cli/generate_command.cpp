@@ -48,6 +48,7 @@ struct Plan {
     std::string weights_out;  // empty: no weights file
     bool force = false;
     std::int64_t n = 0, len = 0, dim = 0, heads = 1;
+    std::int64_t kv_heads = 0;  // G of keys and values (weights or Q/K/V); 0: G = H
     std::int64_t head_dim = 0, value_dim = 0, out_dim = 0;  // d_k, d_v, d_out
     std::optional<std::int64_t> min_len;
     bool qkv = false;
@@ -119,6 +120,13 @@ Plan plan_from(const po::variables_map& vm) {
     plan.len = positive(vm, "seq-len");
     plan.dim = positive(vm, "dim");
     plan.heads = positive(vm, "heads");
+    if (vm.count("kv-heads")) {
+        plan.kv_heads = positive(vm, "kv-heads");
+        if (plan.heads % plan.kv_heads != 0) {
+            usage("--kv-heads " + std::to_string(plan.kv_heads) + " does not divide --heads " + std::to_string(plan.heads) +
+                  " (query head h reads K/V head h / (H/G))");
+        }
+    }
     if (vm.count("min-len")) {
         const int min_len = vm["min-len"].as<int>();
         if (min_len < 0) usage("--min-len: " + std::to_string(min_len) + " is negative, expected 0 <= M <= --seq-len");
@@ -170,6 +178,7 @@ Plan plan_from(const po::variables_map& vm) {
     const std::optional<std::int64_t> value_dim = optional_positive(vm, "value-dim");
     const std::optional<std::int64_t> out_dim = optional_positive(vm, "out-dim");
     const bool projects = weights || plan.qkv;
+    if (plan.kv_heads > 0 && !projects) usage("--kv-heads applies only with --weights-out or --qkv");
     if (head_dim && !projects) usage("--head-dim applies only with --weights-out or --qkv");
     if (value_dim && !projects) usage("--value-dim applies only with --weights-out or --qkv");
     if (out_dim && !weights) usage("--out-dim applies only with --weights-out");
@@ -217,11 +226,12 @@ private:
 // number l*W + c of unit n. The split view [N, H, L, W/H] holds the same numbers with the
 // head axis moved forward, so a split file is the transpose of the packed one. Tokens at or
 // beyond the sequence's length are zeros.
-io::ValueSource sequence_values(const Plan& plan, std::uint64_t stream, std::uint64_t width, bool split) {
+io::ValueSource sequence_values(const Plan& plan, std::uint64_t stream, std::uint64_t width, bool split,
+                                std::int64_t heads = 0) {
     const RandomField field(plan.seed, stream);
     const LengthDraw length(plan);
     const double scale = plan.scale;
-    const std::uint64_t head_width = width / static_cast<std::uint64_t>(plan.heads);
+    const std::uint64_t head_width = width / static_cast<std::uint64_t>(heads > 0 ? heads : plan.heads);
     return [=](const io::Dims& index, std::size_t count, double* out) {
         const std::uint64_t sequence = index[0];
         const std::uint64_t token = split ? index[2] : index[1];
@@ -268,11 +278,14 @@ io::InputContent input_content(const Plan& plan, LengthRange& range) {
         content.layout = plan.split ? io::QkvLayout::split : io::QkvLayout::packed;
         content.d_k = plan.head_dim;
         content.d_v = plan.value_dim;
+        const std::int64_t kv_heads = plan.kv_heads > 0 ? plan.kv_heads : plan.heads;
+        content.kv_heads = plan.kv_heads;
         const auto qk_width = heads * static_cast<std::uint64_t>(plan.head_dim);
-        const auto v_width = heads * static_cast<std::uint64_t>(plan.value_dim);
+        const auto k_width = static_cast<std::uint64_t>(kv_heads * plan.head_dim);
+        const auto v_width = static_cast<std::uint64_t>(kv_heads * plan.value_dim);
         content.query = sequence_values(plan, stream_query, qk_width, plan.split);
-        content.key = sequence_values(plan, stream_key, qk_width, plan.split);
-        content.value = sequence_values(plan, stream_value, v_width, plan.split);
+        content.key = sequence_values(plan, stream_key, k_width, plan.split, kv_heads);
+        content.value = sequence_values(plan, stream_value, v_width, plan.split, kv_heads);
     }
     if (plan.min_len) {
         const LengthDraw length(plan);
@@ -295,6 +308,7 @@ io::WeightsContent weights_content(const Plan& plan) {
     content.dtype = plan.dtype();
     content.d = plan.dim;
     content.heads = plan.heads;
+    content.kv_heads = plan.kv_heads;
     content.d_k = plan.head_dim;
     content.d_v = plan.value_dim;
     content.d_out = plan.out_dim;
@@ -348,6 +362,7 @@ int generate_command(const std::vector<std::string>& args) {
         ("min-len", po::value<int>()->value_name("M"),
          "ragged lengths: each sequence's length uniform in [M, L], written as int32 /lengths [N]")
         ("heads", po::value<int>()->default_value(1), "heads H (must divide --dim unless --head-dim is given)")
+        ("kv-heads", po::value<int>(), "grouped-query attention: G K/V heads (G divides H), with --weights-out (w_k, w_v of G*d_k, G*d_v columns) or --qkv [H]")
         ("weights-out", po::value<std::string>()->value_name("FILE"),
          "also write projections /w_q /w_k [d, H*d_k], /w_v [d, H*d_v], /w_o [H*d_v, d_out], /b_q /b_k /b_v /b_o")
         ("head-dim", po::value<int>()->value_name("d_k"), "per-head width of queries and keys [d/H]")

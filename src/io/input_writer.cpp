@@ -56,20 +56,25 @@ std::vector<WrittenDataset> write_input(const File& file, const InputContent& co
                                         {"N", "L", "d"}, slab_bytes, content.embeddings));
     } else {
         const bool split = content.layout == QkvLayout::split;
+        const bool grouped = content.kv_heads > 0 && content.kv_heads != content.heads;
+        const auto kv_heads = grouped ? static_cast<hsize_t>(content.kv_heads) : heads;
+        const char* kv = grouped ? "G" : "H";
         const struct {
             const char* path;
             const ValueSource& values;
             std::int64_t head_width;
             const char* width_label;
-        } tensors[] = {{dataset::query, content.query, content.d_k, "d_k"},
-                       {dataset::key, content.key, content.d_k, "d_k"},
-                       {dataset::value, content.value, content.d_v, "d_v"}};
+            hsize_t heads;
+            const char* heads_label;
+        } tensors[] = {{dataset::query, content.query, content.d_k, "d_k", heads, "H"},
+                       {dataset::key, content.key, content.d_k, "d_k", kv_heads, kv},
+                       {dataset::value, content.value, content.d_v, "d_v", kv_heads, kv}};
         for (const auto& t : tensors) {
             const auto head_width = static_cast<hsize_t>(t.head_width);
-            const Dims dims = split ? Dims{n, heads, len, head_width} : Dims{n, len, heads * head_width};
+            const Dims dims = split ? Dims{n, t.heads, len, head_width} : Dims{n, len, t.heads * head_width};
             const std::vector<std::string> labels =
-                split ? std::vector<std::string>{"N", "H", "L", t.width_label}
-                      : std::vector<std::string>{"N", "L", std::string("H*") + t.width_label};
+                split ? std::vector<std::string>{"N", t.heads_label, "L", t.width_label}
+                      : std::vector<std::string>{"N", "L", std::string(t.heads_label) + "*" + t.width_label};
             written.push_back(write_dataset(file, t.path, type, dims, labels, slab_bytes, t.values));
         }
     }
@@ -81,6 +86,7 @@ std::vector<WrittenDataset> write_input(const File& file, const InputContent& co
     set_real_attribute(file, attribute::scale_values, record.scale_values);
     if (record.min_len) set_int_attribute(file, attribute::min_len, *record.min_len);
     if (content.mode == InputMode::qkv) {
+        if (content.kv_heads > 0 && content.kv_heads != content.heads) set_int_attribute(file, attribute::kv_heads, content.kv_heads);
         set_int_attribute(file, attribute::head_dim, content.d_k);
         set_int_attribute(file, attribute::value_dim, content.d_v);
     }
@@ -90,25 +96,31 @@ std::vector<WrittenDataset> write_input(const File& file, const InputContent& co
 std::vector<WrittenDataset> write_weights(const File& file, const WeightsContent& content, const GeneratorRecord& record,
                                           std::size_t slab_bytes) {
     const auto d = static_cast<hsize_t>(content.d);
+    const bool grouped = content.kv_heads > 0 && content.kv_heads != content.heads;
+    const std::int64_t kv_heads = grouped ? content.kv_heads : content.heads;
+    const std::string kv = grouped ? "G" : "H";
     const auto qk = static_cast<hsize_t>(content.heads * content.d_k);
+    const auto kw = static_cast<hsize_t>(kv_heads * content.d_k);
+    const auto vw = static_cast<hsize_t>(kv_heads * content.d_v);
     const auto v = static_cast<hsize_t>(content.heads * content.d_v);
     const auto d_out = static_cast<hsize_t>(content.d_out);
     const MemType type = mem_type_of(content.dtype);
     const std::size_t slab = slab_bytes;
     std::vector<WrittenDataset> written;
     written.push_back(write_dataset(file, dataset::w_q, type, {d, qk}, {"d", "H*d_k"}, slab, content.w_q));
-    written.push_back(write_dataset(file, dataset::w_k, type, {d, qk}, {"d", "H*d_k"}, slab, content.w_k));
-    written.push_back(write_dataset(file, dataset::w_v, type, {d, v}, {"d", "H*d_v"}, slab, content.w_v));
+    written.push_back(write_dataset(file, dataset::w_k, type, {d, kw}, {"d", kv + "*d_k"}, slab, content.w_k));
+    written.push_back(write_dataset(file, dataset::w_v, type, {d, vw}, {"d", kv + "*d_v"}, slab, content.w_v));
     if (content.w_o) {
         written.push_back(write_dataset(file, dataset::w_o, type, {v, d_out}, {"H*d_v", "d_out"}, slab, content.w_o));
     }
     if (content.b_q) written.push_back(write_dataset(file, dataset::b_q, type, {qk}, {"H*d_k"}, slab, content.b_q));
-    if (content.b_k) written.push_back(write_dataset(file, dataset::b_k, type, {qk}, {"H*d_k"}, slab, content.b_k));
-    if (content.b_v) written.push_back(write_dataset(file, dataset::b_v, type, {v}, {"H*d_v"}, slab, content.b_v));
+    if (content.b_k) written.push_back(write_dataset(file, dataset::b_k, type, {kw}, {kv + "*d_k"}, slab, content.b_k));
+    if (content.b_v) written.push_back(write_dataset(file, dataset::b_v, type, {vw}, {kv + "*d_v"}, slab, content.b_v));
     if (content.w_o && content.b_o) {
         written.push_back(write_dataset(file, dataset::b_o, type, {d_out}, {"d_out"}, slab, content.b_o));
     }
     write_common_attributes(file, record, format::weights, content.heads, content.dtype);
+    if (grouped) set_int_attribute(file, attribute::kv_heads, content.kv_heads);
     set_int_attribute(file, attribute::head_dim, content.d_k);
     set_int_attribute(file, attribute::value_dim, content.d_v);
     if (content.w_o) set_int_attribute(file, attribute::out_dim, content.d_out);
@@ -120,20 +132,24 @@ double element_size(DataType type) { return type == DataType::float64 ? 8.0 : 4.
 }  // namespace
 
 double input_bytes(const InputContent& content) {
+    const double kv_heads = static_cast<double>(content.kv_heads > 0 ? content.kv_heads : content.heads);
     const double width =
         content.mode == InputMode::qkv
-            ? static_cast<double>(content.heads) * (2.0 * static_cast<double>(content.d_k) + static_cast<double>(content.d_v))
+            ? static_cast<double>(content.heads) * static_cast<double>(content.d_k) +
+                  kv_heads * static_cast<double>(content.d_k + content.d_v)
             : static_cast<double>(content.d);
     return static_cast<double>(content.n) * static_cast<double>(content.len) * width * element_size(content.dtype) +
            (content.lengths ? 4.0 * static_cast<double>(content.n) : 0.0);
 }
 
 double weights_bytes(const WeightsContent& content) {
+    const double kv_heads = static_cast<double>(content.kv_heads > 0 ? content.kv_heads : content.heads);
     const double qk = static_cast<double>(content.heads * content.d_k);
+    const double kw = kv_heads * static_cast<double>(content.d_k), vw = kv_heads * static_cast<double>(content.d_v);
     const double v = static_cast<double>(content.heads * content.d_v);
     const double d = static_cast<double>(content.d), d_out = static_cast<double>(content.d_out);
-    double elements = d * (2 * qk + v);
-    elements += (content.b_q ? qk : 0.0) + (content.b_k ? qk : 0.0) + (content.b_v ? v : 0.0);
+    double elements = d * (qk + kw + vw);
+    elements += (content.b_q ? qk : 0.0) + (content.b_k ? kw : 0.0) + (content.b_v ? vw : 0.0);
     if (content.w_o) elements += v * d_out + (content.b_o ? d_out : 0.0);
     return elements * element_size(content.dtype);
 }

@@ -44,6 +44,7 @@ struct InputContent {
     QkvLayout layout = QkvLayout::packed;  // qkv mode
     DataType dtype = DataType::float32;
     std::int64_t n = 0, len = 0, heads = 1;
+    std::int64_t kv_heads = 0;             // qkv mode: G heads of keys and values; 0: G = H
     std::int64_t d = 0;                    // embeddings mode: the width
     std::int64_t d_k = 0, d_v = 0;         // qkv mode: per head
     std::string embeddings_path = dataset::embeddings;
@@ -55,6 +56,7 @@ struct InputContent {
 struct WeightsContent {
     DataType dtype = DataType::float32;
     std::int64_t d = 0, heads = 1, d_k = 0, d_v = 0;
+    std::int64_t kv_heads = 0;       // G: /w_k, /w_v have G*d_k, G*d_v columns; 0: G = H
     std::int64_t d_out = 0;          // columns of /w_o
     ValueSource w_q, w_k, w_v;       // index [row, column]
     ValueSource w_o;                 // empty: no /w_o (and no /b_o)
