@@ -10,7 +10,12 @@ packages=(
   libboost-program-options-dev
   libgtest-dev
   libxxhash-dev
+  # import-weights parses the JSON header of safetensors files and Hugging Face config.json.
+  nlohmann-json3-dev
   python3 python3-h5py python3-numpy python3-mpi4py
+  # The tests against PyTorch's own attention (nn.MultiheadAttention), scripts/torch_to_weights.py,
+  # and the test that outputs open in xarray by dimension name (engine h5netcdf).
+  python3-torch python3-xarray python3-h5netcdf
   time
   # jobs/ and scripts/: linting, scaling plots, and the single-node Slurm cluster the job
   # script tests submit to (shared/slurm/local-cluster.sh; libpmix-dev ships the

@@ -35,6 +35,12 @@ CASES = {
     "not_divisible": (
         ["--num-seqs", "37", "--seq-len", "64", "--dim", "32", "--min-len", "0"],
         ["--heads", "2", "--save-weights", "mean", "--weights-seqs", "5:20", "--unit-sequences", "3"], False),
+    # Grouped-query attention (H = 8 query heads on G = 2 K/V heads, from the weights file's
+    # attributes) with rotary embeddings, causal, every map stored.
+    "grouped_query_rope": (
+        ["--num-seqs", "23", "--seq-len", "40", "--dim", "64", "--heads", "8", "--kv-heads", "2", "--min-len", "1",
+         "--weights-out", "{w}"],
+        ["--weights", "{w}", "--causal", "--rope-theta", "10000", "--save-weights", "all", "--unit-sequences", "3"], False),
     # Skewed lengths (most sequences short, a few full), packed Q/K/V, gzip output.
     "skewed_lengths": (
         ["--num-seqs", "61", "--seq-len", "96", "--dim", "32", "--qkv", "--heads", "2", "--min-len", "1"],
