@@ -176,9 +176,9 @@ void validate_weights(InspectReport& report, const io::FileSchema& schema, const
     line << "valid weights: d=" << check.d << ", H*d_k=" << check.qk_width;
     if (check.k_width != check.qk_width) line << ", G*d_k=" << check.k_width << ", G*d_v=" << check.v_width;
     else line << ", H*d_v=" << check.v_width;
+    if (check.d_out > 0) line << ", d_out=" << check.d_out;
     if (check.heads > 0) line << ", H=" << check.heads;
     if (check.kv_heads > 0 && check.kv_heads != check.heads) line << ", G=" << check.kv_heads;
-    if (check.d_out > 0) line << ", d_out=" << check.d_out;
     line << " (";
     for (std::size_t i = 0; i < check.present.size(); ++i) line << (i ? " " : "") << check.present[i];
     line << "); check it against an input with: attnbatch inspect INPUT --weights "

@@ -220,15 +220,11 @@ void expect_kv_heads_divide(std::int64_t kv_heads, std::int64_t heads, const std
 }
 
 // G from the key width when --kv-heads is not given: keys as wide as the queries are one K/V
-// head per query head; narrower ones hold fewer heads of the same d_k.
-std::int64_t kv_heads_from_widths(std::int64_t heads, std::int64_t d_k, std::int64_t key_width, const std::string& what) {
-    if (d_k > 0 && key_width % d_k == 0) {
-        const std::int64_t groups = key_width / d_k;
-        if (groups >= 1 && groups <= heads && heads % groups == 0) return groups;
-    }
-    invalid(what + " has " + std::to_string(key_width) + " columns, which is no G*d_k with d_k = " + std::to_string(d_k) +
-            " and G dividing H = " + std::to_string(heads) + "; expected the keys of G = H or fewer K/V heads of the "
-            "queries' width; hint: check --heads (and --kv-heads)");
+// head per query head; narrower ones hold fewer heads of the same d_k. 0 when no G fits.
+std::int64_t kv_heads_from_widths(std::int64_t heads, std::int64_t d_k, std::int64_t key_width) {
+    if (d_k <= 0 || key_width % d_k != 0) return 0;
+    const std::int64_t groups = key_width / d_k;
+    return groups >= 1 && groups <= heads && heads % groups == 0 ? groups : 0;
 }
 
 DataType widest(DataType a, DataType b) {
@@ -307,7 +303,13 @@ void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec
                         ", d_k from " + q.path + "); hint: check --heads and --kv-heads");
             }
         } else {
-            spec.kv_heads = kv_heads_from_widths(spec.heads, spec.d_k, extent(k, 2), k.at());
+            spec.kv_heads = kv_heads_from_widths(spec.heads, spec.d_k, extent(k, 2));
+            if (spec.kv_heads == 0) {
+                invalid(k.at() + " has H*d_k = " + std::to_string(extent(k, 2)) + " (shape " + shape_text(k.dims) + ") but " +
+                        q.path + " has H*d_k = " + std::to_string(extent(q, 2)) + "; expected equal (queries and keys share "
+                        "d_k), or G*d_k for G K/V heads dividing H = " + std::to_string(spec.heads) + " (d_k = " +
+                        std::to_string(spec.d_k) + "); hint: check --heads and --kv-heads");
+            }
         }
         if (extent(v, 2) % spec.kv_heads != 0) {
             invalid(v.at() + " has shape " + shape_text(v.dims) + ": its last axis G*d_v = " + std::to_string(extent(v, 2)) +
@@ -327,8 +329,13 @@ void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec
                   shape_text(k.dims) + " [N, G, L, d_k] with G = " + std::to_string(spec.kv_heads) +
                   "; hint: omit --kv-heads for [N, G, L, d] inputs");
         }
-        if (spec.kv_heads != spec.heads) expect_kv_heads_divide(spec.kv_heads, spec.heads, "from " + k.path + " axis 1");
-        expect_same(v, 1, k, 1, "G", "(one value head per key head)");
+        if (spec.heads % spec.kv_heads != 0) {
+            invalid(k.at() + " has H = " + std::to_string(spec.kv_heads) + " (shape " + shape_text(k.dims) + ") but " + q.path +
+                    " has H = " + std::to_string(spec.heads) + "; expected equal " + shared +
+                    ", or G K/V heads dividing H (grouped-query attention)");
+        }
+        if (spec.kv_heads == spec.heads) expect_same(v, 1, q, 1, "H", shared);
+        else expect_same(v, 1, k, 1, "G", "(one value head per key head)");
         spec.d_k = extent(q, 3);
         spec.d_v = extent(v, 3);
     }
@@ -430,7 +437,13 @@ WeightsSpec describe_weights(const InputOptions& options, InputSpec& spec) {
                     std::to_string(spec.heads) + "); hint: check --heads and --kv-heads");
         }
     } else {
-        spec.kv_heads = kv_heads_from_widths(spec.heads, d_k, weights.k_width, w_k.at());
+        spec.kv_heads = kv_heads_from_widths(spec.heads, d_k, weights.k_width);
+        if (spec.kv_heads == 0) {
+            invalid(w_k.at() + " has shape " + shape_text(w_k.dims) + ", expected " + shape_text(w_q.dims) + " like " +
+                    dataset::w_q + " (keys and queries share d_k = " + std::to_string(d_k) + "), or [" + std::to_string(spec.d) +
+                    ", G*" + std::to_string(d_k) + "] for G K/V heads dividing H = " + std::to_string(spec.heads) +
+                    " (grouped-query attention); hint: check --heads and --kv-heads");
+        }
     }
     if (weights.v_width % spec.kv_heads != 0) {
         invalid(w_v.at() + " has shape " + shape_text(w_v.dims) + ": its columns G*d_v = " + std::to_string(weights.v_width) +

@@ -299,6 +299,13 @@ def qkv_kv_heads(work):
             compare_valid("qkv %s rope_theta=%g vs numpy float64" % (label, theta), outputs[label], ref, lengths,
                           derived_tolerance(ref, d_k, length))
             attnbatch("verify", "--input", data, "--output", out, "--samples", "all")
+        # `weights` recomputes the maps from /lse with the same K/V head per query head.
+        maps = os.path.join(work, "maps_%g.h5" % theta)
+        attnbatch("weights", "--input", data, "--output", os.path.join(work, "out_given_%g.h5" % theta), "--sequences", "0:4",
+                  "--to", maps)
+        with h5py.File(maps, "r") as m, h5py.File(os.path.join(work, "out_given_%g.h5" % theta), "r") as f:
+            worst = float(np.abs(m["attention"][()] - f["attention"][()]).max())
+            check(worst <= 1e-5, "weights subcommand, rope_theta=%g: maps differ from the run's by %.3g" % (theta, worst))
         check(outputs["given"].tobytes() == outputs["inferred"].tobytes() == outputs["split"].tobytes(),
               "rope_theta=%g: packed (given, inferred) and split Q/K/V give different bytes" % theta)
     refused = attnbatch("run", "--input", data, *packed, "--heads", heads, "--kv-heads", 3, "--output", os.path.join(work, "x.h5"),

@@ -146,6 +146,25 @@ TEST(CostModel, MatchesTheFormula) {
     EXPECT_DOUBLE_EQ(p.sequence_flops(10), attention + projections + data);
 }
 
+TEST(CostModel, GroupedQueryAttentionProjectsFewerKeysAndValues) {
+    // H = 4 query heads on G = 1 K/V head: the attention itself is unchanged (every query head
+    // still attends), the projections and the data read shrink to H d_k + G (d_k + d_v).
+    CostModel g = projected();
+    g.kv_heads = 1;
+    const double attention = 2.0 * (10.0 * 11 / 2) * 4 * 32;
+    const double projections = 2.0 * 10 * 64 * (4 * 16 + 1 * (16 + 16)) + 2.0 * 10 * 4 * 16 * 32;
+    const double data = (10.0 + 16) * (64 + 32 + 4) + 1;
+    EXPECT_DOUBLE_EQ(g.sequence_flops(10), attention + projections + data);
+    g.kv_heads = 4;  // G = H: the plain formula
+    EXPECT_DOUBLE_EQ(g.sequence_flops(10), projected().sequence_flops(10));
+
+    CostModel qkv = attention_only();  // Q, K, V read as given: their widths are the data
+    qkv.heads = 8;
+    qkv.d_k = qkv.d_v = 16;
+    qkv.kv_heads = 2;
+    EXPECT_DOUBLE_EQ(qkv.sequence_flops(10), 2.0 * 100 * 8 * 32 + (10.0 + 16) * (8 * 16 + 2 * 32 + 8 * 16 + 8) + 1);
+}
+
 TEST(CostModel, EmptySequencesAreNotFreeAndCostGrowsWithLength) {
     for (const CostModel& m : {CostModel{}, attention_only(), projected()}) {
         EXPECT_GT(m.sequence_flops(0), 0.0);

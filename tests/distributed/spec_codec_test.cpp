@@ -30,6 +30,7 @@ io::InputSpec spec_without_weights() {
     s.len = 4096;
     s.d = 0;
     s.heads = 12;
+    s.kv_heads = 4;  // grouped-query attention
     s.d_k = 64;
     s.d_v = 80;
     s.dtype = io::DataType::float64;
@@ -62,6 +63,11 @@ io::InputSpec spec_with_weights() {
     w.has_b_v = true;
     w.has_b_o = false;
     w.dtype = io::DataType::float64;
+    w.k_width = 8;  // multi-query: one K/V head
+    w.file_heads = 3;
+    w.file_kv_heads = 1;
+    w.file_rope_theta = 500000.0 / 3;  // every bit must survive
+    s.kv_heads = 1;
     s.weights = w;
     return s;
 }
@@ -79,6 +85,7 @@ void expect_same(const io::InputSpec& a, const io::InputSpec& b) {
     EXPECT_EQ(a.len, b.len);
     EXPECT_EQ(a.d, b.d);
     EXPECT_EQ(a.heads, b.heads);
+    EXPECT_EQ(a.kv_heads, b.kv_heads);
     EXPECT_EQ(a.d_k, b.d_k);
     EXPECT_EQ(a.d_v, b.d_v);
     EXPECT_EQ(a.dtype, b.dtype);
@@ -96,6 +103,10 @@ void expect_same(const io::InputSpec& a, const io::InputSpec& b) {
     EXPECT_EQ(x.has_b_v, y.has_b_v);
     EXPECT_EQ(x.has_b_o, y.has_b_o);
     EXPECT_EQ(x.dtype, y.dtype);
+    EXPECT_EQ(x.k_width, y.k_width);
+    EXPECT_EQ(x.file_heads, y.file_heads);
+    EXPECT_EQ(x.file_kv_heads, y.file_kv_heads);
+    EXPECT_EQ(x.file_rope_theta, y.file_rope_theta);
 }
 
 TEST(SpecCodec, RoundTripWithoutWeights) {
