@@ -18,7 +18,8 @@ cases:
   bert_layer     BERT naming (self.query/key/value, output.dense, biases, float16), --prefix and
                  config.json's head count, against the numpy reference
   qkv_kv_heads   --kv-heads with --query/--key/--value (packed and split, inferred or given,
-                 with --rope-theta) against the numpy reference
+                 with --rope-theta; multi-query G = 1) against the numpy reference; `weights`
+                 recomputes the same maps
   import_errors  every bad model gets one line and the right exit code
 """
 import json
@@ -308,6 +309,20 @@ def qkv_kv_heads(work):
             check(worst <= 1e-5, "weights subcommand, rope_theta=%g: maps differ from the run's by %.3g" % (theta, worst))
         check(outputs["given"].tobytes() == outputs["inferred"].tobytes() == outputs["split"].tobytes(),
               "rope_theta=%g: packed (given, inferred) and split Q/K/V give different bytes" % theta)
+    # Multi-query attention: one K/V head for all eight query heads.
+    with h5py.File(data, "a") as f:
+        f["k1"], f["v1"] = k[:, :, :d_k], v[:, :, :d_v]
+    out = os.path.join(work, "out_mqa.h5")
+    attnbatch("run", "--input", data, "--query", "/query", "--key", "/k1", "--value", "/v1", "--heads", heads, "--causal",
+              "--output", out)
+    ref = np.zeros((n, length, heads * d_v))
+    for s in range(n):
+        m = lengths[s]
+        ref[s, :m] = attention_ref(q[s, :m].reshape(m, heads, d_k).astype(np.float64), k[s, :m, None, :d_k].astype(np.float64),
+                                   v[s, :m, None, :d_v].astype(np.float64), heads, 1, True)[0]
+    with h5py.File(out, "r") as f:
+        check(int(f.attrs["kv_heads"]) == 1, "multi-query: attribute kv_heads %r" % f.attrs["kv_heads"])
+        compare_valid("qkv multi-query (G = 1) vs numpy float64", f["output"][()], ref, lengths, derived_tolerance(ref, d_k, length))
     refused = attnbatch("run", "--input", data, *packed, "--heads", heads, "--kv-heads", 3, "--output", os.path.join(work, "x.h5"),
                         expect=2)
     check("--kv-heads 3" in refused.stderr, "--kv-heads 3: " + refused.stderr)
