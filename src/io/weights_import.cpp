@@ -372,11 +372,10 @@ ImportedWeights import_weights(const ImportRequest& request) {
               "H dividing the " + std::to_string(p.q_width) + " query columns (" + divisors_of(p.q_width) + ")");
     }
     if (p.q_width % result.heads != 0) {
-        const std::string what = request.input + ": the query projection has " + std::to_string(p.q_width) +
-                                 " output features, which do not split into H = " + std::to_string(result.heads) + " heads (" +
-                                 heads_source + ")";
-        if (request.heads != 0) usage("--heads " + std::to_string(result.heads) + " fits no head width: " + what + "; hint: H among " + divisors_of(p.q_width));
-        invalid(what);
+        const std::string what = "H = " + std::to_string(result.heads) + " (" + heads_source + ") does not divide the " +
+                                 std::to_string(p.q_width) + " output features of the query projection of " + request.input;
+        if (request.heads != 0) usage("--heads " + std::to_string(result.heads) + ": " + what + "; hint: H among " + divisors_of(p.q_width));
+        invalid(what + "; expected a configuration that fits its tensors");
     }
     result.d_k = p.q_width / result.heads;
     result.kv_heads = head_count(request.kv_heads, config.kv_heads, "--kv-heads", "num_key_value_heads", config);

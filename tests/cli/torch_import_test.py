@@ -260,6 +260,13 @@ def llama_gqa(work):
             compare_valid("llama /attention rope_theta=%g vs numpy float64" % theta, f["attention"][()], ref_att, lengths,
                           derived_tolerance(ref_att, d, d_k))
         attnbatch("verify", "--input", data, "--output", out, "--samples", "all")
+    refused = attnbatch("run", "--input", data, "--weights", weights, "--kv-heads", 4, "--output", os.path.join(work, "x.h5"),
+                        expect=2)
+    check("--kv-heads 4" in refused.stderr and "kv_heads = 2" in refused.stderr, "contradicting --kv-heads: " + refused.stderr)
+    same = attnbatch("run", "--input", data, "--weights", weights, "--heads", heads, "--kv-heads", kv_heads, "--causal",
+                     "--output", os.path.join(work, "same.h5"))
+    with h5py.File(os.path.join(work, "out_0.h5"), "r") as a, h5py.File(os.path.join(work, "same.h5"), "r") as b:
+        check(a["output"][()].tobytes() == b["output"][()].tobytes(), "--heads/--kv-heads equal to the file's changed the output")
     with h5py.File(os.path.join(work, "out_0.h5"), "r") as a, h5py.File(os.path.join(work, "out_10000.h5"), "r") as b:
         check(not np.allclose(a["output"][()], b["output"][()]), "--rope-theta changed nothing")
 
