@@ -219,6 +219,8 @@ private:
     }
 
     // Rotary embeddings of `count_heads` heads of width d_k, rows at their positions 0..L-1.
+    // Rows [q0, q1) of a sequence computed on their own take row_offset = q0 (the table is
+    // indexed by absolute position), so a split sequence rotates exactly as a whole one.
     void rotate(const float* from, const k::TensorStrides& from_strides, float* to, const k::TensorStrides& to_strides,
                 std::size_t count_heads, const io::InputBlock& in) const {
         k::RopeParams rp;
