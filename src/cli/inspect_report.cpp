@@ -242,7 +242,7 @@ void print_text(std::ostream& out, const InspectReport& report) {
         for (const std::string& problem : report.weights->problems) out << "  " << problem << '\n';
     }
     for (const std::string& note : report.notes) out << "note: " << note << '\n';
-    if (report.schema) out << report.verdict << '\n';
+    if (report.schema && (report.code == exit_ok || report.verdict_is_state)) out << report.verdict << '\n';
 }
 
 void print_json(std::ostream& out, const InspectReport& report) {
