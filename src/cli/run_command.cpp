@@ -1,6 +1,11 @@
 // `attnbatch run`: options to JobSettings, then the distributed layer's job (job.hpp) does
 // the work; this file prints what the job found and did, and writes the --report.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -163,10 +168,31 @@ void print_summary(const dist::Job& job, const dist::JobResult& result) {
     std::cout.unsetf(std::ios::floatfield);
 }
 
+// The --report file is written last: a directory that is missing or not writable is found
+// before the run rather than after it (a dry run asks the same).
+void check_report_path(const std::string& report) {
+    if (report.empty()) return;
+    const std::filesystem::path path(report);
+    const std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+        throw Error(exit_usage, "--report " + report + " is a directory, expected a file path; hint: e.g. " + report + "/run.json");
+    }
+    if (!std::filesystem::is_directory(directory, error)) {
+        throw Error(exit_io, "--report " + report + ": directory " + directory.string() +
+                                 " does not exist; hint: create it or fix --report");
+    }
+    if (::access(directory.c_str(), W_OK | X_OK) != 0) {
+        throw Error(exit_io, "--report " + report + ": directory " + directory.string() + " is not writable: " +
+                                 std::strerror(errno) + "; hint: choose another --report");
+    }
+}
+
 int run(dist::Comm& comm, const std::vector<std::string>& args) {
     const RunOptions o = parse_options_everywhere(comm, args);
     if (o.stop) return exit_ok;
     const bool root = comm.is_root();
+    dist::agreed(comm, root, [&] { check_report_path(o.report); });
     dist::Job job = dist::prepare_job(comm, o.job);
     if (root && !job.resume.summary.empty() && job.nothing_to_do()) std::cout << "  " << job.resume.summary << '\n';
     if (job.nothing_to_do()) return exit_ok;
@@ -174,10 +200,18 @@ int run(dist::Comm& comm, const std::vector<std::string>& args) {
         print_header(job);
         if (!job.resume.summary.empty()) std::cout << "  " << job.resume.summary << '\n';
         if (o.job.dry_run || comm.size() > 1) print_plan(job);
-        if (o.job.dry_run) std::cout << "  dry run: shapes, types and lengths validated, values not scanned, nothing written\n";
         std::cout.flush();
     }
-    if (o.job.dry_run) return exit_ok;
+    if (o.job.dry_run) {
+        // The real run's own checks, not a copy of them: the two cannot drift apart.
+        dist::preflight(job);
+        if (root) {
+            for (const std::string& note : job.notes) std::cout << "  " << note << '\n';
+            std::cout << "  dry run: every check of the real run passed except the value scan (NaN/inf: it reads all "
+                         "the data); nothing written\n";
+        }
+        return exit_ok;
+    }
 
     double total_cost = 0;
     for (const dist::Unit& unit : job.all_units) total_cost += unit.cost;

@@ -72,6 +72,7 @@ std::string encode_spec(const io::InputSpec& spec) {
         }
         w.integer(static_cast<std::int64_t>(ws.dtype));
     }
+    w.integer(spec.first_sequence);
     return w.take();
 }
 
@@ -103,6 +104,7 @@ io::InputSpec decode_spec(const std::string& bytes) {
         ws.dtype = static_cast<io::DataType>(r.integer());
         spec.weights = ws;
     }
+    spec.first_sequence = r.integer();
     if (!r.done()) throw std::invalid_argument("decode_spec: trailing bytes");
     return spec;
 }
