@@ -18,6 +18,7 @@
 #include "commands.hpp"
 #include "json_writer.hpp"
 #include "progress.hpp"
+#include "ranges.hpp"
 #include "run_options.hpp"
 
 namespace attnbatch::cli {
@@ -52,19 +53,29 @@ RunOptions parse_options_everywhere(dist::Comm& comm, const std::vector<std::str
     return o;
 }
 
+// "1 rank", "2 ranks".
+template <class Count>
+std::string counted(Count count, const char* noun) {
+    return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
 void print_header(const dist::Job& job) {
     const dist::JobSettings& s = job.settings;
     const io::InputSpec& spec = job.spec;
     const int ranks = job.comm.size();
-    std::cout << "attnbatch run: " << spec.path << " N=" << spec.n << " L=" << spec.len << " H=" << spec.heads
+    std::cout << "attnbatch run: " << spec.path << " N=" << spec.n
+              << (spec.n != job.stored_sequences ? " (sequences " + format_range(spec.first_sequence, spec.first_sequence + spec.n) +
+                                                       " of " + std::to_string(job.stored_sequences) + ")"
+                                                 : std::string())
+              << " L=" << spec.len << " H=" << spec.heads
               << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (s.causal ? " causal" : "") << " -> " << s.output << '\n'
               << "  output " << dist::format_bytes(static_cast<double>(job.sizes.output + job.sizes.lse + job.sizes.lengths))
               << ", weights " << dist::format_bytes(static_cast<double>(job.sizes.attention)) << " ("
               << io::name_of(job.layout.save_weights) << ", " << io::name_of(job.layout.weights_dtype) << ")"
               << (job.layout.gzip_level ? " before gzip" : "") << "; " << job.plan_ranks
               << (job.plan_ranks == 1 ? " rank" : " ranks") << (job.plan_ranks != ranks ? " (simulated)" : "") << " x "
-              << job.attention.kernel.threads << " threads, io " << dist::name_of(job.io) << ", steps of at most "
-              << job.max_sequences << " sequences under --max-memory "
+              << counted(job.attention.kernel.threads, "thread") << ", io " << dist::name_of(job.io) << ", steps of at most "
+              << counted(job.max_sequences, "sequence") << " under --max-memory "
               << dist::format_bytes(static_cast<double>(s.max_memory)) << " per rank\n";
 }
 
@@ -80,15 +91,17 @@ void print_plan(const dist::Job& job) {
         largest = std::max(largest, share.cost);
     }
     std::cout << std::fixed << std::setprecision(3);
-    std::cout << "  plan: " << units.size() << " units on " << ranks << " ranks (" << schedule << ", " << strategy
+    std::cout << "  plan: " << counted(units.size(), "unit") << " on " << counted(ranks, "rank") << " (" << schedule << ", " << strategy
               << "), predicted imbalance " << plan.imbalance * 100 << "%\n";
     // Every rank for small runs; the extremes otherwise (a 4096-rank table helps no one).
     const std::size_t shown = ranks <= 16 ? ranks : 0;
     for (std::size_t r = 0; r < shown; ++r) {
         const dist::RankShare& share = plan.ranks[r];
-        const std::int64_t first = share.units.empty() ? 0 : units[static_cast<std::size_t>(share.units.front())].first;
-        const std::int64_t last = share.units.empty() ? 0 : units[static_cast<std::size_t>(share.units.back())].last;
-        std::cout << "    rank " << r << ": " << share.units.size() << " units, sequences [" << first << ", " << last
+        // Sequences as the input numbers them (they differ from the rows with --sequences).
+        const std::int64_t offset = job.spec.first_sequence;
+        const std::int64_t first = offset + (share.units.empty() ? 0 : units[static_cast<std::size_t>(share.units.front())].first);
+        const std::int64_t last = offset + (share.units.empty() ? 0 : units[static_cast<std::size_t>(share.units.back())].last);
+        std::cout << "    rank " << r << ": " << counted(share.units.size(), "unit") << ", sequences [" << first << ", " << last
                   << "), " << share.tokens << " tokens, predicted " << share.cost * 1e-9 << " GFLOP\n";
     }
     if (shown == 0 && ranks > 0) {
@@ -154,8 +167,8 @@ void print_summary(const dist::Job& job, const dist::JobResult& result) {
     if (!result.rounds.collective_fallback.empty()) {
         std::cout << "  note: collective writes fell back to independent I/O (" << result.rounds.collective_fallback << ")\n";
     }
-    std::cout << std::fixed << std::setprecision(3) << "  done: " << result.rounds.rounds << " rounds, " << job.units.size()
-              << " units, " << sum.sequences << " sequences in " << total << " s (summed over ranks: read " << sum.read
+    std::cout << std::fixed << std::setprecision(3) << "  done: " << counted(result.rounds.rounds, "round") << ", "
+              << counted(job.units.size(), "unit") << ", " << counted(sum.sequences, "sequence") << " in " << total << " s (summed over ranks: read " << sum.read
               << ", compute " << sum.compute << ", communicate " << sum.communicate << ", write " << sum.write
               << "; I/O hidden " << std::setprecision(1) << result.io_hidden * 100 << "%)\n"
               << std::setprecision(3) << "PERFORMANCE ranks=" << job.comm.size() << " threads=" << job.attention.kernel.threads
