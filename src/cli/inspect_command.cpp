@@ -241,7 +241,7 @@ int inspect_command(const std::vector<std::string>& args) {
         ("file", po::value<std::string>()->value_name("FILE"), "the HDF5 file (or give it as the first argument)")
         ("as", po::value<std::string>()->default_value("auto"), "validate as auto|input|output|weights|maps (maps: a file of `weights --to`)")
         ("dataset", po::value<std::string>(), "input: the embeddings [N, L, d] [/embeddings]")
-        ("lengths", po::value<std::string>(), "input: valid tokens per sequence, integer [N] [/lengths if present]")
+        ("lengths", po::value<std::string>(), "input: valid tokens per sequence, integer [N] [/lengths if present]; none: ignore them")
         ("query", po::value<std::string>(), "input: queries [N, L, H*d_k] or [N, H, L, d_k] [/query when found]")
         ("key", po::value<std::string>(), "input: keys, like --query [/key when found]")
         ("value", po::value<std::string>(), "input: values [N, L, H*d_v] or [N, H, L, d_v] [/value when found]")
