@@ -232,11 +232,14 @@ void scan_values(Job& job) {
     });
 }
 
-// `path` from the root, as the directory the run started in saw it (so verify and weights
-// find it from anywhere); symbolic links are kept, as the user named them.
+// `path` from the root, so that verify and weights find it from any directory: its real path,
+// as the journal's identity names it (two runs of one file through different symbolic links
+// record the same), else absolute.
 std::string absolute_path(const std::string& path) {
     if (path.empty()) return path;
     std::error_code error;
+    const std::filesystem::path real = std::filesystem::canonical(path, error);
+    if (!error) return real.string();
     const std::filesystem::path absolute = std::filesystem::absolute(path, error);
     return error ? path : absolute.lexically_normal().string();
 }
