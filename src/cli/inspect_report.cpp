@@ -198,6 +198,7 @@ void write_input(JsonWriter& json, const io::InputSpec& spec) {
 void write_output(JsonWriter& json, const io::OutputCheck& check) {
     json.begin_object()
         .key("n").value(check.n)
+        .key("first_sequence").value(check.first_sequence)
         .key("len").value(check.len)
         .key("d_out").value(check.d_out)
         .key("heads").value(check.heads)

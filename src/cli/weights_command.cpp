@@ -2,6 +2,7 @@
 // a finished run's /lse and its inputs, for runs that did not store them (or stored only the
 // head mean): P[i, j] = exp(scale * q_i . k_j - lse[i]) for visible keys, else 0.
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -112,6 +113,9 @@ int weights_command(const std::vector<std::string>& args) {
             result.len = in.len;
             result.values = std::move(maps);
             result.source = vm["output"].as<std::string>();
+            std::error_code error;
+            const std::filesystem::path real = std::filesystem::canonical(result.source, error);
+            if (!error) result.source_absolute = real.string();
             io::write_attention_maps(to, result, vm["force"].as<bool>());
         } else {
             std::ofstream csv_out(to);

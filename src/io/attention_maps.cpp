@@ -30,6 +30,7 @@ void write_attention_maps(const std::string& path, const AttentionMaps& maps, bo
         set_int_array_attribute(attention, attribute::heads, maps.heads);
         set_text_attribute(file, attribute::format, format::attention_maps);
         set_text_attribute(file, attribute::source, maps.source);
+        if (!maps.source_absolute.empty()) set_text_attribute(file, attribute::source_absolute, maps.source_absolute);
         attention.close();
         file.close();
     }

@@ -1,8 +1,8 @@
 // The file `weights` writes: attention maps recomputed for chosen sequences and heads,
 //   /attention  float32 [S, H_sel, L, L]  attributes sequences [S] and heads [H_sel], the
 //               indices chosen, in the order of the axes
-// and the root attributes format = "attnbatch-attention-maps" and source, the output they
-// were recomputed from. Written as PATH.partial and published once whole (staged_file.hpp).
+// and the root attributes format = "attnbatch-attention-maps", source and source_absolute, the
+// output they were recomputed from (as given and its real path). Written as PATH.partial and published once whole (staged_file.hpp).
 #pragma once
 
 #include "attnbatch/io/file_schema.hpp"
@@ -18,7 +18,8 @@ struct AttentionMaps {
     std::vector<std::int64_t> heads;      // H_sel
     std::int64_t len = 0;                 // L
     std::vector<float> values;            // (S, H_sel, L, L)
-    std::string source;
+    std::string source;           // the output, as given
+    std::string source_absolute;  // and its real path
 };
 
 // Replaces an existing PATH only with `force`; a .partial left by an earlier attempt is

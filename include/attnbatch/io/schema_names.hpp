@@ -92,6 +92,7 @@ inline constexpr const char* hash = "hash";  // XXH3-64 of the identity text
 // On the /attention maps of `weights` (plus `heads` on the dataset: the heads selected).
 inline constexpr const char* sequences = "sequences";  // the sequences of its rows
 inline constexpr const char* source = "source";        // root: the output the maps came from
+inline constexpr const char* source_absolute = "source_absolute";  // root: its real path
 
 }  // namespace attribute
 
