@@ -2,7 +2,7 @@
 # bench_compare.sh - the attention kernel against numpy and PyTorch on one core, same shape,
 # same sitting. Each round runs, one after the other (so that the machine's noise hits all
 # three alike):
-#   attnbatch bench --batch B --heads H --seq-len L --dim D --threads 1 --json
+#   attnbatch bench --batch B --heads H --seq-len L --head-dim D --threads 1 --json
 #   numpy:   softmax(Q K^T / sqrt(d)) V as batched matmuls over B*H float32 [L, d] slices
 #   PyTorch: the same expression with torch.matmul / torch.softmax (torch.set_num_threads(1))
 # each timing the median of its own in-process repeats; the table shows the medians over the
@@ -103,7 +103,7 @@ results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 echo "bench_compare: B=$batch H=$heads L=$seq_len d=$dim float32, 1 thread, $rounds rounds of ${tools[*]}" >&2
 for r in $(seq "$rounds"); do
-    "$bin" bench --batch "$batch" --heads "$heads" --seq-len "$seq_len" --dim "$dim" --threads 1 --json \
+    "$bin" bench --batch "$batch" --heads "$heads" --seq-len "$seq_len" --head-dim "$dim" --threads 1 --json \
         | "$PY" -c 'import json, sys; j = json.load(sys.stdin); print("attnbatch", j["gflops"], j["peak_gflops_per_core"], j["fraction_of_peak"])' \
         >>"$results"
     python_bench numpy >>"$results"

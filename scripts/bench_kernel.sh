@@ -12,15 +12,15 @@ repeat=${1:-5}
 bin=${BIN:-build/attnbatch}
 base=${BASE:-}
 configs=(
-  "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1"
-  "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 2"
-  "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1 --causal"
-  "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1 --save-weights"
-  "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1 --save-weights mean --weights-dtype f16"
-  "--batch 8 --heads 8 --seq-len 2048 --dim 64 --threads 1 --repeats 3"
-  "--batch 8 --heads 8 --seq-len 2048 --dim 64 --threads 1 --causal --repeats 3"
-  "--batch 8 --heads 8 --seq-len 256 --dim 128 --threads 1"
-  "--batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1 --isa avx2"
+  "--batch 8 --heads 8 --seq-len 512 --head-dim 64 --threads 1"
+  "--batch 8 --heads 8 --seq-len 512 --head-dim 64 --threads 2"
+  "--batch 8 --heads 8 --seq-len 512 --head-dim 64 --threads 1 --causal"
+  "--batch 8 --heads 8 --seq-len 512 --head-dim 64 --threads 1 --save-weights"
+  "--batch 8 --heads 8 --seq-len 512 --head-dim 64 --threads 1 --save-weights mean --weights-dtype f16"
+  "--batch 8 --heads 8 --seq-len 2048 --head-dim 64 --threads 1 --repeats 3"
+  "--batch 8 --heads 8 --seq-len 2048 --head-dim 64 --threads 1 --causal --repeats 3"
+  "--batch 8 --heads 8 --seq-len 256 --head-dim 128 --threads 1"
+  "--batch 8 --heads 8 --seq-len 512 --head-dim 64 --threads 1 --isa avx2"
 )
 if [[ -n "$base" ]]; then
   printf '%-84s %8s %8s %7s\n' configuration base new ratio

@@ -17,7 +17,7 @@ list=$1 outdir=$2
 shift 2
 [ -r "$list" ] || die "shard list '$list' is not readable"
 n=$(grep -cvE '^[[:space:]]*(#|$)' "$list" || true)
-[ "$n" -gt 0 ] || die "$list lists no input files"
+[ "$n" -gt 0 ] || die "$list lists no shards"
 
 export ATTNBATCH_REPO=${ATTNBATCH_REPO:-$(cd "$here/../.." && pwd)}
 # Options travel in -v variables, not as `qsub -- script args`: with `--` PBS Pro would

@@ -27,8 +27,11 @@ list=$1 outdir=$2
 shift 2
 [ -r "$list" ] || die "shard list '$list' is not readable"
 n=$(grep -cvE '^[[:space:]]*(#|$)' "$list" || true)
-[ "$n" -gt 0 ] || die "$list lists no input files"
-while IFS= read -r f; do
+[ "$n" -gt 0 ] || die "$list lists no shards"
+while IFS= read -r line; do
+    read -r first rest <<<"$line"
+    f=$line
+    if [[ $first =~ ^[0-9]*:[0-9]*$|^[0-9]+$ ]] && [ -n "$rest" ]; then f=$rest; fi
     [ -r "$f" ] || die "$list: input '$f' is not readable"
 done < <(grep -vE '^[[:space:]]*(#|$)' "$list")
 

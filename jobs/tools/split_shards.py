@@ -1,16 +1,20 @@
 #!/usr/bin/python3
-"""split_shards.py - cut one attnbatch input file into K shard files for an array job.
+"""split_shards.py - cut one attnbatch input into K shards for an array job.
 
-    jobs/tools/split_shards.py INPUT.h5 K OUTDIR [--list LIST]
+    jobs/tools/split_shards.py INPUT.h5 K [OUTDIR] [--list LIST] [--files]
 
-Every dataset whose first axis has N entries (N = sequences: /embeddings, /lengths,
-/query, /key, /value, ...) is split along that axis into K nearly equal, contiguous
-ranges; every other dataset and all attributes are copied unchanged. Shard k is written
-as OUTDIR/NAME.shard-k.h5 with the root attribute `first_sequence` (its offset in the
-original batch), and the shard file names, one per line, go to LIST (default
-OUTDIR/shards.txt), ready for jobs/slurm/submit-shards.sh and jobs/pbs/submit-shards.sh.
-Copies go slab by slab, so memory stays bounded whatever N is. Needs h5py (Debian's
-python3-h5py, hence /usr/bin/python3).
+Shard k is the block of sequences [k*N/K, (k+1)*N/K) (zero-based, the end excluded): K nearly
+equal, contiguous blocks. The shard list (LIST, default OUTDIR/shards.txt, OUTDIR default
+".") gets one line per shard, "A:B INPUT" with INPUT's absolute path, which the array scripts
+turn into `attnbatch run --input INPUT --sequences A:B`: no data is copied.
+
+--files instead copies each block into OUTDIR/NAME.shard-k.h5 (every dataset whose first axis
+has N entries is cut, everything else and all attributes are copied; the root attribute
+first_sequence records the block's offset) and lists those files, one per line: for sites that
+must move shards to where they run. Copies go slab by slab, so memory stays bounded whatever N
+is. Needs h5py (Debian's python3-h5py, hence /usr/bin/python3).
+
+Blocks are printed as attnbatch prints them, half-open: "shard 0: sequences [0, 4) of in.h5".
 """
 import argparse
 import os
@@ -44,12 +48,27 @@ def copy_slice(src, dst_file, name, first, last):
         dst[a - first:b - first] = src[a:b]
 
 
+def write_file_shard(src, n, path, first, last):
+    datasets = []
+    src.visititems(lambda name, obj: datasets.append(name) if isinstance(obj, h5py.Dataset) else None)
+    with h5py.File(path, "w") as dst:
+        copy_attrs(src, dst)
+        dst.attrs["first_sequence"] = first
+        for name in datasets:
+            ds = src[name]
+            if ds.ndim >= 1 and ds.shape[0] == n:
+                copy_slice(ds, dst, name, first, last)
+            else:
+                src.copy(ds, dst, name=name)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("input")
     parser.add_argument("shards", type=int)
-    parser.add_argument("outdir")
+    parser.add_argument("outdir", nargs="?", default=".")
     parser.add_argument("--list", help="where to write the shard list [OUTDIR/shards.txt]")
+    parser.add_argument("--files", action="store_true", help="copy each shard into its own file")
     args = parser.parse_args()
     if args.shards < 1:
         raise SystemExit("split_shards: K must be at least 1")
@@ -58,31 +77,25 @@ def main():
     for ext in (".h5", ".hdf5"):
         if stem.endswith(ext):
             stem = stem[: -len(ext)]
-    names = []
+    lines = []
     with h5py.File(args.input, "r") as src:
         n = sequence_count(src)
         if args.shards > n:
             raise SystemExit(f"split_shards: {args.shards} shards but only {n} sequences")
-        datasets = []
-        src.visititems(lambda name, obj: datasets.append(name) if isinstance(obj, h5py.Dataset) else None)
         for k in range(args.shards):
             first, last = k * n // args.shards, (k + 1) * n // args.shards
-            path = os.path.join(args.outdir, f"{stem}.shard-{k}.h5")
-            with h5py.File(path, "w") as dst:
-                copy_attrs(src, dst)
-                dst.attrs["first_sequence"] = first
-                for name in datasets:
-                    ds = src[name]
-                    if ds.ndim >= 1 and ds.shape[0] == n:
-                        copy_slice(ds, dst, name, first, last)
-                    else:
-                        src.copy(ds, dst, name=name)
-            names.append(os.path.abspath(path))
-            print(f"split_shards: {path}: sequences {first}..{last - 1}")
+            if args.files:
+                path = os.path.join(args.outdir, f"{stem}.shard-{k}.h5")
+                write_file_shard(src, n, path, first, last)
+                lines.append(os.path.abspath(path))
+                print(f"split_shards: shard {k}: sequences [{first}, {last}) of {args.input} -> {path}")
+            else:
+                lines.append(f"{first}:{last} {os.path.abspath(args.input)}")
+                print(f"split_shards: shard {k}: sequences [{first}, {last}) of {args.input}")
     list_path = args.list or os.path.join(args.outdir, "shards.txt")
     with open(list_path, "w") as out:
-        out.write("".join(name + "\n" for name in names))
-    print(f"split_shards: {len(names)} shards listed in {list_path}")
+        out.write("".join(line + "\n" for line in lines))
+    print(f"split_shards: {len(lines)} shards listed in {list_path}")
     return 0
 
 

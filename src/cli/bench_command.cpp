@@ -67,7 +67,7 @@ int bench_command(const std::vector<std::string>& args) {
         "bench",
         "Times the attention kernel alone on synthetic data and compares it with this core's FMA peak.\n"
         "Attention FLOPs per pass: 2*B*H*L^2*(d_k + d_v) (= 4*B*H*L^2*d for d_v = d_k), half with --causal.",
-        "  attnbatch bench --batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1\n"
+        "  attnbatch bench --batch 8 --heads 8 --seq-len 512 --head-dim 64 --threads 1\n"
         "  attnbatch bench --seq-len 2048 --causal --threads 2 --json\n"
         "  attnbatch bench --save-weights mean --weights-dtype f16 --kernel reference --repeats 1\n"};
     po::options_description options("bench options");
@@ -75,31 +75,45 @@ int bench_command(const std::vector<std::string>& args) {
         ("batch", po::value<int>()->default_value(8), "sequences B")
         ("heads", po::value<int>()->default_value(8), "heads H")
         ("seq-len", po::value<int>()->default_value(512), "tokens per sequence L (queries and keys)")
-        ("dim", po::value<int>()->default_value(64), "d_k, features per head of queries and keys")
-        ("dim-v", po::value<int>()->default_value(0), "d_v, features per head of values [d_k]")
+        ("head-dim", po::value<int>()->default_value(64), "d_k, features per head of queries and keys (as generate --head-dim)")
+        ("value-dim", po::value<int>()->default_value(0, "d_k"), "d_v, features per head of values")
         ("causal", po::bool_switch(), "mask keys after the query (the FLOP count is halved)")
-        ("threads", po::value<int>()->default_value(0), "OpenMP threads [OMP_NUM_THREADS, else all cores]")
+        ("threads", po::value<int>()->default_value(0, "OMP_NUM_THREADS, else all cores"), "OpenMP threads")
         ("save-weights", po::value<std::string>()->default_value("none")->implicit_value("all"),
          "also produce attention weights: none|all|mean (alone: all)")
         ("weights-dtype", po::value<std::string>()->default_value("f32"), "weights as f32|f16")
         ("kernel", po::value<std::string>()->default_value("blocked"), "blocked|reference")
         ("isa", po::value<std::string>()->default_value("best"), ("blocked kernel ISA: " + isa_choices(false)).c_str())
-        ("block-q", po::value<int>()->default_value(0), "query tile rows [auto]")
-        ("block-k", po::value<int>()->default_value(0), "key tile columns [auto]")
+        ("block-q", po::value<int>()->default_value(0, "auto"), "query tile rows")
+        ("block-k", po::value<int>()->default_value(0, "auto"), "key tile columns")
         ("repeats", po::value<int>()->default_value(7), "timed runs; the median is reported")
         ("seed", po::value<unsigned>()->default_value(1), "random seed of the synthetic Q, K, V")
         ("json", po::bool_switch(), "print one JSON object instead of text");
+    // The spellings of bench before --dim meant the model width d everywhere (generate, run):
+    // here they meant d_k and d_v, and still do, unlisted.
+    po::options_description old_spellings;
+    old_spellings.add_options()
+        ("dim", po::value<int>(), "old spelling of --head-dim")
+        ("dim-v", po::value<int>(), "old spelling of --value-dim");
     po::variables_map vm;
-    if (!parse_command_line(spec, options, args, vm)) return exit_ok;
+    if (!parse_command_line(spec, options, args, vm, &old_spellings)) return exit_ok;
+    for (const auto& [old_name, name] : {std::pair{"dim", "head-dim"}, std::pair{"dim-v", "value-dim"}}) {
+        if (!vm.count(old_name)) continue;
+        if (!vm[name].defaulted()) {
+            throw Error(exit_usage, std::string("--") + old_name + " and --" + name + " are one option (d_k or d_v per head); give --" + name + " only");
+        }
+        vm.at(name).value() = vm[old_name].value();
+    }
 
     require_positive(vm, "batch", 1 << 20);
     require_positive(vm, "heads", 4096);
     require_positive(vm, "seq-len", 1 << 20);
-    require_positive(vm, "dim", 1 << 16);
+    require_positive(vm, "head-dim", 1 << 16);
     require_positive(vm, "repeats", 10000);
     const int batch = vm["batch"].as<int>(), heads = vm["heads"].as<int>(), len = vm["seq-len"].as<int>();
-    const int dim_k = vm["dim"].as<int>();
-    const int dim_v = vm["dim-v"].as<int>() > 0 ? vm["dim-v"].as<int>() : dim_k;
+    const int dim_k = vm["head-dim"].as<int>();
+    if (vm["value-dim"].as<int>() < 0) throw Error(exit_usage, "--value-dim: expected a positive d_v (0: d_k)");
+    const int dim_v = vm["value-dim"].as<int>() > 0 ? vm["value-dim"].as<int>() : dim_k;
     const bool causal = vm["causal"].as<bool>();
     const int repeats = vm["repeats"].as<int>();
     const std::string weights_text = vm["save-weights"].as<std::string>();

@@ -1,5 +1,9 @@
 #include "command_line.hpp"
 
+#include "commands.hpp"
+#include "suggest.hpp"
+
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -79,6 +83,40 @@ std::string error_text(const po::error& error) {
     return error.what();
 }
 
+// The long names of `options`, for suggestions.
+std::vector<std::string> option_names(const po::options_description& options) {
+    std::vector<std::string> names;
+    for (const auto& option : options.options()) names.push_back(option->long_name());
+    return names;
+}
+
+std::string trimmed(const std::string& text) {
+    const auto first = text.find_first_not_of(" \t\r");
+    if (first == std::string::npos) return {};
+    return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
+// A [section] must name a subcommand and a key that applies to this one must be one of its
+// options: a misspelling would otherwise be ignored (a section) or refused without a hint.
+void check_config_line(const std::string& where, const std::string& section, const std::string& key, const CommandSpec& spec,
+                       const po::options_description& all) {
+    if (key.empty()) {
+        const std::vector<std::string> sections = subcommand_names();
+        if (std::find(sections.begin(), sections.end(), section) != sections.end()) return;
+        std::string known;
+        for (const std::string& name : sections) known += (known.empty() ? "" : ", ") + name;
+        const std::string best = closest_name(section, sections);
+        throw Error(exit_usage, where + ": unknown section [" + section + "]" +
+                                    (best.empty() ? std::string() : "; did you mean [" + best + "]?") +
+                                    " (a section names a subcommand: " + known + ")");
+    }
+    if (all.find_nothrow(key, false)) return;
+    throw Error(exit_usage, where + ": unrecognised option '" + key + "' for attnbatch " + spec.name +
+                                did_you_mean(key, option_names(all)) +
+                                (section.empty() ? " (keys before any [section] apply to every subcommand that reads the file)"
+                                                 : ""));
+}
+
 }  // namespace
 
 std::string describe_options(const po::variables_map& vm) {
@@ -94,7 +132,8 @@ std::string describe_options(const po::variables_map& vm) {
 void set_config_reader(ConfigReader reader) { config_reader() = std::move(reader); }
 
 bool parse_command_line(const CommandSpec& spec, po::options_description& options,
-                        const std::vector<std::string>& args, po::variables_map& vm) {
+                        const std::vector<std::string>& args, po::variables_map& vm,
+                        const po::options_description* hidden) {
     po::options_description common("Common options");
     common.add_options()
         ("help,h", "show this help with examples")
@@ -103,6 +142,8 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
         ("print-config", "print the resolved options (command line > ATTNBATCH_* > config > defaults) and exit");
     po::options_description all;
     all.add(options).add(common);
+    po::options_description shown = all;
+    if (hidden) all.add(*hidden);
 
     try {
         po::store(po::command_line_parser(args).options(all).run(), vm);
@@ -112,10 +153,12 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
             const std::size_t equals = text.find('=');
             if (equals == std::string::npos) continue;
             const std::string variable = text.substr(0, equals);
-            if (environment_name_to_option(variable, all).empty()) continue;
+            // Only the options --help lists: an unlisted old spelling (bench --dim) must not
+            // pick up a variable that means something else (ATTNBATCH_DIM, generate's d).
+            if (environment_name_to_option(variable, shown).empty()) continue;
             try {
-                po::store(po::parse_environment(all, [&all, &variable](const std::string& name) {
-                              return name == variable ? environment_name_to_option(name, all) : std::string{};
+                po::store(po::parse_environment(all, [&shown, &variable](const std::string& name) {
+                              return name == variable ? environment_name_to_option(name, shown) : std::string{};
                           }),
                           vm);
             } catch (const po::error& e) {
@@ -125,7 +168,7 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
         }
         if (vm.count("help")) {
             std::cout << "Usage: attnbatch " << spec.name << " [options]\n" << spec.summary << "\n\n"
-                      << all << "\nExamples:\n" << spec.examples;
+                      << shown << "\nExamples:\n" << spec.examples;
             return false;
         }
         if (vm.count("config")) {
@@ -150,11 +193,19 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
                         throw Error(exit_usage, "--config " + path + ":" + std::to_string(line_number) +
                                                         ": unterminated section header (expected [name])");
                     }
-                    section = line.substr(first + 1, close - first - 1);
+                    section = trimmed(line.substr(first + 1, close - first - 1));
+                    check_config_line("--config " + path + ":" + std::to_string(line_number), section, "", spec, all);
                     flattened << '\n';
                     continue;
                 }
-                flattened << (section.empty() || section == spec.name ? line : std::string()) << '\n';
+                const bool applies = section.empty() || section == spec.name;
+                const std::size_t equals = line.find('=');
+                if (applies && first != std::string::npos && line[first] != '#' && line[first] != ';' &&
+                    equals != std::string::npos) {
+                    check_config_line("--config " + path + ":" + std::to_string(line_number), section,
+                                      trimmed(line.substr(first, equals - first)), spec, all);
+                }
+                flattened << (applies ? line : std::string()) << '\n';
             }
             std::istringstream text(flattened.str());
             try {
@@ -164,6 +215,12 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
             }
         }
         po::notify(vm);
+    } catch (const po::unknown_option& e) {
+        std::string name = e.get_option_name();
+        const std::size_t dashes = name.find_first_not_of('-');
+        name = dashes == std::string::npos ? name : name.substr(dashes);
+        throw Error(exit_usage, error_text(e) + did_you_mean(name, option_names(all), "--") + " (see 'attnbatch " +
+                                    spec.name + " --help')");
     } catch (const po::error& e) {
         throw Error(exit_usage, error_text(e) + " (see 'attnbatch " + spec.name + " --help')");
     }

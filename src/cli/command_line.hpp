@@ -23,8 +23,10 @@ struct CommandSpec {
 // Parses argv (after the subcommand name) into `vm`. Precedence: command line, then
 // environment (ATTNBATCH_SEQ_LEN for --seq-len), then --config, then defaults. Returns false
 // when --help or --print-config was handled and the command should stop with exit 0.
+// `hidden`: options accepted but not listed by --help (old spellings kept working).
 bool parse_command_line(const CommandSpec& spec, po::options_description& options,
-                        const std::vector<std::string>& args, po::variables_map& vm);
+                        const std::vector<std::string>& args, po::variables_map& vm,
+                        const po::options_description* hidden = nullptr);
 
 // How --config files are read: the content, or nullopt when unreadable. Under MPI, rank 0
 // reads the file and broadcasts it, so that every rank parses the same text.

@@ -35,6 +35,12 @@ void print_usage(std::ostream& out) {
 
 }  // namespace
 
+std::vector<std::string> subcommand_names() {
+    std::vector<std::string> names;
+    for (const auto& s : kSubcommands) names.emplace_back(s.name);
+    return names;
+}
+
 int run_cli(int argc, char** argv) {
     if (argc < 2) {
         print_usage(std::cerr);

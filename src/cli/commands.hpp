@@ -14,6 +14,9 @@ int run_command(const std::vector<std::string>& args);
 int verify_command(const std::vector<std::string>& args);
 int weights_command(const std::vector<std::string>& args);
 
+// The subcommands' names, in the order of the usage text (what an INI [section] may be).
+std::vector<std::string> subcommand_names();
+
 // Dispatches argv to a subcommand; turns every error into a one-line message and an exit code.
 int run_cli(int argc, char** argv);
 

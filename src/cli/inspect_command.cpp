@@ -9,12 +9,14 @@
 #include <vector>
 
 #include "attnbatch/error.hpp"
+#include "attnbatch/io/attention_maps.hpp"
 #include "attnbatch/io/file_schema.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/schema_names.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "inspect_report.hpp"
+#include "ranges.hpp"
 
 namespace attnbatch::cli {
 namespace {
@@ -65,6 +67,7 @@ io::FileKind decide_kind(const io::FileSchema& schema, const po::variables_map& 
     if (as == "input") return io::FileKind::input;
     if (as == "output") return io::FileKind::output;
     if (as == "weights") return io::FileKind::weights;
+    if (as == "maps") return io::FileKind::attention_maps;
     for (const char* option : {"dataset", "lengths", "query", "key", "value", "weights"}) {
         if (given(vm, option)) return io::FileKind::input;
     }
@@ -140,6 +143,7 @@ void validate_output(InspectReport& report, const io::File& file, const io::File
     const std::string incomplete = check.complete == 1 ? std::string("complete")
                                                        : std::string("INCOMPLETE (attribute ") + io::attribute::complete +
                                                              " = " + std::to_string(check.complete.value_or(0)) + ")";
+    report.verdict_is_state = true;
     if (report.in_progress) {
         report.code = exit_invalid_input;
         report.verdict = "output in progress: " + report.path + " is the partial file of a run that is going or was "
@@ -159,8 +163,23 @@ void validate_output(InspectReport& report, const io::File& file, const io::File
     } else {
         line << ", no attention weights";
     }
+    if (check.first_sequence != 0) {
+        line << ", rows are the input's sequences " << format_range(check.first_sequence, check.first_sequence + check.n);
+    }
     line << "; complete";
     report.verdict = line.str();
+}
+
+void validate_maps(InspectReport& report, const io::FileSchema& schema) {
+    const io::AttentionMapsCheck check = io::check_attention_maps(report.path, schema);
+    if (!check.valid()) {
+        report.code = exit_invalid_input;
+        report.verdict = "invalid attention maps: " + check.problems.front();
+        return;
+    }
+    report.verdict = "valid attention maps (attnbatch weights): sequences " + format_indices(check.sequence_indices) +
+                     " x heads " + format_indices(check.head_indices) + ", L=" + std::to_string(check.len) +
+                     ", float32 [S, H_sel, L, L]";
 }
 
 void validate_weights(InspectReport& report, const io::FileSchema& schema, const po::variables_map& vm) {
@@ -195,6 +214,7 @@ void inspect(InspectReport& report, const po::variables_map& vm) {
         case io::FileKind::input: validate_input(report, *report.schema, vm); break;
         case io::FileKind::output: validate_output(report, file, *report.schema); break;
         case io::FileKind::weights: validate_weights(report, *report.schema, vm); break;
+        case io::FileKind::attention_maps: validate_maps(report, *report.schema); break;
         case io::FileKind::unknown:
             report.code = exit_invalid_input;
             report.verdict = report.path + ": neither an attnbatch input nor an output: no " + io::dataset::embeddings +
@@ -215,7 +235,8 @@ int inspect_command(const std::vector<std::string>& args) {
         "attributes; the root attributes), then validates it: as an input of `run` when it has /embeddings\n"
         "(or --dataset) or /query /key /value, with the rules `run` applies; as an output when it has\n"
         "/output or /lse, against SPEC.md's output schema and its `complete` attribute; as a projection\n"
-        "weights file when it has /w_q /w_k /w_v.\n"
+        "weights file when it has /w_q /w_k /w_v; as the attention maps of `weights --to FILE.h5` when it has\n"
+        "/attention alone.\n"
         "Exit 0 when valid (an output also complete), 3 when invalid, incomplete or in progress (.partial),\n"
         "4 when the file cannot be read, 2 for usage errors.",
         "  attnbatch inspect data.h5\n"
@@ -225,9 +246,9 @@ int inspect_command(const std::vector<std::string>& args) {
     po::options_description options("inspect options");
     options.add_options()
         ("file", po::value<std::string>()->value_name("FILE"), "the HDF5 file (or give it as the first argument)")
-        ("as", po::value<std::string>()->default_value("auto"), "validate as auto|input|output|weights")
+        ("as", po::value<std::string>()->default_value("auto"), "validate as auto|input|output|weights|maps (maps: a file of `weights --to`)")
         ("dataset", po::value<std::string>(), "input: the embeddings [N, L, d] [/embeddings]")
-        ("lengths", po::value<std::string>(), "input: valid tokens per sequence, integer [N] [/lengths if present]")
+        ("lengths", po::value<std::string>(), "input: valid tokens per sequence, integer [N] [/lengths if present]; none: ignore them")
         ("query", po::value<std::string>(), "input: queries [N, L, H*d_k] or [N, H, L, d_k] [/query when found]")
         ("key", po::value<std::string>(), "input: keys, like --query [/key when found]")
         ("value", po::value<std::string>(), "input: values [N, L, H*d_v] or [N, H, L, d_v] [/value when found]")
@@ -242,8 +263,8 @@ int inspect_command(const std::vector<std::string>& args) {
         throw Error(exit_usage, "FILE is required: attnbatch inspect FILE (or --file FILE)");
     }
     const std::string as = vm["as"].as<std::string>();
-    if (as != "auto" && as != "input" && as != "output" && as != "weights") {
-        throw Error(exit_usage, "--as: '" + as + "' is not one of auto|input|output|weights");
+    if (as != "auto" && as != "input" && as != "output" && as != "weights" && as != "maps") {
+        throw Error(exit_usage, "--as: '" + as + "' is not one of auto|input|output|weights|maps");
     }
 
     InspectReport report;
@@ -260,8 +281,13 @@ int inspect_command(const std::vector<std::string>& args) {
     } else {
         print_text(std::cout, report);
     }
-    if (report.code != exit_ok) throw Error(report.code, report.verdict);
-    return exit_ok;
+    if (report.code == exit_ok) return exit_ok;
+    // The text report already said the state; stderr says why the exit code is not 0.
+    if (report.verdict_is_state && !vm["json"].as<bool>()) {
+        throw Error(report.code, report.path + ": not a complete output (" + (report.in_progress ? "in progress" : "incomplete") +
+                                     ", see above)");
+    }
+    throw Error(report.code, report.verdict);
 }
 
 }  // namespace attnbatch::cli

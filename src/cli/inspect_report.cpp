@@ -204,6 +204,7 @@ void write_input(JsonWriter& json, const io::InputSpec& spec) {
 void write_output(JsonWriter& json, const io::OutputCheck& check) {
     json.begin_object()
         .key("n").value(check.n)
+        .key("first_sequence").value(check.first_sequence)
         .key("len").value(check.len)
         .key("d_out").value(check.d_out)
         .key("heads").value(check.heads)
@@ -248,7 +249,7 @@ void print_text(std::ostream& out, const InspectReport& report) {
         for (const std::string& problem : report.weights->problems) out << "  " << problem << '\n';
     }
     for (const std::string& note : report.notes) out << "note: " << note << '\n';
-    if (report.schema) out << report.verdict << '\n';
+    if (report.schema && (report.code == exit_ok || report.verdict_is_state)) out << report.verdict << '\n';
 }
 
 void print_json(std::ostream& out, const InspectReport& report) {

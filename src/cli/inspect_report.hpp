@@ -27,6 +27,9 @@ struct InspectReport {
     std::optional<io::OutputCheck> output;    // any output that was checked
     std::optional<io::WeightsCheck> weights;  // any weights file that was checked
     bool in_progress = false;                // an output named *.partial
+    // The verdict is the state of a well-formed file (valid, incomplete, in progress), which
+    // the report shows; otherwise it is the error, said once, on stderr.
+    bool verdict_is_state = false;
 };
 
 // The schema (when read), warnings, the problems when more than one, notes, the verdict.

@@ -1,10 +1,14 @@
 #include "recorded_run.hpp"
 
+#include "attnbatch/io/journal.hpp"
 #include "attnbatch/io/schema_names.hpp"
 #include "attnbatch/kernels/rope.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
+#include <optional>
 
 namespace attnbatch::cli {
 
@@ -29,11 +33,46 @@ std::vector<double> project64(const float* x, std::size_t len, std::size_t rows,
     return y;
 }
 
+std::string find_recorded_file(const io::OutputReader& output, const std::string& role) {
+    const bool input = role == "input";
+    const io::Provenance provenance = output.provenance();
+    const std::string as_given = input ? provenance.input_file : provenance.weights_file.empty()
+                                                                     ? get(output.recorded_options(), "weights", "")
+                                                                     : provenance.weights_file;
+    std::vector<std::string> candidates{input ? provenance.input_file_absolute : provenance.weights_file_absolute};
+    // Outputs of earlier versions record the real path only in their journal's identity.
+    if (const std::optional<std::string> identity = io::read_output_identity(output.path())) {
+        candidates.push_back(get(io::identity_fields(*identity), input ? "input" : "weights", ""));
+    }
+    if (!as_given.empty()) {
+        candidates.push_back(as_given);
+        if (as_given.front() != '/') {
+            const std::filesystem::path beside = std::filesystem::path(output.path()).parent_path() / as_given;
+            candidates.push_back(beside.lexically_normal().string());
+        }
+    }
+    std::vector<std::string> tried;
+    for (const std::string& path : candidates) {
+        if (path.empty() || path == "(none)" || std::find(tried.begin(), tried.end(), path) != tried.end()) continue;
+        std::error_code error;
+        if (std::filesystem::is_regular_file(path, error)) return path;
+        tried.push_back(path);
+    }
+    if (tried.empty()) return {};
+    std::string list;
+    for (std::size_t i = 0; i < tried.size(); ++i) list += (i ? (i + 1 == tried.size() ? " and " : ", ") : "") + tried[i];
+    throw Error(exit_io, output.path() + ": the run's " + (input ? "input" : "projection weights") + " file, recorded as '" +
+                             as_given + "', is not at " + list + "; hint: give --" + role + " PATH");
+}
+
 RecordedRun read_recorded_run(const io::OutputReader& output, const std::string& input_path,
                               const std::string& weights_path) {
     const std::map<std::string, std::string> config = output.recorded_options();
     io::InputOptions in_opt;
-    in_opt.input_path = input_path;
+    in_opt.input_path = !input_path.empty() ? input_path : find_recorded_file(output, "input");
+    if (in_opt.input_path.empty()) {
+        throw Error(exit_usage, output.path() + " records no input file; hint: give --input");
+    }
     const bool qkv = config.count("query") > 0;
     if (!qkv) in_opt.dataset = get(config, "dataset", io::dataset::embeddings);
     if (config.count("lengths")) in_opt.lengths = config.at("lengths");
@@ -42,13 +81,24 @@ RecordedRun read_recorded_run(const io::OutputReader& output, const std::string&
         in_opt.key = get(config, "key", "");
         in_opt.value = get(config, "value", "");
     }
-    in_opt.weights_path = !weights_path.empty() ? weights_path : get(config, "weights", "");
+    in_opt.weights_path = !weights_path.empty() ? weights_path
+                          : config.count("weights") ? find_recorded_file(output, "weights")
+                                                     : std::string();
     const std::string heads = get(config, "heads", "1");
     in_opt.heads = heads != "1" ? std::stoi(heads) : 0;
     if (config.count("kv-heads")) in_opt.kv_heads = std::stoi(config.at("kv-heads"));
     in_opt.check_finite = false;  // the run checked it; recomputation only needs the numbers
     RecordedRun run;
     run.input = io::describe_input(in_opt);
+    // The output's rows are the input sequences [first_sequence, first_sequence + N).
+    const std::int64_t first = output.layout().first_sequence, rows = output.layout().n;
+    const bool selected = first != 0 || config.count("sequences") > 0;  // run --sequences
+    if (first < 0 || rows < 1 || first + rows > run.input.n || (!selected && rows != run.input.n)) {
+        throw Error(exit_invalid_input, output.path() + " holds the sequences [" + std::to_string(first) + ", " +
+                                            std::to_string(first + rows) + ") of its input, but " + in_opt.input_path +
+                                            " has N = " + std::to_string(run.input.n) + "; hint: check --input");
+    }
+    if (selected && rows != run.input.n) io::select_sequences(run.input, first, first + rows);
     if (run.input.weights) run.projections = io::read_weights(*run.input.weights);
     run.causal = get(config, "causal", "false") == "true";
     run.scale = std::stod(get(config, "scale", "0"));

@@ -16,7 +16,7 @@
 namespace attnbatch::cli {
 
 struct RecordedRun {
-    io::InputSpec input;
+    io::InputSpec input;  // narrowed to the sequences the output holds (run --sequences)
     std::optional<io::ProjectionWeights> projections;
     bool causal = false;
     double scale = 0;
@@ -25,9 +25,16 @@ struct RecordedRun {
     bool weights_f16 = false;
 };
 
-// `weights_path` overrides the projections file the run recorded (empty: the recorded one).
+// `input_path` and `weights_path` override the files the run recorded (empty: the recorded
+// ones, found from any directory by find_recorded_file).
 RecordedRun read_recorded_run(const io::OutputReader& output, const std::string& input_path,
                               const std::string& weights_path);
+
+// A file a run recorded (`role` "input" or "weights"), wherever the command runs: the absolute
+// path recorded, then the path as the run was given it, from here and from the output's
+// directory. Error (exit 4) naming every path tried when none is a file; empty when the run
+// recorded no such file.
+std::string find_recorded_file(const io::OutputReader& output, const std::string& role);
 
 // One sequence's inputs; `params` (batch 1, no outputs set) points into q, k, v.
 struct SequenceInputs {

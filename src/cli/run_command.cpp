@@ -1,6 +1,11 @@
 // `attnbatch run`: options to JobSettings, then the distributed layer's job (job.hpp) does
 // the work; this file prints what the job found and did, and writes the --report.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -13,6 +18,7 @@
 #include "commands.hpp"
 #include "json_writer.hpp"
 #include "progress.hpp"
+#include "ranges.hpp"
 #include "run_options.hpp"
 
 namespace attnbatch::cli {
@@ -47,11 +53,21 @@ RunOptions parse_options_everywhere(dist::Comm& comm, const std::vector<std::str
     return o;
 }
 
+// "1 rank", "2 ranks".
+template <class Count>
+std::string counted(Count count, const char* noun) {
+    return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
 void print_header(const dist::Job& job) {
     const dist::JobSettings& s = job.settings;
     const io::InputSpec& spec = job.spec;
     const int ranks = job.comm.size();
-    std::cout << "attnbatch run: " << spec.path << " N=" << spec.n << " L=" << spec.len << " H=" << spec.heads;
+    std::cout << "attnbatch run: " << spec.path << " N=" << spec.n
+              << (spec.n != job.stored_sequences ? " (sequences " + format_range(spec.first_sequence, spec.first_sequence + spec.n) +
+                                                       " of " + std::to_string(job.stored_sequences) + ")"
+                                                 : std::string())
+              << " L=" << spec.len << " H=" << spec.heads;
     if (spec.kv_head_count() != spec.heads) std::cout << " G=" << spec.kv_head_count();
     std::cout << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (s.causal ? " causal" : "");
     if (s.rope_theta > 0) std::cout << " rope_theta=" << s.rope_theta;
@@ -71,8 +87,8 @@ void print_header(const dist::Job& job) {
               << io::name_of(job.layout.save_weights) << ", " << io::name_of(job.layout.weights_dtype) << ")"
               << (job.layout.gzip_level ? " before gzip" : "") << "; " << job.plan_ranks
               << (job.plan_ranks == 1 ? " rank" : " ranks") << (job.plan_ranks != ranks ? " (simulated)" : "") << " x "
-              << job.attention.kernel.threads << " threads, io " << dist::name_of(job.io) << ", steps of at most "
-              << job.max_sequences << " sequences under --max-memory "
+              << counted(job.attention.kernel.threads, "thread") << ", io " << dist::name_of(job.io) << ", steps of at most "
+              << counted(job.max_sequences, "sequence") << " under --max-memory "
               << dist::format_bytes(static_cast<double>(s.max_memory)) << " per rank\n";
 }
 
@@ -88,15 +104,17 @@ void print_plan(const dist::Job& job) {
         largest = std::max(largest, share.cost);
     }
     std::cout << std::fixed << std::setprecision(3);
-    std::cout << "  plan: " << units.size() << " units on " << ranks << " ranks (" << schedule << ", " << strategy
+    std::cout << "  plan: " << counted(units.size(), "unit") << " on " << counted(ranks, "rank") << " (" << schedule << ", " << strategy
               << "), predicted imbalance " << plan.imbalance * 100 << "%\n";
     // Every rank for small runs; the extremes otherwise (a 4096-rank table helps no one).
     const std::size_t shown = ranks <= 16 ? ranks : 0;
     for (std::size_t r = 0; r < shown; ++r) {
         const dist::RankShare& share = plan.ranks[r];
-        const std::int64_t first = share.units.empty() ? 0 : units[static_cast<std::size_t>(share.units.front())].first;
-        const std::int64_t last = share.units.empty() ? 0 : units[static_cast<std::size_t>(share.units.back())].last;
-        std::cout << "    rank " << r << ": " << share.units.size() << " units, sequences [" << first << ", " << last
+        // Sequences as the input numbers them (they differ from the rows with --sequences).
+        const std::int64_t offset = job.spec.first_sequence;
+        const std::int64_t first = offset + (share.units.empty() ? 0 : units[static_cast<std::size_t>(share.units.front())].first);
+        const std::int64_t last = offset + (share.units.empty() ? 0 : units[static_cast<std::size_t>(share.units.back())].last);
+        std::cout << "    rank " << r << ": " << counted(share.units.size(), "unit") << ", sequences [" << first << ", " << last
                   << "), " << share.tokens << " tokens, predicted " << share.cost * 1e-9 << " GFLOP\n";
     }
     if (shown == 0 && ranks > 0) {
@@ -162,8 +180,8 @@ void print_summary(const dist::Job& job, const dist::JobResult& result) {
     if (!result.rounds.collective_fallback.empty()) {
         std::cout << "  note: collective writes fell back to independent I/O (" << result.rounds.collective_fallback << ")\n";
     }
-    std::cout << std::fixed << std::setprecision(3) << "  done: " << result.rounds.rounds << " rounds, " << job.units.size()
-              << " units, " << sum.sequences << " sequences in " << total << " s (summed over ranks: read " << sum.read
+    std::cout << std::fixed << std::setprecision(3) << "  done: " << counted(result.rounds.rounds, "round") << ", "
+              << counted(job.units.size(), "unit") << ", " << counted(sum.sequences, "sequence") << " in " << total << " s (summed over ranks: read " << sum.read
               << ", compute " << sum.compute << ", communicate " << sum.communicate << ", write " << sum.write
               << "; I/O hidden " << std::setprecision(1) << result.io_hidden * 100 << "%)\n"
               << std::setprecision(3) << "PERFORMANCE ranks=" << job.comm.size() << " threads=" << job.attention.kernel.threads
@@ -176,10 +194,31 @@ void print_summary(const dist::Job& job, const dist::JobResult& result) {
     std::cout.unsetf(std::ios::floatfield);
 }
 
+// The --report file is written last: a directory that is missing or not writable is found
+// before the run rather than after it (a dry run asks the same).
+void check_report_path(const std::string& report) {
+    if (report.empty()) return;
+    const std::filesystem::path path(report);
+    const std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+        throw Error(exit_usage, "--report " + report + " is a directory, expected a file path; hint: e.g. " + report + "/run.json");
+    }
+    if (!std::filesystem::is_directory(directory, error)) {
+        throw Error(exit_io, "--report " + report + ": directory " + directory.string() +
+                                 " does not exist; hint: create it or fix --report");
+    }
+    if (::access(directory.c_str(), W_OK | X_OK) != 0) {
+        throw Error(exit_io, "--report " + report + ": directory " + directory.string() + " is not writable: " +
+                                 std::strerror(errno) + "; hint: choose another --report");
+    }
+}
+
 int run(dist::Comm& comm, const std::vector<std::string>& args) {
     const RunOptions o = parse_options_everywhere(comm, args);
     if (o.stop) return exit_ok;
     const bool root = comm.is_root();
+    dist::agreed(comm, root, [&] { check_report_path(o.report); });
     dist::Job job = dist::prepare_job(comm, o.job);
     if (root && !job.resume.summary.empty() && job.nothing_to_do()) std::cout << "  " << job.resume.summary << '\n';
     if (job.nothing_to_do()) return exit_ok;
@@ -187,10 +226,18 @@ int run(dist::Comm& comm, const std::vector<std::string>& args) {
         print_header(job);
         if (!job.resume.summary.empty()) std::cout << "  " << job.resume.summary << '\n';
         if (o.job.dry_run || comm.size() > 1) print_plan(job);
-        if (o.job.dry_run) std::cout << "  dry run: shapes, types and lengths validated, values not scanned, nothing written\n";
         std::cout.flush();
     }
-    if (o.job.dry_run) return exit_ok;
+    if (o.job.dry_run) {
+        // The real run's own checks, not a copy of them: the two cannot drift apart.
+        dist::preflight(job);
+        if (root) {
+            for (const std::string& note : job.notes) std::cout << "  " << note << '\n';
+            std::cout << "  dry run: every check of the real run passed except the value scan (NaN/inf: it reads all "
+                         "the data); nothing written\n";
+        }
+        return exit_ok;
+    }
 
     double total_cost = 0;
     for (const dist::Unit& unit : job.all_units) total_cost += unit.cost;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "command_line.hpp"
+#include "ranges.hpp"
 
 namespace attnbatch::cli {
 
@@ -16,18 +17,10 @@ std::size_t quarter_of_ram() {
     return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 4 : std::size_t{1} << 30;
 }
 
-distributed::SequenceRange parse_weights_seqs(const std::string& text) {
-    const auto colon = text.find(':');
-    try {
-        if (colon == std::string::npos) throw std::invalid_argument("no colon");
-        std::size_t used_a = 0, used_b = 0;
-        const long long a = std::stoll(text.substr(0, colon), &used_a);
-        const long long b = std::stoll(text.substr(colon + 1), &used_b);
-        if (used_a != colon || used_b != text.size() - colon - 1 || a < 0 || b <= a) throw std::invalid_argument("range");
-        return {a, b};
-    } catch (const std::exception&) {
-        throw Error(exit_usage, "--weights-seqs: '" + text + "' is not a range A:B with 0 <= A < B");
-    }
+// One block of the RANGE syntax (ranges.hpp); the open end (-1) is resolved against N by the job.
+distributed::SequenceRange parse_sequence_block(const std::string& text, const std::string& option) {
+    const IndexRange range = parse_block(text, option);
+    return {range.first, range.last.value_or(-1)};
 }
 
 int parse_compression(const std::string& text) {
@@ -97,7 +90,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("input", po::value<std::string>()->required(), "input HDF5 file")
         ("output", po::value<std::string>()->required(), "output HDF5 file (written as OUTPUT.partial, renamed when complete)")
         ("dataset", po::value<std::string>()->default_value("/embeddings"), "embeddings [N, L, d], float32 or float64")
-        ("lengths", po::value<std::string>(), "valid tokens per sequence, integer [N] [/lengths if present]")
+        ("lengths", po::value<std::string>(), "valid tokens per sequence, integer [N] [/lengths if present]; none: every sequence has L tokens")
+        ("sequences", po::value<std::string>()->value_name("RANGE"), "compute only these sequences, one block n, A:B, :B or A: (zero-based, B exclusive) [all]; the output holds them and records first_sequence")
         ("query", po::value<std::string>(), "queries [N, L, H*d_k] or [N, H, L, d_k] (with --key and --value)")
         ("key", po::value<std::string>(), "keys, shaped as the queries")
         ("value", po::value<std::string>(), "values [N, L, H*d_v] or [N, H, L, d_v]")
@@ -106,24 +100,24 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("kv-heads", po::value<int>(), "grouped-query attention: G K/V heads (G divides H; query head h reads K/V head h/(H/G)); w_k, w_v have G*d_k, G*d_v columns [the weights file's kv_heads, else what the shapes say, else H]")
         ("rope-theta", po::value<double>(), "rotary position embeddings on Q and K with this base (e.g. 10000), Hugging Face pair layout (i, i+d_k/2) [off]")
         ("causal", po::bool_switch(), "mask keys after the query")
-        ("scale", po::value<double>()->default_value(0.0), "logit scale [1/sqrt(d_k)]")
-        ("save-weights", po::value<std::string>()->default_value("all"), "attention weights to store: none|all|mean")
+        ("scale", po::value<double>()->default_value(0.0, "1/sqrt(d_k)"), "logit scale")
+        ("save-weights", po::value<std::string>()->default_value("all")->implicit_value("all"), "attention weights to store: none|all|mean (alone: all)")
         ("weights-dtype", po::value<std::string>()->default_value("f32"), "stored weights as f32|f16 (IEEE half)")
-        ("weights-seqs", po::value<std::string>(), "store weights of sequences A <= n < B only, as A:B")
+        ("weights-seqs", po::value<std::string>()->value_name("RANGE"), "store weights of these sequences only: one block n, A:B, :B or A: [all computed]")
         ("compression", po::value<std::string>()->default_value("none"), "none|gzip|gzip:1-9 (with shuffle)")
         ("io", po::value<std::string>()->default_value("auto"), "auto|gather|parallel [auto: parallel with more than one rank]")
         ("schedule", po::value<std::string>()->default_value("static"), "static (cost-balanced contiguous shares)|dynamic (rank 0 hands out work)")
-        ("threads", po::value<int>()->default_value(0), "OpenMP threads [OMP_NUM_THREADS, else all cores]")
-        ("block-q", po::value<int>()->default_value(0), "query tile rows [auto]")
-        ("block-k", po::value<int>()->default_value(0), "key tile columns [auto]")
+        ("threads", po::value<int>()->default_value(0, "OMP_NUM_THREADS, else all cores"), "OpenMP threads per rank")
+        ("block-q", po::value<int>()->default_value(0, "auto"), "query tile rows")
+        ("block-k", po::value<int>()->default_value(0, "auto"), "key tile columns")
         ("kernel", po::value<std::string>()->default_value("blocked"), "blocked|reference (fp64, slow)")
         ("isa", po::value<std::string>()->default_value("best"), isa_choices(false).c_str())
         ("max-memory", po::value<std::string>(), "resident memory bound per rank, e.g. 8G [a quarter of RAM]")
-        ("unit-sequences", po::value<long>()->default_value(0), "sequences per work unit [auto: from --max-memory]")
-        ("resume", po::bool_switch(), "continue OUTPUT.partial; with a complete OUTPUT do nothing")
+        ("unit-sequences", po::value<long>()->default_value(0, "auto"), "at most this many sequences per work unit (auto: as many as --max-memory allows in a step)")
+        ("resume", po::bool_switch(), "continue OUTPUT.partial; with a complete OUTPUT of the same input and options do nothing (other ones: exit 2)")
         ("force", po::bool_switch(), "replace an existing OUTPUT (only once the new one is complete)")
-        ("dry-run", po::bool_switch(), "validate and print the plan and sizes; write nothing")
-        ("simulate-ranks", po::value<int>()->default_value(0), "with --dry-run: plan for this many ranks without starting them")
+        ("dry-run", po::bool_switch(), "every check of the real run but the NaN/inf scan, the plan and sizes; write nothing; exit as the run would")
+        ("simulate-ranks", po::value<int>()->default_value(0, "the ranks of this run"), "with --dry-run: plan for this many ranks without starting them")
         ("report", po::value<std::string>(), "write phase times and rates as JSON")
         ("progress", po::value<std::string>()->default_value("auto"), "auto (a live bar on a terminal, else a line every --progress-interval s)|always (the bar even without a terminal)|never")
         ("progress-interval", po::value<double>()->default_value(30.0), "seconds between progress lines in batch logs")
@@ -139,7 +133,11 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     j.output = vm["output"].as<std::string>();
     const bool qkv = vm.count("query") || vm.count("key") || vm.count("value");
     if (!qkv || !vm["dataset"].defaulted()) j.input.dataset = vm["dataset"].as<std::string>();
-    if (vm.count("lengths")) j.input.lengths = vm["lengths"].as<std::string>();
+    if (vm.count("lengths")) {
+        j.input.lengths = vm["lengths"].as<std::string>();
+        if (j.input.lengths.empty()) throw Error(exit_usage, "--lengths: expected a dataset name, or none");
+    }
+    if (vm.count("sequences")) j.sequences = parse_sequence_block(vm["sequences"].as<std::string>(), "--sequences");
     if (vm.count("query")) j.input.query = vm["query"].as<std::string>();
     if (vm.count("key")) j.input.key = vm["key"].as<std::string>();
     if (vm.count("value")) j.input.value = vm["value"].as<std::string>();
@@ -169,7 +167,14 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     if (dtype == "f32") j.weights_dtype = io::WeightsDtype::f32;
     else if (dtype == "f16") j.weights_dtype = io::WeightsDtype::f16;
     else throw Error(exit_usage, "--weights-dtype: '" + dtype + "' is not one of f32|f16");
-    if (vm.count("weights-seqs")) j.weights_sequences = parse_weights_seqs(vm["weights-seqs"].as<std::string>());
+    if (vm.count("weights-seqs")) {
+        if (j.save_weights == io::SaveWeights::none) {
+            throw Error(exit_usage, "--weights-seqs " + vm["weights-seqs"].as<std::string>() +
+                                        " chooses which weights to store, but --save-weights none stores none; hint: "
+                                        "drop one of them, or --save-weights all|mean");
+        }
+        j.weights_sequences = parse_sequence_block(vm["weights-seqs"].as<std::string>(), "--weights-seqs");
+    }
     j.gzip_level = parse_compression(vm["compression"].as<std::string>());
     const std::string io_mode = vm["io"].as<std::string>();
     if (io_mode == "auto") j.io = distributed::IoMode::automatic;

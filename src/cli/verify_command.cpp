@@ -57,13 +57,14 @@ int verify_command(const std::vector<std::string>& args) {
         "  attnbatch verify --input in.h5 --weights proj.h5 --output out.h5 --samples all\n"};
     po::options_description options("verify options");
     options.add_options()
-        ("input", po::value<std::string>()->required(), "the run's input file")
+        ("input", po::value<std::string>(), "the run's input file [the one the output records, found from any directory]")
         ("output", po::value<std::string>()->required(), "the run's output file")
-        ("weights", po::value<std::string>(), "the run's projection weights file, if it had one")
+        ("weights", po::value<std::string>(), "the run's projection weights file [the one the output records, if any]")
         ("samples", po::value<std::string>()->default_value("8"), "sequences to recompute, evenly spaced, or 'all'");
     po::variables_map vm;
     if (!parse_command_line(spec, options, args, vm)) return exit_ok;
-    const std::string input_path = vm["input"].as<std::string>(), output_path = vm["output"].as<std::string>();
+    const std::string input_path = vm.count("input") ? vm["input"].as<std::string>() : std::string();
+    const std::string output_path = vm["output"].as<std::string>();
 
     {
         const io::OutputReader out(output_path);
@@ -164,7 +165,12 @@ int verify_command(const std::vector<std::string>& args) {
         const double w_tol = f16 ? 1e-3 : 1e-5;
         const bool ok = e_out.max_abs <= out_tol && lse_rel <= 2e-5 && e_w.max_abs <= w_tol;
         std::cout << std::scientific << std::setprecision(3) << "attnbatch verify: " << samples.size() << " of " << n
-                  << " sequences recomputed in fp64\n"
+                  << " sequences recomputed in fp64\n";
+        if (input_path.empty() || (in.weights && !vm.count("weights"))) {
+            std::cout << "  recorded files found: input " << in.path << (in.weights ? ", weights " + in.weights->path : "")
+                      << '\n';
+        }
+        std::cout
                   << "  output     max abs " << e_out.max_abs << "  max rel " << e_out.rel() << "  (tolerance " << out_tol << ")\n"
                   << "  lse        max abs " << e_lse.max_abs << "  max rel " << lse_rel << "  (tolerance 2e-05 relative)\n";
         if (stored_weights) {

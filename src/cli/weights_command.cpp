@@ -2,6 +2,7 @@
 // a finished run's /lse and its inputs, for runs that did not store them (or stored only the
 // head mean): P[i, j] = exp(scale * q_i . k_j - lse[i]) for visible keys, else 0.
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -13,45 +14,11 @@
 #include "attnbatch/io/schema_names.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
+#include "ranges.hpp"
 #include "recorded_run.hpp"
 
 namespace attnbatch::cli {
 
-namespace {
-
-// "3", "2:5" (half-open) or "0,4,9"; every index must be below `limit`.
-std::vector<std::int64_t> parse_index_list(const std::string& text, std::int64_t limit, const std::string& option) {
-    std::vector<std::int64_t> values;
-    auto fail = [&]() -> std::vector<std::int64_t> {
-        throw Error(exit_usage, option + ": '" + text + "' is not an index, a range A:B or a list i,j,k within [0, " +
-                                        std::to_string(limit) + ")");
-    };
-    try {
-        const auto colon = text.find(':');
-        if (colon != std::string::npos) {
-            const long long a = std::stoll(text.substr(0, colon)), b = std::stoll(text.substr(colon + 1));
-            if (a < 0 || b <= a || b > limit) return fail();
-            for (long long i = a; i < b; ++i) values.push_back(i);
-            return values;
-        }
-        std::istringstream in(text);
-        std::string item;
-        while (std::getline(in, item, ',')) {
-            std::size_t used = 0;
-            const long long v = std::stoll(item, &used);
-            if (used != item.size() || v < 0 || v >= limit) return fail();
-            values.push_back(v);
-        }
-    } catch (const Error&) {
-        throw;
-    } catch (const std::exception&) {
-        return fail();
-    }
-    if (values.empty()) return fail();
-    return values;
-}
-
-}  // namespace
 
 int weights_command(const std::vector<std::string>& args) {
     const CommandSpec spec{
@@ -63,11 +30,11 @@ int weights_command(const std::vector<std::string>& args) {
         "  attnbatch weights --input in.h5 --output out.h5 --sequences 7 --heads 0,2 --to seq7.csv\n"};
     po::options_description options("weights options");
     options.add_options()
-        ("input", po::value<std::string>()->required(), "the run's input file")
+        ("input", po::value<std::string>(), "the run's input file [the one the output records, found from any directory]")
         ("output", po::value<std::string>()->required(), "the run's (complete) output file")
-        ("weights", po::value<std::string>(), "the run's projection weights file [the one it recorded]")
-        ("sequences", po::value<std::string>()->default_value("0"), "sequences: n, A:B or i,j,k")
-        ("heads", po::value<std::string>()->default_value("all"), "heads: all, h, A:B or i,j,k")
+        ("weights", po::value<std::string>(), "the run's projection weights file [the one the output records, if any]")
+        ("sequences", po::value<std::string>()->value_name("RANGE"), "sequences (input numbering): n, A:B, :B, A: or a comma list of them [the output's first]")
+        ("heads", po::value<std::string>()->value_name("RANGE")->default_value("all"), "heads: n, A:B, :B, A:, a comma list of them, or all")
         ("to", po::value<std::string>()->required(), "result file: .h5/.hdf5 for HDF5, .csv for CSV")
         ("force", po::bool_switch(), "replace an existing --to file");
     po::variables_map vm;
@@ -87,21 +54,32 @@ int weights_command(const std::vector<std::string>& args) {
             throw Error(exit_invalid_input, vm["output"].as<std::string>() + ": attribute " + io::attribute::complete +
                                                 " is not 1; expected a finished run's output");
         }
-        const RecordedRun run = read_recorded_run(out, vm["input"].as<std::string>(),
+        const RecordedRun run = read_recorded_run(out, vm.count("input") ? vm["input"].as<std::string>() : "",
                                                   vm.count("weights") ? vm["weights"].as<std::string>() : "");
         const io::InputSpec& in = run.input;
-        const std::vector<std::int64_t> sequences = parse_index_list(vm["sequences"].as<std::string>(), in.n, "--sequences");
-        const std::string heads_text = vm["heads"].as<std::string>();
+        // Sequences are named as in the input (and in run --sequences); the output's rows start
+        // at its first_sequence.
+        const std::int64_t first = in.first_sequence;
+        const std::vector<std::int64_t> sequences =
+            vm.count("sequences") ? expand_ranges(parse_ranges(vm["sequences"].as<std::string>(), "--sequences"),
+                                                  first + in.n, "--sequences", "N")
+                                  : std::vector<std::int64_t>{first};
+        for (const std::int64_t sequence : sequences) {
+            if (sequence < first) {
+                throw Error(exit_usage, "--sequences: sequence " + std::to_string(sequence) + " is not in " +
+                                            vm["output"].as<std::string>() + ", which holds the sequences " +
+                                            format_range(first, first + in.n) + " (run --sequences)");
+            }
+        }
         const std::vector<std::int64_t> heads =
-            heads_text == "all" ? parse_index_list("0:" + std::to_string(in.heads), in.heads, "--heads")
-                                : parse_index_list(heads_text, in.heads, "--heads");
+            expand_ranges(parse_ranges(vm["heads"].as<std::string>(), "--heads"), in.heads, "--heads", "H");
         const std::size_t len = in.len, dk = in.d_k;
         io::InputReader reader(in);
         SequenceInputs seq;
         std::vector<float> lse;
         std::vector<float> maps(sequences.size() * heads.size() * len * len, 0.0f);  // (S, H_sel, L, L)
         for (std::size_t si = 0; si < sequences.size(); ++si) {
-            const std::int64_t s = sequences[si];
+            const std::int64_t s = sequences[si] - first;  // the row of the output and of the selection
             load_sequence(run, reader, s, seq);
             out.read_lse(s, s + 1, lse);
             if (lse.size() != static_cast<std::size_t>(in.heads) * len) {
@@ -135,6 +113,9 @@ int weights_command(const std::vector<std::string>& args) {
             result.len = in.len;
             result.values = std::move(maps);
             result.source = vm["output"].as<std::string>();
+            std::error_code error;
+            const std::filesystem::path real = std::filesystem::canonical(result.source, error);
+            if (!error) result.source_absolute = real.string();
             io::write_attention_maps(to, result, vm["force"].as<bool>());
         } else {
             std::ofstream csv_out(to);
@@ -150,8 +131,8 @@ int weights_command(const std::vector<std::string>& args) {
                         }
             if (!csv_out) throw Error(exit_io, "--to: writing " + to + " failed");
         }
-        std::cout << "attnbatch weights: " << sequences.size() << " sequence(s) x " << heads.size() << " head(s) of L = " << len
-                  << " -> " << to << '\n';
+        std::cout << "attnbatch weights: sequences " << format_indices(sequences) << " x heads " << format_indices(heads)
+                  << " of L = " << len << " -> " << to << '\n';
         return exit_ok;
     }
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <tuple>
 
@@ -84,6 +85,21 @@ std::pair<std::int64_t, std::int64_t> share_span(const std::vector<Unit>& units,
             units[static_cast<std::size_t>(share.units.back())].last};
 }
 
+std::string range_syntax(std::int64_t first, std::int64_t last) {
+    return std::to_string(first) + ":" + std::to_string(last);
+}
+
+// --sequences: [first, last) of the N stored sequences (last -1: up to N); exit 2 past N.
+std::pair<std::int64_t, std::int64_t> selected_sequences(const SequenceRange& range, std::int64_t n) {
+    const std::int64_t last = range.last < 0 ? n : range.last;
+    if (range.first < 0 || range.first >= last || last > n) {
+        throw Error(exit_usage, "--sequences " + range_syntax(range.first, last) + " ends past N = " + std::to_string(n) +
+                                    " (expected 0 <= A < B <= N; the input has sequences 0 to " + std::to_string(n - 1) +
+                                    ")");
+    }
+    return {range.first, last};
+}
+
 // Rank 0 validates shapes, types and lengths and every other rank receives what it found;
 // the data values are scanned later, each rank its own share.
 void describe(Job& job) {
@@ -92,6 +108,11 @@ void describe(Job& job) {
         io::InputOptions input = job.settings.input;
         input.check_finite = false;
         job.spec = io::describe_input(input);
+        job.stored_sequences = job.spec.n;
+        if (job.settings.sequences) {
+            const auto [first, last] = selected_sequences(*job.settings.sequences, job.spec.n);
+            io::select_sequences(job.spec, first, last);
+        }
         if (job.spec.weights) job.weights = io::read_weights(*job.spec.weights);
         io::InputReader lengths_reader(job.spec);
         job.lengths = lengths_reader.read_all_lengths();
@@ -107,15 +128,23 @@ void lay_out(Job& job) {
     job.layout.save_weights = s.save_weights;
     job.layout.weights_dtype = s.weights_dtype;
     job.layout.gzip_level = s.gzip_level;
+    job.layout.first_sequence = job.spec.first_sequence;
     agreed(job.comm, true, [&] {
         if (!s.weights_sequences) return;
+        // Input sequence numbers, within the sequences this run computes; the layout counts rows.
         const SequenceRange& range = *s.weights_sequences;
-        if (range.last > job.spec.n) {
-            throw Error(exit_usage, "--weights-seqs " + std::to_string(range.first) + ":" + std::to_string(range.last) +
-                                        " ends past N = " + std::to_string(job.spec.n) + " (expected A < B <= N)");
+        const std::int64_t first_row = job.spec.first_sequence, end_row = job.spec.first_sequence + job.spec.n;
+        const std::int64_t last = range.last < 0 ? end_row : range.last;
+        if (range.first < first_row || last > end_row || range.first >= last) {
+            throw Error(exit_usage, "--weights-seqs " + range_syntax(range.first, last) +
+                                        (s.sequences ? " is not within the sequences computed, --sequences " +
+                                                           range_syntax(first_row, end_row)
+                                                     : " ends past N = " + std::to_string(job.spec.n)) +
+                                        " (expected " + std::to_string(first_row) + " <= A < B <= " +
+                                        std::to_string(end_row) + ")");
         }
-        job.layout.weights_first = range.first;
-        job.layout.weights_last = range.last;
+        job.layout.weights_first = range.first - first_row;
+        job.layout.weights_last = last - first_row;
     });
     job.sizes = io::estimate_output_bytes(job.layout);
 
@@ -150,10 +179,17 @@ void form_job_units(Job& job) {
     const CostModel cost = cost_model_for(job.spec, s.causal);
 
     // The journal's identity: rank 0 reads the files' metadata, every rank records the same.
-    if (comm.is_root()) job.identity = job_identity(job.spec, job.weights, job.lengths, job.attention, job.layout);
+    if (comm.is_root()) {
+        job.identity = job_identity(job.spec, job.weights, job.lengths, job.attention, job.layout);
+        // Only a narrowed run says so, so that every other identity stays as it was recorded.
+        if (job.spec.n != job.stored_sequences) {
+            job.identity += "sequences = " + range_syntax(job.spec.first_sequence, job.spec.first_sequence + job.spec.n) + '\n';
+        }
+    }
     broadcast_string(comm, job.identity, 0);
-    if (s.resume && !s.dry_run) {
-        agreed(comm, comm.is_root(), [&] { job.resume = inspect_for_resume(s.output, s.force, job.layout, job.identity); });
+    if (s.resume) {
+        agreed(comm, comm.is_root(),
+               [&] { job.resume = inspect_for_resume(s.output, s.force, job.layout, job.identity, s.dry_run); });
         broadcast_resume(comm, job.resume);
     }
     if (job.resume.state == ResumeState::complete) return;
@@ -207,11 +243,16 @@ void scan_values(Job& job) {
     });
 }
 
-// The file's absolute path with symbolic links resolved (the path as given when that fails),
-// so that an output names its inputs wherever it is read.
+// `path` from the root, so that verify and weights find it from any directory: its real path,
+// as the journal's identity names it (two runs of one file through different symbolic links
+// record the same), else absolute.
 std::string absolute_path(const std::string& path) {
-    char resolved[PATH_MAX];
-    return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
+    if (path.empty()) return path;
+    std::error_code error;
+    const std::filesystem::path real = std::filesystem::canonical(path, error);
+    if (!error) return real.string();
+    const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+    return error ? path : absolute.lexically_normal().string();
 }
 
 io::Provenance provenance_of(const Job& job) {
@@ -220,6 +261,11 @@ io::Provenance provenance_of(const Job& job) {
     provenance.version = s.version;
     provenance.creation_time = io::creation_time_now();
     provenance.input_file = job.spec.path;
+    provenance.input_file_absolute = absolute_path(job.spec.path);
+    if (job.spec.weights) {
+        provenance.weights_file = job.spec.weights->path;
+        provenance.weights_file_absolute = absolute_path(job.spec.weights->path);
+    }
     provenance.input_dataset = job.spec.mode == io::InputMode::embeddings
                                    ? job.spec.dataset
                                    : job.spec.query + "," + job.spec.key + "," + job.spec.value;
@@ -228,8 +274,6 @@ io::Provenance provenance_of(const Job& job) {
     provenance.d_k = job.spec.d_k;
     provenance.d_v = job.spec.d_v;
     provenance.rope_theta = job.attention.rope_theta;
-    provenance.input_file = absolute_path(job.spec.path);
-    provenance.weights_file = job.spec.weights ? absolute_path(job.spec.weights->path) : std::string();
     provenance.causal = s.causal;
     provenance.scale = job.attention.scale;
     provenance.ranks = job.comm.size();
@@ -246,7 +290,10 @@ std::unique_ptr<StepIo> open_step_io(Job& job) {
     Comm& comm = job.comm;
     const bool root = comm.is_root();
     io::Provenance provenance = provenance_of(job);
-    broadcast_string(comm, provenance.creation_time, 0);  // attributes must match on every rank
+    // Attributes must match on every rank (a rank may even start in another directory).
+    broadcast_string(comm, provenance.creation_time, 0);
+    broadcast_string(comm, provenance.input_file_absolute, 0);
+    broadcast_string(comm, provenance.weights_file_absolute, 0);
 
     io::OutputOptions output_options;
     output_options.force = s.force;
@@ -331,9 +378,28 @@ Job prepare_job(Comm& comm, const JobSettings& settings) {
     return job;
 }
 
+void preflight(Job& job) {
+    const JobSettings& s = job.settings;
+    agreed(job.comm, job.comm.is_root(), [&] {
+        io::check_output_target(s.output, s.force, job.resume.state == ResumeState::partial);
+    });
+    // A dry run for --simulate-ranks sizes a job for another machine (no real run takes that
+    // option), so this file system's free space is news, not a verdict.
+    if (s.simulate_ranks > 0) {
+        try {
+            check_free_space(job);
+        } catch (const AgreedFailure& failure) {
+            if (failure.exit_code() != exit_usage) throw;
+            job.notes.push_back(std::string("note: ") + failure.what());
+        }
+        return;
+    }
+    check_free_space(job);
+}
+
 JobResult run_job(Job& job, const RoundCallback& on_round) {
     Comm& comm = job.comm;
-    check_free_space(job);
+    preflight(job);
     scan_values(job);
     std::unique_ptr<StepIo> step_io = open_step_io(job);
 

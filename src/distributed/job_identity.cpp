@@ -74,7 +74,7 @@ std::string job_identity(const io::InputSpec& spec, const std::optional<io::Proj
         << "block-k = " << settings.kernel.block_k << '\n'
         << "save-weights = " << io::name_of(layout.save_weights) << '\n'
         << "weights-dtype = " << io::name_of(layout.weights_dtype) << '\n'
-        << "weights-seqs = " << layout.weights_first << ':' << layout.weights_end() << '\n'
+        << "weights-seqs = " << layout.first_sequence + layout.weights_first << ':' << layout.first_sequence + layout.weights_end() << '\n'
         << "compression = " << (layout.gzip_level ? "gzip:" + std::to_string(layout.gzip_level) : std::string("none"))
         << '\n';
     return out.str();

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "attnbatch/error.hpp"
@@ -16,15 +17,35 @@ bool exists(const std::string& path) {
     return ::lstat(path.c_str(), &status) == 0;
 }
 
+// A complete OUTPUT is this job's result only when its journal (kept in the published file)
+// records the identity this run would record: a requeued job whose options were edited must
+// not keep the old results.
+void expect_complete_output_of_this_job(const std::string& output, const std::string& identity) {
+    const std::optional<std::string> recorded = io::read_output_identity(output);
+    if (!recorded) {
+        throw Error(exit_usage, output + " exists but records no input and options to compare (no /journal/identity: "
+                                         "an output of an older version), so --resume cannot tell whether it is this "
+                                         "job's result; hint: attnbatch verify checks it, or drop --resume and add --force "
+                                         "to compute it again");
+    }
+    const std::string differences = io::identity_differences(*recorded, identity);
+    if (!differences.empty()) {
+        throw Error(exit_usage, output + " is complete but was written from other input or options (" + differences +
+                                    "); hint: resume with the original ones, or drop --resume and add --force to "
+                                    "replace it");
+    }
+}
+
 }  // namespace
 
 ResumeState inspect_for_resume(const std::string& output, bool force, const io::OutputLayout& layout,
-                               const std::string& identity) {
+                               const std::string& identity, bool dry_run) {
     ResumeState resume;
     const std::string partial = io::OutputFile::partial_path_for(output);
     const bool have_partial = exists(partial);
     if (exists(output) && !(have_partial && force)) {
-        resume.summary = output + " is already complete; nothing to resume";
+        expect_complete_output_of_this_job(output, identity);
+        resume.summary = output + " is already complete (same input and options); nothing to resume";
         resume.state = ResumeState::complete;
         return resume;
     }
@@ -37,14 +58,20 @@ ResumeState inspect_for_resume(const std::string& output, bool force, const io::
         throw Error(exit_usage, partial + " was written from other input or options (" + differences +
                                     "); hint: resume with the original ones, or --force to start afresh");
     }
-    const io::OutputFile file = io::OutputFile::reopen(output, layout);
+    const io::OutputFile file =
+        io::OutputFile::reopen(output, layout, {}, dry_run ? io::FileMode::read_only : io::FileMode::read_write);
     const io::JournalState state = file.journal_state();
     resume.state = ResumeState::partial;
     resume.unit_bounds = state.plan.unit_bounds;
     resume.done = state.done;
+    const std::int64_t units = static_cast<std::int64_t>(state.done.size());
+    if (dry_run) {
+        resume.summary = "resume: " + std::to_string(state.done_units()) + " of " + std::to_string(units) +
+                         " units done (their checksums are re-read by the real run, not by a dry run)";
+        return resume;
+    }
     const std::vector<std::int64_t> failing = file.units_failing_checksum(state);
     for (std::int64_t u : failing) resume.done[static_cast<std::size_t>(u)] = 0;
-    const std::int64_t units = static_cast<std::int64_t>(state.done.size());
     std::ostringstream summary;
     summary << "resume: " << state.done_units() - static_cast<std::int64_t>(failing.size()) << " of " << units
             << " units done and verified";

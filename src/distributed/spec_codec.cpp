@@ -80,6 +80,7 @@ std::string encode_spec(const io::InputSpec& spec) {
         w.integer(theta_bits);
     }
     w.integer(spec.kv_heads);
+    w.integer(spec.first_sequence);
     return w.take();
 }
 
@@ -117,6 +118,7 @@ io::InputSpec decode_spec(const std::string& bytes) {
         spec.weights = ws;
     }
     spec.kv_heads = r.integer();
+    spec.first_sequence = r.integer();
     if (!r.done()) throw std::invalid_argument("decode_spec: trailing bytes");
     return spec;
 }

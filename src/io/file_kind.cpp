@@ -10,6 +10,7 @@ const char* name_of(FileKind kind) {
         case FileKind::input: return "input";
         case FileKind::output: return "output";
         case FileKind::weights: return "weights";
+        case FileKind::attention_maps: return "attention-maps";
         case FileKind::unknown: break;
     }
     return "unknown";
@@ -24,9 +25,12 @@ FileKind kind_of(const FileSchema& schema) {
     const AttributeValue* format_attribute = schema.attribute(attribute::format);
     if (format_attribute && format_attribute->text == format::output) return FileKind::output;
     if (format_attribute && format_attribute->text == format::input) return FileKind::input;
+    if (format_attribute && format_attribute->text == format::attention_maps) return FileKind::attention_maps;
     if (schema.dataset(dataset::w_q) || schema.dataset(dataset::w_k) || schema.dataset(dataset::w_v)) {
         return FileKind::weights;
     }
+    // Maps written before they carried `format`.
+    if (schema.dataset(dataset::attention)) return FileKind::attention_maps;
     return FileKind::unknown;
 }
 

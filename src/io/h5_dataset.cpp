@@ -172,6 +172,14 @@ std::vector<int> Dataset::filters() const {
     return filters;
 }
 
+std::vector<int> Dataset::unavailable_filters() const {
+    std::vector<int> missing;
+    for (const int filter : filters()) {
+        if (H5_CALL(H5Zfilter_avail, where_, static_cast<H5Z_filter_t>(filter)) <= 0) missing.push_back(filter);
+    }
+    return missing;
+}
+
 void Dataset::close() {
     if (handle_.valid()) H5_CALL(H5Dclose, where_, handle_.release());
 }

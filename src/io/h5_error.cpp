@@ -92,6 +92,22 @@ std::string lock_hint(int number) {
     return file_locking_hint;
 }
 
+constexpr const char* debug_variable = "ATTNBATCH_DEBUG";
+
+bool show_whole_stack() {
+    const char* debug = std::getenv(debug_variable);
+    return debug && *debug && std::string(debug) != "0";
+}
+
+// The deepest frame that is not the plugin search HDF5 runs after a failure (its frames say
+// which directories it looked in, not what went wrong).
+const std::string& innermost_cause(const std::vector<std::string>& stack) {
+    for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
+        if (frame->rfind("H5PL", 0) != 0) return *frame;
+    }
+    return stack.front();
+}
+
 std::string build_message(const std::string& call, const Where& where, const std::vector<std::string>& stack,
                           bool lock_failure) {
     std::ostringstream out;
@@ -109,9 +125,16 @@ std::string build_message(const std::string& call, const Where& where, const std
         const std::string hint = lock_failure ? lock_hint(cause->number) : system_hint(cause->number);
         if (!hint.empty()) out << "; " << hint;
         return out.str();
-    } else {
+    } else if (show_whole_stack()) {
         out << ": ";
         for (std::size_t i = 0; i < stack.size(); ++i) out << (i ? " <- " : "") << stack[i];
+    } else {
+        // The API call and the innermost frame that says why; the rest (often a dozen frames,
+        // a thousand characters) only with ATTNBATCH_DEBUG=1.
+        out << ": " << stack.front();
+        const std::string& why = innermost_cause(stack);
+        if (&why != &stack.front()) out << " <- ... <- " << why;
+        out << " [" << debug_variable << "=1 shows HDF5's whole error stack]";
     }
     if (lock_failure) out << "; " << file_locking_hint;
     return out.str();

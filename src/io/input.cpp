@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <stdexcept>
 
 namespace attnbatch::io {
 namespace {
@@ -498,6 +499,15 @@ void check_option_combinations(const InputOptions& options) {
 
 }  // namespace
 
+void select_sequences(InputSpec& spec, std::int64_t first, std::int64_t last) {
+    if (first < 0 || last <= first || last > spec.n) {
+        throw std::invalid_argument("select_sequences: [" + std::to_string(first) + ", " + std::to_string(last) +
+                                    ") is not within [0, " + std::to_string(spec.n) + ")");
+    }
+    spec.first_sequence += first;
+    spec.n = last - first;
+}
+
 const char* name_of(DataType type) { return type == DataType::float64 ? "float64" : "float32"; }
 
 std::int64_t InputSpec::d_out() const {
@@ -519,10 +529,12 @@ InputSpec describe_input(const InputOptions& options) {
 
         // Shapes and types of everything first, then the scans that read whole datasets.
         std::optional<Data> lengths;
-        const bool explicit_lengths = !options.lengths.empty();
+        // "none" turns lengths off even when /lengths exists (a dataset of that name is "/none").
+        const bool no_lengths = options.lengths == "none";
+        const bool explicit_lengths = !options.lengths.empty() && !no_lengths;
         const std::string lengths_path =
             detail::absolute_object_path(explicit_lengths ? options.lengths : dataset::lengths);
-        if (explicit_lengths || object_kind(file, lengths_path) != ObjectKind::missing) {
+        if (!no_lengths && (explicit_lengths || object_kind(file, lengths_path) != ObjectKind::missing)) {
             lengths = open_data(file, lengths_path, "--lengths", "the valid-token counts", "[N]");
             check_lengths_shape(*lengths, spec.n);
             spec.lengths = lengths_path;
@@ -554,8 +566,8 @@ void check_values(const InputSpec& spec, const ValueScan& scan) {
                 data.push_back(open_data(file, spec.value, "--value", "the values", "[N, L, H*d_v] or [N, H, L, d_v]"));
             }
         }
-        const auto first = static_cast<std::uint64_t>(std::max<std::int64_t>(0, scan.first));
-        const auto last = static_cast<std::uint64_t>(std::max(scan.first, scan.last));
+        const auto first = static_cast<std::uint64_t>(spec.first_sequence + std::max<std::int64_t>(0, scan.first));
+        const auto last = static_cast<std::uint64_t>(spec.first_sequence + std::max(scan.first, scan.last));
         for (const Data& d : data) expect_finite(d, scan.bytes, first, last);
         if (!scan.weights || !spec.weights) return;
         const WeightsSpec& w = *spec.weights;

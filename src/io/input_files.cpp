@@ -1,6 +1,7 @@
 // Input files and datasets opened with messages a user can act on.
 #include "input_files.hpp"
 
+#include "attnbatch/io/file_schema.hpp"
 #include "attnbatch/io/h5_error.hpp"
 
 #include <sys/stat.h>
@@ -10,7 +11,22 @@
 #include <cstring>
 
 namespace attnbatch::io::detail {
+namespace {
 
+// "data" for "dir/data.h5": the stem of a path, for the name of a suggested copy.
+std::string file_stem(const std::string& path) {
+    std::string stem = path;
+    for (const char* extension : {".h5", ".hdf5", ".hdf"}) {
+        const std::string ext = extension;
+        if (stem.size() > ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0) {
+            stem.erase(stem.size() - ext.size());
+            break;
+        }
+    }
+    return stem;
+}
+
+}  // namespace
 
 File open_input_file(const std::string& path, const std::string& option, const FileAccess& access) {
     struct stat status {};
@@ -57,10 +73,34 @@ File open_input_file(const std::string& path, const std::string& option, const F
     }
 }
 
+namespace {
+
+// A filter HDF5 lacks would fail the first read of the data, deep in the run and with HDF5's
+// whole error stack: refused when the dataset is opened, with the remedies.
+void expect_filters_available(const Dataset& dataset) {
+    const std::vector<int> missing = dataset.unavailable_filters();
+    if (missing.empty()) return;
+    const int filter = missing.front();
+    const std::string name = filter_name(filter);
+    const std::string plain = file_stem(dataset.where().file) + ".plain.h5";
+    throw Error(exit_invalid_input,
+                dataset.where().file + ": dataset " + dataset.path() + " is compressed with the HDF5 filter " + name +
+                    " (id " + std::to_string(filter) + "), which this HDF5 library cannot decode; hint: write an " +
+                    "uncompressed copy where the filter is installed (h5repack -f NONE " + dataset.where().file + " " +
+                    plain + (filter == 32000 ? ", or h5py, which reads lzf itself" : "") +
+                    "), or set HDF5_PLUGIN_PATH to a directory holding the filter's plugin");
+}
+
+}  // namespace
+
 Dataset open_input_dataset(const File& file, const std::string& path, const std::string& option,
                            const std::string& role) {
     const ObjectKind kind = object_kind(file, path);
-    if (kind == ObjectKind::dataset) return Dataset::open(file, path);
+    if (kind == ObjectKind::dataset) {
+        Dataset dataset = Dataset::open(file, path);
+        expect_filters_available(dataset);
+        return dataset;
+    }
     std::string message = file.path() + ": ";
     if (kind == ObjectKind::missing) {
         message += "dataset " + path + " not found";

@@ -47,17 +47,18 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
     }
     block.first = first;
     block.count = last - first;
+    const std::int64_t stored = spec_.first_sequence + first;  // the row in the file
     try {
         if (spec_.mode == InputMode::embeddings) {
-            read_sequences(data_[0], first, block.count, block.x);
+            read_sequences(data_[0], stored, block.count, block.x);
         } else {
-            read_sequences(data_[0], first, block.count, block.q);
-            read_sequences(data_[1], first, block.count, block.k);
-            read_sequences(data_[2], first, block.count, block.v);
+            read_sequences(data_[0], stored, block.count, block.q);
+            read_sequences(data_[1], stored, block.count, block.k);
+            read_sequences(data_[2], stored, block.count, block.v);
         }
         block.lengths.resize(static_cast<std::size_t>(block.count));
         if (lengths_) {
-            read_rows(*lengths_, static_cast<hsize_t>(first), static_cast<hsize_t>(block.count), block.lengths.data(),
+            read_rows(*lengths_, static_cast<hsize_t>(stored), static_cast<hsize_t>(block.count), block.lengths.data(),
                       block.lengths.size());
         } else {
             std::fill(block.lengths.begin(), block.lengths.end(), static_cast<std::int32_t>(spec_.len));
@@ -71,7 +72,8 @@ std::vector<std::int32_t> InputReader::read_all_lengths() {
     std::vector<std::int32_t> lengths(static_cast<std::size_t>(spec_.n), static_cast<std::int32_t>(spec_.len));
     if (!lengths_ || lengths.empty()) return lengths;
     try {
-        read_rows(*lengths_, 0, static_cast<hsize_t>(spec_.n), lengths.data(), lengths.size());
+        read_rows(*lengths_, static_cast<hsize_t>(spec_.first_sequence), static_cast<hsize_t>(spec_.n), lengths.data(),
+                  lengths.size());
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);
     }

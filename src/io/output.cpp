@@ -88,18 +88,26 @@ void write_provenance(const File& file, const OutputLayout& layout, const Proven
     set_text_attribute(file, attribute::creation_time,
                        provenance.creation_time.empty() ? creation_time_now() : provenance.creation_time);
     set_text_attribute(file, attribute::input_file, provenance.input_file);
+    if (!provenance.input_file_absolute.empty()) {
+        set_text_attribute(file, attribute::input_file_absolute, provenance.input_file_absolute);
+    }
+    if (!provenance.weights_file.empty()) {
+        set_text_attribute(file, attribute::weights_file, provenance.weights_file);
+        set_text_attribute(file, attribute::weights_file_absolute, provenance.weights_file_absolute);
+    }
+    set_int_attribute(file, attribute::first_sequence, layout.first_sequence);
     set_text_attribute(file, attribute::input_dataset, provenance.input_dataset);
     set_int_attribute(file, attribute::heads, provenance.heads);
     set_int_attribute(file, attribute::kv_heads, provenance.kv_heads > 0 ? provenance.kv_heads : provenance.heads);
     set_int_attribute(file, attribute::d_k, provenance.d_k);
     set_int_attribute(file, attribute::d_v, provenance.d_v);
     set_real_attribute(file, attribute::rope_theta, provenance.rope_theta);
-    set_text_attribute(file, attribute::weights_file, provenance.weights_file);
     set_int_attribute(file, attribute::causal, provenance.causal ? 1 : 0);
     set_real_attribute(file, attribute::scale, provenance.scale);
     set_text_attribute(file, attribute::save_weights, name_of(layout.save_weights));
     set_text_attribute(file, attribute::weights_dtype, name_of(layout.weights_dtype));
-    set_int_array_attribute(file, attribute::weights_sequences, {layout.weights_first, layout.weights_end()});
+    set_int_array_attribute(file, attribute::weights_sequences,
+                            {layout.first_sequence + layout.weights_first, layout.first_sequence + layout.weights_end()});
     set_int_attribute(file, attribute::ranks, provenance.ranks);
     set_int_attribute(file, attribute::threads, provenance.threads);
     set_text_attribute(file, attribute::io_mode, provenance.io_mode);
@@ -185,13 +193,13 @@ OutputLayout output_layout_for(const InputSpec& spec) {
     return layout;
 }
 
-void prepare_output_path(const std::string& output_path, bool force) {
+void check_output_target(const std::string& output_path, bool force, bool continuing) {
     const std::string partial = OutputFile::partial_path_for(output_path);
     if (!force && exists(output_path)) {
         usage(output_path + ": the output file exists; hint: --force replaces it once the new run is complete, or "
                             "choose another --output");
     }
-    if (exists(partial)) {
+    if (!continuing && exists(partial)) {
         if (!force) {
             usage(partial + " exists, left by an interrupted run; hint: --resume continues it, --force starts afresh");
         }
@@ -199,15 +207,29 @@ void prepare_output_path(const std::string& output_path, bool force) {
             usage(partial + " is being written by another process (it holds the file's lock), so --force does not "
                             "remove it; hint: wait for that run or stop it first");
         }
-        if (::unlink(partial.c_str()) != 0) {
-            throw Error(exit_io, partial + ": cannot remove the stale partial output: " + std::strerror(errno));
-        }
     }
     const std::string directory = detail::directory_of(output_path);
     struct stat status {};
     if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
         throw Error(exit_io, output_path + ": cannot create the output: directory " + directory +
                                        " does not exist; hint: create it or fix --output");
+    }
+    // Root passes this test wherever root may write, as it does the creation itself; a
+    // read-only mount stops both.
+    if (!continuing && ::access(directory.c_str(), W_OK | X_OK) != 0) {
+        const int cause = errno;
+        throw Error(exit_io, partial + ": cannot create the output: directory " + directory + " is not writable: " +
+                                 std::strerror(cause) + "; hint: " +
+                                 (cause == EROFS ? "the file system is mounted read-only; write to another directory"
+                                                 : "check the permissions of the directory, or choose another --output"));
+    }
+}
+
+void prepare_output_path(const std::string& output_path, bool force) {
+    check_output_target(output_path, force);
+    const std::string partial = OutputFile::partial_path_for(output_path);
+    if (exists(partial) && ::unlink(partial.c_str()) != 0) {
+        throw Error(exit_io, partial + ": cannot remove the stale partial output: " + std::strerror(errno));
     }
 }
 
@@ -237,7 +259,7 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
                 out.file_, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
                 {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
                 half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"});
-            set_int_attribute(*out.attention_, attribute::first_sequence, layout.weights_first);
+            set_int_attribute(*out.attention_, attribute::first_sequence, layout.first_sequence + layout.weights_first);
             set_int_attribute(*out.attention_, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
         }
         // NaN and -1 mark sequences not yet written (see the header).

@@ -107,12 +107,14 @@ void check_attention(Checker& c, OutputCheck& check, const std::string& source) 
                   std::to_string(check.n) + " sequences but has no attribute " + attribute::first_sequence);
         return;
     }
-    check.attention_first = first.value_or(0);
-    if (check.attention_first < 0 || check.attention_first + check.attention_count > check.n) {
+    check.attention_first = first.value_or(check.first_sequence);
+    const std::int64_t rows_first = check.first_sequence, rows_last = check.first_sequence + check.n;
+    if (check.attention_first < rows_first || check.attention_first + check.attention_count > rows_last) {
         c.problem("dataset " + attention->path + " covers sequences [" + std::to_string(check.attention_first) + ", " +
                   std::to_string(check.attention_first + check.attention_count) + ") (" + attribute::first_sequence + " = " +
                   std::to_string(check.attention_first) + ", " + std::to_string(check.attention_count) +
-                  " sequences), expected within [0, N = " + std::to_string(check.n) + ")");
+                  " sequences), expected within the output's [" + std::to_string(rows_first) + ", " +
+                  std::to_string(rows_last) + ")");
     }
 }
 
@@ -179,6 +181,11 @@ OutputCheck check_output(const File& file, const FileSchema& schema) {
     const DatasetSchema* lengths = c.expect(dataset::lengths, {"int32"}, 1, "int32 [N]");
     if (lengths && !source.empty() && !c.expect_extent(*lengths, 0, check.n, "N", "[N]", source)) lengths = nullptr;
 
+    if (const std::optional<std::int64_t> first =
+            c.integer_attribute(schema.attribute(attribute::first_sequence), "root ")) {
+        check.first_sequence = *first;
+        if (*first < 0) c.problem(std::string("root attribute ") + attribute::first_sequence + " = " + std::to_string(*first) + ", expected >= 0");
+    }
     check_attention(c, check, source);
 
     const DatasetSchema* config = schema.dataset(dataset::config);

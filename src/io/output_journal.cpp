@@ -83,13 +83,14 @@ void OutputFile::open_journal() {
     }
 }
 
-OutputFile OutputFile::reopen(const std::string& output_path, const OutputLayout& layout, const FileAccess& access) {
+OutputFile OutputFile::reopen(const std::string& output_path, const OutputLayout& layout, const FileAccess& access,
+                              FileMode mode) {
     OutputFile out;
     out.layout_ = layout;
     out.path_ = output_path;
     const std::string partial = partial_path_for(output_path);
     try {
-        out.file_ = File::open(partial, FileMode::read_write, access);
+        out.file_ = File::open(partial, mode, access);
         const auto expect = [&](Dataset dataset, const Dims& dims) {
             if (dataset.dims() != dims) {
                 throw std::invalid_argument(dataset.path() + " has shape " + shape_text(dataset.dims()) + ", expected " +
@@ -150,6 +151,17 @@ std::string read_journal_identity(const std::string& partial_path) {
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path + ": cannot read its progress journal (" + dataset::journal_identity + "): " +
                                        error.what() + "; hint: run with --force instead of --resume to discard it and start afresh");
+    }
+}
+
+std::optional<std::string> read_output_identity(const std::string& output_path) {
+    try {
+        const File file = File::open(output_path, FileMode::read_only);
+        if (object_kind(file, dataset::journal_identity) != ObjectKind::dataset) return std::nullopt;
+        return read_text_dataset(file, dataset::journal_identity);
+    } catch (const H5Error& error) {
+        throw Error(exit_io, output_path + ": cannot read the identity of the run that wrote it (" +
+                                 dataset::journal_identity + "): " + error.what());
     }
 }
 

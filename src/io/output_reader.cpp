@@ -56,13 +56,15 @@ OutputReader::OutputReader(const std::string& path, const FileAccess& access)
             }
         }
     }
+    if (has_attribute(file_, attribute::first_sequence)) layout_.first_sequence = get_int_attribute(file_, attribute::first_sequence);
     layout_.save_weights = SaveWeights::none;
     if (attention_) {
         const Dims dims = attention_->dims();
         if (dims.size() == 4) {
             layout_.weights_dtype = attention_->type_info().size == 2 ? WeightsDtype::f16 : WeightsDtype::f32;
+            // Recorded as an input sequence; the layout counts rows.
             layout_.weights_first = has_attribute(*attention_, attribute::first_sequence)
-                                        ? get_int_attribute(*attention_, attribute::first_sequence)
+                                        ? get_int_attribute(*attention_, attribute::first_sequence) - layout_.first_sequence
                                         : 0;
             layout_.weights_last = layout_.weights_first + extent(dims, 0);
             const bool mean = has_attribute(*attention_, attribute::mean_over_heads)
@@ -84,13 +86,15 @@ Provenance OutputReader::provenance() const {
     text(attribute::version, provenance.version);
     text(attribute::creation_time, provenance.creation_time);
     text(attribute::input_file, provenance.input_file);
+    text(attribute::input_file_absolute, provenance.input_file_absolute);
+    text(attribute::weights_file, provenance.weights_file);
+    text(attribute::weights_file_absolute, provenance.weights_file_absolute);
     text(attribute::input_dataset, provenance.input_dataset);
     integer(attribute::heads, provenance.heads);
     integer(attribute::kv_heads, provenance.kv_heads);
     integer(attribute::d_k, provenance.d_k);
     integer(attribute::d_v, provenance.d_v);
     if (has_attribute(file_, attribute::rope_theta)) provenance.rope_theta = get_real_attribute(file_, attribute::rope_theta);
-    text(attribute::weights_file, provenance.weights_file);
     std::int64_t causal = 0;
     integer(attribute::causal, causal);
     provenance.causal = causal != 0;

@@ -596,9 +596,10 @@ TEST_F(RunBadInput, WeightsSeqsReversed) {
     expect_rejected({"--weights-seqs", "5:2"}, kUsage, {"--weights-seqs", "5:2"});
 }
 
+// "3" alone is a RANGE now (the sequence 3, as everywhere else); "3..5" is no range at all.
 TEST_F(RunBadInput, WeightsSeqsNotARange) {
     write_embeddings();
-    expect_rejected({"--weights-seqs", "3"}, kUsage, {"--weights-seqs", "'3'"});
+    expect_rejected({"--weights-seqs", "3..5"}, kUsage, {"--weights-seqs", "'3..5'"});
 }
 
 TEST_F(RunBadInput, MaxMemoryBelowOneSequence) {

@@ -43,8 +43,9 @@ def check_output(path, weights_dims, weights_sizes, label):
         attrs = f.attrs
         check(int(attrs["d_k"]) == 8 and int(attrs["d_v"]) == 8 and int(attrs["kv_heads"]) == 4,
               "%s: d_k/d_v/kv_heads %r %r %r" % (label, attrs.get("d_k"), attrs.get("d_v"), attrs.get("kv_heads")))
-        check(os.path.isabs(attrs["input_file"]) and os.path.isabs(attrs["weights_file"]),
-              "%s: input_file %r, weights_file %r are not absolute" % (label, attrs["input_file"], attrs["weights_file"]))
+        check(os.path.isabs(attrs["input_file_absolute"]) and os.path.isabs(attrs["weights_file_absolute"]),
+              "%s: input_file_absolute %r, weights_file_absolute %r are not absolute"
+              % (label, attrs["input_file_absolute"], attrs["weights_file_absolute"]))
         check(ds.attrs["heads"] == 4, "%s: xarray shows attribute heads %r" % (label, ds.attrs.get("heads")))
 
 

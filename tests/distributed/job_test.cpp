@@ -187,5 +187,94 @@ TEST_F(JobTest, AFailureOnRankZeroEndsEveryRankWithItsCode) {
     EXPECT_FALSE(exists(s.output));
 }
 
+// The preflight is the real run's own checks before its first write: a dry run that calls it
+// fails where the run would, with the same code on every rank, and changes nothing.
+TEST_F(JobTest, PreflightFailsWhereTheRunWouldAndChangesNothing) {
+    JobSettings s = settings("out.h5");
+    { std::ofstream(s.output) << "an earlier result\n"; }
+    const std::string before = bytes_of(s.output);
+    for (const bool dry_run : {true, false}) {
+        s.dry_run = dry_run;
+        std::vector<int> codes(3, -1);
+        run_ranks(3, [&](Comm& comm) {
+            Job job = prepare_job(comm, s);  // the output is not prepare_job's business
+            try {
+                if (dry_run) preflight(job);
+                else run_job(job);
+            } catch (const AgreedFailure& failure) {
+                codes[static_cast<std::size_t>(comm.rank())] = failure.exit_code();
+            }
+        });
+        EXPECT_EQ(codes, std::vector<int>(3, exit_usage)) << (dry_run ? "dry run" : "run");
+    }
+    EXPECT_EQ(bytes_of(s.output), before);
+    EXPECT_FALSE(exists(s.output + ".partial"));
+
+    s.output = dir_.file("no/such/dir/out.h5");
+    run_ranks(2, [&](Comm& comm) {
+        Job job = prepare_job(comm, s);
+        try {
+            preflight(job);
+            ADD_FAILURE() << "a missing output directory passed the preflight";
+        } catch (const AgreedFailure& failure) {
+            EXPECT_EQ(failure.exit_code(), exit_io);
+            EXPECT_NE(std::string(failure.what()).find("does not exist"), std::string::npos) << failure.what();
+        }
+    });
+}
+
+// A requeued job whose options were edited must not keep the old results: the complete
+// OUTPUT's journal identity is compared as a .partial's is.
+TEST_F(JobTest, ResumeOfACompleteOutputChecksTheIdentityItRecords) {
+    JobSettings s = settings("out.h5");
+    ASSERT_EQ(run(2, s), 0);
+    const std::string before = bytes_of(s.output);
+    s.resume = true;
+    s.causal = false;  // the first attempt was causal
+    for (const bool dry_run : {true, false}) {
+        s.dry_run = dry_run;
+        EXPECT_EQ(run(2, s), exit_usage) << (dry_run ? "dry run" : "run");
+    }
+    s.causal = true;
+    run_ranks(2, [&](Comm& comm) { EXPECT_TRUE(prepare_job(comm, s).nothing_to_do()); });
+    EXPECT_EQ(bytes_of(s.output), before);
+}
+
+// --sequences: one block of the input, computed as in a whole run (the same bits), its rows
+// numbered from first_sequence.
+TEST_F(JobTest, ABlockOfSequencesIsThoseRowsOfTheWholeRun) {
+    const JobSettings whole = settings("whole.h5");
+    ASSERT_EQ(run(1, whole), 0);
+    JobSettings s = settings("part.h5");
+    s.sequences = SequenceRange{5, 17};
+    s.weights_sequences = SequenceRange{8, -1};  // input numbers, up to the block's end
+    ASSERT_EQ(run(3, s), 0);
+    const io::File part = io::File::open(s.output, io::FileMode::read_only);
+    const io::File all = io::File::open(whole.output, io::FileMode::read_only);
+    EXPECT_EQ(io::get_int_attribute(part, "first_sequence"), 5);
+    const auto rows = [](const io::File& file, const char* name, hsize_t first, hsize_t count) {
+        const io::Dataset dataset = io::Dataset::open(file, name);
+        io::Dims dims = dataset.dims();
+        std::vector<float> values(io::element_count(dims) / dims[0] * count);
+        io::read_rows(dataset, first, count, values.data(), values.size());
+        return values;
+    };
+    for (const char* name : {"/output", "/lse"}) {
+        const std::vector<float> expected = rows(all, name, 5, 12), found = rows(part, name, 0, 12);
+        ASSERT_EQ(expected.size(), found.size()) << name;
+        EXPECT_EQ(std::memcmp(expected.data(), found.data(), found.size() * sizeof(float)), 0) << name;
+    }
+    const io::Dataset attention = io::Dataset::open(part, "/attention");
+    EXPECT_EQ(attention.dims()[0], 9u);  // sequences 8 to 16
+    EXPECT_EQ(io::get_int_attribute(attention, "first_sequence"), 8);
+    const std::vector<float> expected = rows(all, "/attention", 8, 9), found = rows(part, "/attention", 0, 9);
+    EXPECT_EQ(std::memcmp(expected.data(), found.data(), found.size() * sizeof(float)), 0);
+
+    s.output = dir_.file("past.h5");
+    s.sequences = SequenceRange{20, 30};
+    EXPECT_EQ(run(2, s), exit_usage);
+    EXPECT_FALSE(exists(s.output));
+}
+
 }  // namespace
 }  // namespace attnbatch::distributed

@@ -78,6 +78,16 @@ ATTNBATCH=$BIN ATTNBATCH_SHARD_LIST=shards/shards.txt ATTNBATCH_SHARD_OUTDIR=res
     pbs 4.sim verify-shards.pbs >verify.log 2>&1 || rc=$?
 check "verify-shards.pbs: 3 of 3 shards verified" grep -q 'verify-shards: 3 of 3 shards verified' verify.log
 check "verify-shards.pbs exits 0" test $rc = 0
+check "each sub-job ran its block (--sequences) into NAME.shard-i.out.h5" \
+    test -f results/in.shard-0.out.h5 -a -f results/in.shard-1.out.h5 -a -f results/in.shard-2.out.h5
+check "shard 2 records its first sequence (6 of 9)" \
+    /usr/bin/python3 -c 'import h5py, sys; sys.exit(int(h5py.File(sys.argv[1], "r").attrs["first_sequence"]) != 6)' results/in.shard-2.out.h5
+# Lists of shard files (split_shards.py --files, or written by hand) still work.
+/usr/bin/python3 "$REPO/jobs/tools/split_shards.py" in.h5 2 shard-files --files >/dev/null || die "split_shards.py --files failed"
+rc=0
+ATTNBATCH=$BIN PBS_ARRAY_INDEX=1 ATTNBATCH_SHARD_LIST=shard-files/shards.txt ATTNBATCH_SHARD_OUTDIR=file-results \
+    ATTNBATCH_RUN_ARGS="--heads 2" pbs "5[1].sim" attnbatch-array.pbs >files.log 2>&1 || rc=$?
+check "a sub-job over a shard file exits 0 and writes NAME.out.h5" test $rc = 0 -a -f file-results/in.shard-1.out.h5
 
 # 4. submit-shards.sh (PBS): the array and the afterok dependency it asks qsub for
 : >"$STUB_LOG"

@@ -13,9 +13,10 @@
 #                 submit directory; a wrong ATTNBATCH is exit 2 with a message
 #   exit_code     a corrupt input: the job ends FAILED with attnbatch's own exit code, is not
 #                 requeued and leaves no output
-#   array         split_shards.py -> submit-shards.sh: 3 array tasks + a verify job with
-#                 --dependency=afterok; everything COMPLETED and every shard verifies
-#   array_failure one corrupt shard: only its task fails, the other shards are written, and
+#   array         split_shards.py (3 blocks of one file, --sequences) -> submit-shards.sh: 3 array
+#                 tasks + a verify job with --dependency=afterok; everything COMPLETED and every
+#                 shard verifies
+#   array_failure a NaN in one block: only its task fails, the other shards are written, and
 #                 the verify job never runs (afterok unsatisfied -> cancelled)
 #   requeue       the exit-5 protocol with a stand-in binary (fake_attnbatch.sh) on 2 tasks:
 #                 scancel --signal=USR1 --batch -> the shell forwards it through srun to both
@@ -164,13 +165,13 @@ exit_code)
 
 array|array_failure)
     generate all.h5 --num-seqs 12 --seq-len 40 --dim 16 --heads 2 --min-len 4 --seed 11
-    /usr/bin/python3 "$REPO/jobs/tools/split_shards.py" all.h5 3 shards >/dev/null || die "split_shards.py failed"
-    valid=0
-    while IFS= read -r f; do "$BIN" inspect "$f" >/dev/null && valid=$((valid + 1)); done <shards/shards.txt
-    check "split_shards.py wrote 3 valid inputs" test "$valid" = 3
+    /usr/bin/python3 "$REPO/jobs/tools/split_shards.py" all.h5 3 shards >split.log || die "split_shards.py failed"
+    check "split_shards.py listed 3 blocks of all.h5, half-open" test "$(cat shards/shards.txt)" = "$(printf '0:4 %s\n4:8 %s\n8:12 %s' "$WORK/all.h5" "$WORK/all.h5" "$WORK/all.h5")"
+    check "split_shards.py prints them half-open" grep -q 'shard 1: sequences \[4, 8) of all.h5' split.log
     if [ "$case_name" = array_failure ]; then
-        bad=$(sed -n 2p shards/shards.txt)
-        head -c 4096 /dev/urandom >"$bad"
+        # A NaN in sequence 5: only shard 1 ([4, 8)) reads it.
+        /usr/bin/python3 -c 'import h5py, sys; f = h5py.File(sys.argv[1], "r+"); f["embeddings"][5, 0, 0] = float("nan")' all.h5 ||
+            die "cannot put a NaN into all.h5"
     fi
     out=$(cd "$WORK" && bash "$REPO/jobs/slurm/submit-shards.sh" --samples all shards/shards.txt results --heads 2 --save-weights mean) ||
         die "submit-shards.sh failed: $out"

@@ -3,9 +3,12 @@
 //   JobSettings  what the user asked for, typed (no strings left to parse): the cli fills it.
 //   prepare_job  collective: rank 0 validates the input and broadcasts what it found, the
 //                ranks agree on every failure; then the memory model, the units, the resume
-//                state and the plan. Nothing is written. A dry run stops here.
-//   run_job      collective: the free-space check, the value scan, the output's creation,
-//                the rounds (coordinator.hpp) and the publication of OUTPUT.
+//                state and the plan. Nothing is written.
+//   preflight    collective: every other check the run makes before its first write (the
+//                output path, its directory, the free space). A dry run is prepare_job and
+//                preflight, so it exits with the code the real run would.
+//   run_job      collective: preflight, the value scan, the output's creation, the rounds
+//                (coordinator.hpp) and the publication of OUTPUT.
 //
 // Words used the same way everywhere in this layer:
 //   unit   the planner's piece of work: sequences [first, last), costed, formed the same way
@@ -48,7 +51,7 @@ const char* name_of(IoMode mode);        // "auto", "gather", "parallel"
 const char* name_of(ScheduleKind kind);  // "static", "dynamic"
 
 struct SequenceRange {
-    std::int64_t first = 0, last = 0;  // [first, last)
+    std::int64_t first = 0, last = 0;  // [first, last); last -1: up to N
 };
 
 struct JobSettings {
@@ -59,7 +62,8 @@ struct JobSettings {
     double rope_theta = 0.0;  // rotary position embeddings on Q and K; 0: off
     io::SaveWeights save_weights = io::SaveWeights::all;
     io::WeightsDtype weights_dtype = io::WeightsDtype::f32;
-    std::optional<SequenceRange> weights_sequences;  // none: every sequence
+    std::optional<SequenceRange> sequences;          // none: every sequence (run --sequences)
+    std::optional<SequenceRange> weights_sequences;  // none: every sequence; input sequence numbers
     int gzip_level = 0;                              // 0: no compression
     IoMode io = IoMode::automatic;
     ScheduleKind schedule = ScheduleKind::cost_static;
@@ -78,7 +82,8 @@ struct Job {
     JobSettings settings;
     double started_at = 0;  // wall clock at prepare_job's start
 
-    io::InputSpec spec;
+    io::InputSpec spec;          // narrowed to --sequences (spec.first_sequence, spec.n)
+    std::int64_t stored_sequences = 0;  // N of the input file, before --sequences
     std::optional<io::ProjectionWeights> weights;
     std::vector<std::int32_t> lengths;
 
@@ -96,6 +101,7 @@ struct Job {
     Plan predicted;               // the plan of the chosen schedule, for printing
     std::string identity;         // the journal's identity of this job
     ResumeState resume;
+    std::vector<std::string> notes;  // what the preflight found worth saying; rank 0 prints them
 
     explicit Job(Comm& c) : comm(c) {}
     bool nothing_to_do() const { return resume.state == ResumeState::complete; }
@@ -103,6 +109,17 @@ struct Job {
 
 // Collective. Throws AgreedFailure (the same on every rank) on any failure.
 Job prepare_job(Comm& comm, const JobSettings& settings);
+
+// Collective, after prepare_job: the checks the real run makes before it writes anything,
+// in the order it makes them, changing nothing. OUTPUT must not exist without --force, nor
+// OUTPUT.partial without --resume or --force (nor, with --force, be held by another writer);
+// the output directory must exist and be writable; the file system must have room for an
+// uncompressed output. run_job calls it first, and a dry run calls it instead of run_job, so
+// that a dry run exits with the real run's code for everything knowable before the first
+// write. Only the value scan (NaN/inf: it reads every byte of the input) is left to run_job.
+// Checks of the plan that do not read files (idle ranks, ranks x threads against the cores)
+// belong here too. Throws AgreedFailure.
+void preflight(Job& job);
 
 struct JobResult {
     RunResult rounds;

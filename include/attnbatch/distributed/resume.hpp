@@ -20,11 +20,14 @@ struct ResumeState {
     std::string summary;                    // one line for the user, rank 0 only ("" when fresh without --resume)
 };
 
-// Rank 0. complete: OUTPUT exists (and force does not ask to finish a .partial beside it);
-// partial: OUTPUT.partial exists, was written with the same `identity` (else Error exit 2
-// naming what differs) and its done units were re-checked; fresh otherwise.
+// Rank 0. complete: OUTPUT exists (and force does not ask to finish a .partial beside it)
+// and was made with the same `identity`; partial: OUTPUT.partial exists, was written with the
+// same `identity` and its done units were re-checked; fresh otherwise. Either file made with
+// another identity is an Error (exit 2) naming what differs, and nothing is changed.
+// `dry_run`: the .partial is opened read-only and its checksums are left to the real run
+// (re-reading them reads every unit done).
 ResumeState inspect_for_resume(const std::string& output, bool force, const io::OutputLayout& layout,
-                               const std::string& identity);
+                               const std::string& identity, bool dry_run = false);
 
 // Collective: rank 0's state reaches every rank (the summary stays on rank 0).
 void broadcast_resume(Comm& comm, ResumeState& resume);

@@ -6,12 +6,13 @@
 
 namespace attnbatch::io {
 
-enum class FileKind { unknown, input, output, weights };
+enum class FileKind { unknown, input, output, weights, attention_maps };
 
-const char* name_of(FileKind kind);  // "input", "output", "weights", "unknown"
+const char* name_of(FileKind kind);  // "input", "output", "weights", "attention-maps", "unknown"
 
 // output: /output or /lse; input: /embeddings, or /query /key /value together; then
-// `format`; weights: any of /w_q /w_k /w_v; otherwise unknown.
+// `format`; weights: any of /w_q /w_k /w_v; attention maps (of `weights --to`): /attention
+// alone; otherwise unknown.
 FileKind kind_of(const FileSchema& schema);
 
 }  // namespace attnbatch::io

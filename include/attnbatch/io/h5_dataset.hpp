@@ -49,6 +49,9 @@ public:
     TypeInfo type_info() const;
     Dims chunk() const;                 // empty when not chunked
     std::vector<int> filters() const;   // H5Z filter ids in pipeline order (H5Z_FILTER_SHUFFLE, ...)
+    // The filters of filters() that this HDF5 library cannot apply (neither built in nor
+    // found as a plugin on HDF5_PLUGIN_PATH): reading the data would fail.
+    std::vector<int> unavailable_filters() const;
     void close();                       // checked H5Dclose
 
 private:

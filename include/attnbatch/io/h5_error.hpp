@@ -1,6 +1,8 @@
 // H5Error: a failed HDF5 C call, with the call's numbered name, the file and object it was
 // about, and HDF5's own error stack. The stack is copied right after the failure, before any
 // other HDF5 call can clear it, and HDF5's automatic printing to stderr is switched off.
+// Its message (what a user sees) names the call, the file and the frame that says why, or the
+// system error behind it; ATTNBATCH_DEBUG=1 in the environment puts the whole stack in it.
 #pragma once
 
 #include <string>

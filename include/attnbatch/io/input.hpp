@@ -23,7 +23,7 @@ namespace attnbatch::io {
 struct InputOptions {
     std::string input_path;
     std::string dataset;   // empty: /embeddings (exclusive with query/key/value)
-    std::string lengths;   // empty: /lengths when the file has it; a name given must exist
+    std::string lengths;   // empty: /lengths when the file has it; "none": no lengths; a name given must exist
     std::string query;     // query, key, value: all three or none
     std::string key;
     std::string value;
@@ -69,7 +69,7 @@ struct InputSpec {
     QkvLayout layout = QkvLayout::packed;  // qkv mode
     std::string lengths;                   // empty: every sequence has L tokens
 
-    std::int64_t n = 0;      // sequences
+    std::int64_t n = 0;      // sequences (those selected: see first_sequence)
     std::int64_t len = 0;    // L: tokens per sequence (padded)
     std::int64_t d = 0;      // embedding width (embeddings mode; 0 for qkv)
     std::int64_t heads = 0;  // H
@@ -80,6 +80,10 @@ struct InputSpec {
 
     std::optional<WeightsSpec> weights;
 
+    // The selected sequences are [first_sequence, first_sequence + n) of the stored datasets
+    // (run --sequences): readers and scans add it, everything else counts from 0.
+    std::int64_t first_sequence = 0;
+
     // Width of /output: d_out with w_o, else H*d_v.
     std::int64_t d_out() const;
     std::int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -87,8 +91,12 @@ struct InputSpec {
 
 InputSpec describe_input(const InputOptions& options);
 
+// Narrows a described input to its sequences [first, last) (0 <= first < last <= spec.n, else
+// std::invalid_argument): spec.n becomes last - first, spec.first_sequence grows by first.
+void select_sequences(InputSpec& spec, std::int64_t first, std::int64_t last);
+
 // The finiteness scan alone, over an input describe_input() already accepted: sequences
-// [first, last) of the data and, with `weights`, the projection weights. Under MPI each rank
+// [first, last) of the selection and, with `weights`, the projection weights. Under MPI each rank
 // scans its own share. Error (exit 3) names the first bad value, as describe_input does.
 struct ValueScan {
     std::int64_t first = 0, last = 0;

@@ -50,6 +50,9 @@ struct OutputLayout {
     std::int64_t weights_last = -1;  // B (exclusive); -1: N
     int gzip_level = 0;              // 0: no compression; 1-9: shuffle + deflate
     std::size_t chunk_bytes = default_chunk_bytes;
+    // Row 0 holds this input sequence (run --sequences). Rows and weights_first/last count
+    // from row 0; the attributes first_sequence and weights_sequences record input sequences.
+    std::int64_t first_sequence = 0;
 
     std::int64_t weights_end() const noexcept { return weights_last < 0 ? n : weights_last; }
     std::int64_t weights_heads() const noexcept { return save_weights == SaveWeights::mean ? 1 : heads; }
@@ -74,13 +77,15 @@ std::string creation_time_now();
 struct Provenance {
     std::string version;
     std::string creation_time;  // empty: creation_time_now()
-    std::string input_file;
+    std::string input_file;           // as given
+    std::string input_file_absolute;  // empty: not recorded
+    std::string weights_file;         // as given; empty without projection weights
+    std::string weights_file_absolute;
     std::string input_dataset;  // "/embeddings", or "/q,/k,/v" for Q/K/V input
     std::int64_t heads = 0;
     std::int64_t kv_heads = 0;  // G; 0: recorded as H
     std::int64_t d_k = 0, d_v = 0;
     double rope_theta = 0.0;    // 0: no rotary embeddings
-    std::string weights_file;   // the projections file, "" without
     bool causal = false;
     double scale = 0.0;
     std::int64_t ranks = 1;
@@ -106,6 +111,12 @@ struct OutputOptions {
 // cannot be removed.
 void prepare_output_path(const std::string& output_path, bool force);
 
+// The checks of prepare_output_path() without its clean-up, changing nothing, plus that the
+// directory is writable (exit 4): what a run asks before it writes anything (its preflight,
+// and a dry run). `continuing`: OUTPUT.partial is the one --resume goes on with, so that it
+// exists is no error.
+void check_output_target(const std::string& output_path, bool force, bool continuing = false);
+
 // One block of whole sequences [first, last) for write_block(). The attention pointer that
 // matches the layout's dtype holds only the sequences of layout.weights_range(first, last),
 // (count_w, H_w, L, L); it may be null when that range is empty.
@@ -130,7 +141,7 @@ public:
     // one it was created with (the journal's identity says so). Collective under MPI-IO.
     // Error exit 4 when it cannot be opened or has no journal.
     static OutputFile reopen(const std::string& output_path, const OutputLayout& layout,
-                             const FileAccess& access = {});
+                             const FileAccess& access = {}, FileMode mode = FileMode::read_write);
 
     const OutputLayout& layout() const noexcept { return layout_; }
     const std::string& path() const noexcept { return path_; }  // the final OUTPUT
@@ -180,6 +191,10 @@ private:
 // The identity recorded in a partial output's journal (journal.hpp), read without opening
 // anything else. Error exit 4 when the file cannot be read or has no journal.
 std::string read_journal_identity(const std::string& partial_path);
+
+// The identity a complete OUTPUT records in the journal it keeps (journal.hpp); nullopt when it
+// has none (an output of an older version). Error exit 4 when the file cannot be read.
+std::optional<std::string> read_output_identity(const std::string& output_path);
 
 // fsync OUTPUT.partial, rename it to OUTPUT (replacing an existing OUTPUT only with force),
 // fsync the directory. Under MPI only one rank calls it, after close_complete().

@@ -17,7 +17,8 @@ struct OutputCheck {
     std::int64_t n = 0, len = 0, d_out = 0, heads = 0;  // 0 where the datasets do not say
     bool has_attention = false;
     std::string attention_dtype;  // "float32" or "float16"
-    std::int64_t attention_first = 0, attention_count = 0, attention_heads = 0;
+    std::int64_t first_sequence = 0;  // the input sequence of row 0 (root attribute, run --sequences)
+    std::int64_t attention_first = 0, attention_count = 0, attention_heads = 0;  // first: an input sequence
     std::optional<std::int64_t> complete;  // the root attribute, when present and an integer
     std::int64_t written = -1;             // sequences with /lengths >= 0; -1 when not counted
     std::vector<std::string> problems;     // each makes the file invalid; one line each

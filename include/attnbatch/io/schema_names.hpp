@@ -69,7 +69,10 @@ inline constexpr const char* out_dim = "out_dim";            // d_out (weights w
 inline constexpr const char* format_version = "format_version";        // 1
 inline constexpr const char* version = "version";                      // attnbatch's version
 inline constexpr const char* creation_time = "creation_time";          // ISO 8601 UTC
-inline constexpr const char* input_file = "input_file";                // the run's --input
+inline constexpr const char* input_file = "input_file";                // the run's --input, as given
+inline constexpr const char* input_file_absolute = "input_file_absolute";  // the same, absolute
+inline constexpr const char* weights_file = "weights_file";            // the run's --weights, as given (with weights only)
+inline constexpr const char* weights_file_absolute = "weights_file_absolute";  // the same, absolute
 inline constexpr const char* input_dataset = "input_dataset";          // "/embeddings", or "/q,/k,/v"
 inline constexpr const char* causal = "causal";                        // 0 or 1
 inline constexpr const char* scale = "scale";                          // the softmax scale used
@@ -82,13 +85,12 @@ inline constexpr const char* io_mode = "io_mode";                      // "gathe
 inline constexpr const char* config_dataset = "config_dataset";        // where the configuration is: /config
 inline constexpr const char* d_k = "d_k";                              // query/key width per head
 inline constexpr const char* d_v = "d_v";                              // value width per head
-inline constexpr const char* input_path = "input_path";                // the input file's absolute path
-inline constexpr const char* weights_file = "weights_file";            // the --weights file's absolute path, "" without
 // 1 once every sequence is written, 0 before: an output counts only when it says 1.
 inline constexpr const char* complete = "complete";
 
-// On /attention of an output.
-inline constexpr const char* first_sequence = "first_sequence";    // A: the sequence of /attention row 0
+// On the root of an output: the input sequence of row 0 of /output, /lse and /lengths
+// (run --sequences; 0 otherwise). On /attention: the input sequence of its row 0.
+inline constexpr const char* first_sequence = "first_sequence";
 inline constexpr const char* mean_over_heads = "mean_over_heads";  // 1 for --save-weights mean
 
 // On /journal/identity.
@@ -97,6 +99,7 @@ inline constexpr const char* hash = "hash";  // XXH3-64 of the identity text
 // On the /attention maps of `weights` (plus `heads` on the dataset: the heads selected).
 inline constexpr const char* sequences = "sequences";  // the sequences of its rows
 inline constexpr const char* source = "source";        // root: the output the maps came from
+inline constexpr const char* source_absolute = "source_absolute";  // root: its real path
 
 // Weights files written by `import-weights` (plus heads, kv_heads, rope_theta, source: the
 // absolute path of the model file).
@@ -127,6 +130,7 @@ namespace format {
 inline constexpr const char* input = "attnbatch-input";
 inline constexpr const char* weights = "attnbatch-weights";
 inline constexpr const char* output = "attnbatch-output";
+inline constexpr const char* attention_maps = "attnbatch-attention-maps";  // written by `weights --to FILE.h5`
 }  // namespace format
 
 }  // namespace attnbatch::io
