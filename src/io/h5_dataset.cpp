@@ -7,6 +7,7 @@
 #include "h5_type_info.hpp"
 #include "paths.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 
@@ -196,6 +197,59 @@ void read_slab(const Dataset& dataset, const Slab& slab, MemType type, void* out
 void write_slab(const Dataset& dataset, const Slab& slab, MemType type, const void* in, std::size_t elements,
                 hid_t transfer) {
     const Selection selection = select(dataset, slab, elements);
+    const MemoryType mem = memory_type(type);
+    H5_CALL(H5Dwrite, dataset.where(), dataset.id(), mem.id, selection.mem_space.id(), selection.file_space.id(),
+            transfer, in);
+}
+
+namespace {
+
+Selection select_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, std::size_t elements) {
+    const Where& where = dataset.where();
+    const Dims dims = dataset.dims();
+    Selection selection{DataspaceHandle(H5_CALL(H5Dget_space, where, dataset.id())), {}};
+    H5_CALL(H5Sselect_none, where, selection.file_space.id());
+    std::size_t selected = 0;
+    for (const Slab& box : boxes) {
+        if (box.offset.size() != dims.size() || box.count.size() != dims.size()) {
+            throw std::invalid_argument(describe(where) + ": box of rank " + std::to_string(box.count.size()) +
+                                        " on a dataset of rank " + std::to_string(dims.size()));
+        }
+        for (std::size_t axis = 0; axis < dims.size(); ++axis) {
+            if (box.offset[axis] > dims[axis] || box.count[axis] > dims[axis] - box.offset[axis]) {
+                throw std::invalid_argument(describe(where) + ": box offset " + shape_text(box.offset) + " count " +
+                                            shape_text(box.count) + " exceeds shape " + shape_text(dims));
+            }
+        }
+        const std::size_t count = element_count(box.count);
+        if (count == 0) continue;
+        H5_CALL(H5Sselect_hyperslab, where, selection.file_space.id(), H5S_SELECT_OR, box.offset.data(), nullptr,
+                box.count.data(), nullptr);
+        selected += count;
+    }
+    if (selected != elements) {
+        throw std::invalid_argument(describe(where) + ": boxes of " + std::to_string(selected) + " elements for a buffer of " +
+                                    std::to_string(elements));
+    }
+    const hsize_t extent = std::max<hsize_t>(selected, 1);
+    selection.mem_space = DataspaceHandle(H5_CALL(H5Screate_simple, where, 1, &extent, nullptr));
+    if (selected == 0) H5_CALL(H5Sselect_none, where, selection.mem_space.id());
+    return selection;
+}
+
+}  // namespace
+
+void read_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, MemType type, void* out, std::size_t elements,
+                hid_t transfer) {
+    const Selection selection = select_boxes(dataset, boxes, elements);
+    const MemoryType mem = memory_type(type);
+    H5_CALL(H5Dread, dataset.where(), dataset.id(), mem.id, selection.mem_space.id(), selection.file_space.id(),
+            transfer, out);
+}
+
+void write_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, MemType type, const void* in,
+                 std::size_t elements, hid_t transfer) {
+    const Selection selection = select_boxes(dataset, boxes, elements);
     const MemoryType mem = memory_type(type);
     H5_CALL(H5Dwrite, dataset.where(), dataset.id(), mem.id, selection.mem_space.id(), selection.file_space.id(),
             transfer, in);

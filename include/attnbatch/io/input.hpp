@@ -22,7 +22,9 @@ namespace attnbatch::io {
 
 struct InputOptions {
     std::string input_path;
-    std::string dataset;   // empty: /embeddings (exclusive with query/key/value)
+    // empty: /embeddings (exclusive with query/key/value); /embeddings when the file has none
+    // but has /tokens and /offsets: /tokens, the packed layout
+    std::string dataset;
     std::string lengths;   // empty: /lengths when the file has it; a name given must exist
     std::string query;     // query, key, value: all three or none
     std::string key;
@@ -51,6 +53,10 @@ struct WeightsSpec {
     DataType dtype = DataType::float32;  // float64 when any matrix is float64
 };
 
+// Two layouts of the sequences: padded, every dataset [N, L, ...] with the valid tokens in
+// /lengths; packed (SPEC.md "packed layout"), the datasets [T, ...] holding every sequence's
+// tokens end to end and /offsets int64 [N+1] saying where each starts: sequence n is rows
+// [offsets[n], offsets[n+1]), its length their difference. A 2-D data dataset is packed.
 struct InputSpec {
     std::string path;
     InputMode mode = InputMode::embeddings;
@@ -60,7 +66,7 @@ struct InputSpec {
     std::string lengths;                   // empty: every sequence has L tokens
 
     std::int64_t n = 0;      // sequences
-    std::int64_t len = 0;    // L: tokens per sequence (padded)
+    std::int64_t len = 0;    // L: tokens per sequence (padded); packed: the longest sequence (at least 1)
     std::int64_t d = 0;      // embedding width (embeddings mode; 0 for qkv)
     std::int64_t heads = 0;  // H
     std::int64_t d_k = 0;    // per head
@@ -68,6 +74,10 @@ struct InputSpec {
     DataType dtype = DataType::float32;  // float64 when any data dataset is float64
 
     std::optional<WeightsSpec> weights;
+
+    bool packed = false;      // the packed layout
+    std::string offsets;      // packed: the offsets dataset (/offsets)
+    std::int64_t tokens = 0;  // packed: T, the rows of the data datasets
 
     // Width of /output: d_out with w_o, else H*d_v.
     std::int64_t d_out() const;
