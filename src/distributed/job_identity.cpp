@@ -51,6 +51,8 @@ std::string job_identity(const io::InputSpec& spec, const std::optional<io::Proj
         << "shape N L d H d_k d_v = " << spec.n << ' ' << spec.len << ' ' << spec.d << ' ' << spec.heads << ' '
         << spec.d_k << ' ' << spec.d_v << '\n'
         << "lengths xxh3 = " << hash_of(lengths) << '\n';
+    // Only for the packed layout, so that a padded run's identity (and its journal) is as before.
+    if (spec.packed) out << "layout = packed, offsets " << spec.offsets << ", T = " << spec.tokens << '\n';
     if (spec.weights) {
         describe_file(out, "weights", spec.weights->path);
         if (weights) {

@@ -72,6 +72,9 @@ std::string encode_spec(const io::InputSpec& spec) {
         }
         w.integer(static_cast<std::int64_t>(ws.dtype));
     }
+    w.integer(spec.packed ? 1 : 0);
+    w.text(spec.offsets);
+    w.integer(spec.tokens);
     return w.take();
 }
 
@@ -103,6 +106,9 @@ io::InputSpec decode_spec(const std::string& bytes) {
         ws.dtype = static_cast<io::DataType>(r.integer());
         spec.weights = ws;
     }
+    spec.packed = r.integer() != 0;
+    spec.offsets = r.text();
+    spec.tokens = r.integer();
     if (!r.done()) throw std::invalid_argument("decode_spec: trailing bytes");
     return spec;
 }
