@@ -3,18 +3,12 @@
 #include <cctype>
 #include <cmath>
 #include <optional>
-#include <unistd.h>
 
 #include "command_line.hpp"
 
 namespace attnbatch::cli {
 
 namespace {
-
-std::size_t quarter_of_ram() {
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 4 : std::size_t{1} << 30;
-}
 
 distributed::SequenceRange parse_weights_seqs(const std::string& text) {
     const auto colon = text.find(':');
@@ -115,7 +109,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("block-k", po::value<int>()->default_value(0), "key tile columns [auto]")
         ("kernel", po::value<std::string>()->default_value("blocked"), "blocked|reference (fp64, slow)")
         ("isa", po::value<std::string>()->default_value("best"), isa_choices(false).c_str())
-        ("max-memory", po::value<std::string>(), "resident memory bound per rank, e.g. 8G [a quarter of RAM]")
+        ("max-memory", po::value<std::string>(), "resident memory bound per rank, e.g. 8G [a quarter of the node's memory "
+                                                  "(or its cgroup limit) divided by the ranks on the node]")
         ("unit-sequences", po::value<long>()->default_value(0), "sequences per work unit [auto: from --max-memory]")
         ("resume", po::bool_switch(), "continue OUTPUT.partial; with a complete OUTPUT do nothing")
         ("force", po::bool_switch(), "replace an existing OUTPUT (only once the new one is complete)")
@@ -176,7 +171,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     if (kernel != "blocked" && kernel != "reference") throw Error(exit_usage, "--kernel: '" + kernel + "' is not one of blocked|reference");
     j.kernel.kind = kernel == "reference" ? kernels::KernelKind::reference : kernels::KernelKind::blocked;
     j.kernel.isa = parse_isa(vm["isa"].as<std::string>());
-    j.max_memory = vm.count("max-memory") ? parse_bytes(vm["max-memory"].as<std::string>(), "--max-memory") : quarter_of_ram();
+    // 0: the job divides the node's memory by the ranks that share the node.
+    j.max_memory = vm.count("max-memory") ? parse_bytes(vm["max-memory"].as<std::string>(), "--max-memory") : 0;
     if (vm["unit-sequences"].as<long>() < 0) throw Error(exit_usage, "--unit-sequences: expected 0 (automatic) or more");
     j.unit_sequences = vm["unit-sequences"].as<long>();
     j.resume = vm["resume"].as<bool>();
