@@ -105,11 +105,14 @@ void assess_resources(Job& job) {
     const std::int64_t worst_node_threads = comm.max(on_node * threads);
     const std::int64_t over_affinity = comm.max(threads - node.affinity_cores);
     if (over_node > 0) {
-        job.warnings.push_back(std::to_string(worst_node_threads / threads) + " ranks x " + std::to_string(threads) +
-                               " threads share a node with " + std::to_string(worst_node_threads - over_node) +
-                               " cores: the threads compete for cores and the run slows down; hint: fewer ranks per "
-                               "node or --threads " + std::to_string(std::max<std::int64_t>(1, (worst_node_threads - over_node) /
-                                                                                                   (worst_node_threads / threads))));
+        const std::int64_t ranks = worst_node_threads / threads, cores = worst_node_threads - over_node;
+        const std::string hint = threads > 1 && ranks <= cores
+                                     ? "--threads " + std::to_string(std::max<std::int64_t>(1, cores / ranks))
+                                     : "at most " + std::to_string(cores) + " ranks per node (mpirun --map-by ppr:" +
+                                           std::to_string(cores) + ":node)";
+        job.warnings.push_back(std::to_string(ranks) + " ranks x " + std::to_string(threads) + " threads share a node with " +
+                               std::to_string(cores) + " cores: the threads compete for cores and the run slows down; hint: " +
+                               hint);
     } else if (over_affinity > 0) {
         job.warnings.push_back("a rank may run on only " + std::to_string(threads - over_affinity) + " core(s) (its CPU "
                                "affinity) but has " + std::to_string(threads) + " threads; hint: mpirun --bind-to none, or "

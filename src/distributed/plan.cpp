@@ -40,7 +40,8 @@ double CostModel::piece_flops(std::int64_t len, std::int64_t row_first, std::int
     const double in_width = d_in > 0 ? static_cast<double>(d_in) : h * (dk + dv);
     const double query_width = d_in > 0 ? 0.0 : h * dk;
     const double out_width = (d_out > 0 ? static_cast<double>(d_out) : h * dv) + h;
-    flops += (keys + static_cast<double>(kSequenceOverheadTokens)) * in_width + rows * (query_width + out_width) + 1.0;
+    const double overhead = static_cast<double>(kSequenceOverheadTokens);
+    flops += (keys + overhead) * in_width + (rows + overhead) * (query_width + out_width) + 1.0;
     return flops;
 }
 

@@ -329,7 +329,10 @@ void describe_embeddings(const File& file, const InputOptions& options, InputSpe
     if (tokens_instead(file, spec.dataset)) spec.dataset = dataset::tokens;
     Data x = open_data(file, spec.dataset, "--dataset", "the embeddings", "[N, L, d]");
     spec.dtype = float_type(x);
-    if (x.dims.size() == 2) return describe_packed_embeddings(file, options, x, spec);
+    if (x.dims.size() == 2 && object_kind(file, dataset::offsets) != ObjectKind::missing) {
+        return describe_packed_embeddings(file, options, x, spec);
+    }
+    if (x.dims.size() == 2) x.role += " (a [T, d] dataset is the packed layout and needs /offsets int64 [N+1])";
     expect_rank(x, 3, "[N, L, d]");
     expect_extents(x, {"N", "L", "d"});
     spec.n = extent(x, 0);
@@ -353,10 +356,12 @@ void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec
     spec.dtype = widest(widest(float_type(q), float_type(k)), float_type(v));
 
     const std::size_t rank = q.dims.size();
-    if (rank == 2) return describe_packed_qkv(file, options, q, k, v, spec);
+    const bool offsets = object_kind(file, dataset::offsets) != ObjectKind::missing;
+    if (rank == 2 && offsets) return describe_packed_qkv(file, options, q, k, v, spec);
     if (rank != 3 && rank != 4) {
         invalid(q.at() + " has shape " + shape_text(q.dims) + " (rank " + std::to_string(rank) +
-                "), expected [N, L, H*d_k] (rank 3) or [N, H, L, d_k] (rank 4); hint: --query names the queries");
+                "), expected [N, L, H*d_k] (rank 3) or [N, H, L, d_k] (rank 4); hint: --query names the queries" +
+                (rank == 2 ? " ([T, H*d_k] is the packed layout and needs /offsets int64 [N+1])" : ""));
     }
     const bool packed = rank == 3;
     spec.layout = packed ? QkvLayout::packed : QkvLayout::split;

@@ -31,7 +31,7 @@ struct OutputSpan;
 struct JournalPlan {
     std::vector<std::int64_t> unit_bounds;  // U+1 ascending sequence indices, 0 to N
     std::string identity;                   // "key = value\n" lines
-    std::vector<std::int64_t> unit_rows;    // U+1 rows of those positions; empty: all 0 (no piece)
+    std::vector<std::int64_t> unit_rows = {};  // U+1 rows of those positions; empty: all 0 (no piece)
 };
 
 struct JournalState {
