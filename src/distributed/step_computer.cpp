@@ -199,7 +199,11 @@ public:
     void project_rows(const PackedMatrix& w, RowsView x, std::size_t valid, std::vector<float>& y) {
         constexpr std::size_t kProjectionRows = 64;
         const std::size_t groups = std::max<std::size_t>(1, (x.rows + kProjectionRows - 1) / kProjectionRows);
-        y.assign(groups * kProjectionRows * static_cast<std::size_t>(w.out), 0.0f);
+        // The groups past the valid rows are not computed: zero, as rows past a length are.
+        const std::size_t computed = (valid + kProjectionRows - 1) / kProjectionRows * kProjectionRows;
+        const auto width = static_cast<std::size_t>(w.out);
+        y.resize(groups * kProjectionRows * width);
+        std::fill(y.begin() + static_cast<std::ptrdiff_t>(std::min(computed, groups * kProjectionRows) * width), y.end(), 0.0f);
         if (valid == 0) return;
         group_rows_.resize(groups);
         for (std::size_t g = 0; g < groups; ++g) {
@@ -278,17 +282,26 @@ public:
             vs = rows_strides(keys, dv, heads * dv);
         }
 
-        attended_.assign(rows * heads * dv, 0.0f);
-        lse_.assign(heads * rows, -std::numeric_limits<float>::infinity());
         const bool weights = layout_.save_weights != io::SaveWeights::none && sequence >= layout_.weights_first &&
                              sequence < layout_.weights_end();
         const bool f16 = layout_.weights_dtype == io::WeightsDtype::f16;
         const std::size_t weights_heads = static_cast<std::size_t>(layout_.weights_heads());
+        // The kernel writes every element (zeros and -inf past the length); without valid rows
+        // it does not run, and the rows are those of a sequence's padding.
+        const bool attend = q_rows > 0 && keys > 0;
+        attended_.resize(rows * heads * dv);
+        lse_.resize(heads * rows);
         if (weights) {
-            if (f16) attention_f16_.assign(weights_heads * rows * len, 0);
-            else attention_f32_.assign(weights_heads * rows * len, 0.0f);
+            if (f16) attention_f16_.resize(weights_heads * rows * len);
+            else attention_f32_.resize(weights_heads * rows * len);
         }
-        if (q_rows > 0 && keys > 0) {
+        if (!attend) {
+            std::fill(attended_.begin(), attended_.end(), 0.0f);
+            std::fill(lse_.begin(), lse_.end(), -std::numeric_limits<float>::infinity());
+            if (weights && f16) std::fill(attention_f16_.begin(), attention_f16_.end(), std::uint16_t{0});
+            if (weights && !f16) std::fill(attention_f32_.begin(), attention_f32_.end(), 0.0f);
+        }
+        if (attend) {
             k::AttentionParams p;
             p.batch = 1;
             p.heads = static_cast<int>(heads);
@@ -384,15 +397,16 @@ public:
             q_width = k_width = heads * dk;
             v_width = heads * dv;
         }
-        attended_.assign(total * heads * dv, 0.0f);
-        lse_.assign(heads * total, -std::numeric_limits<float>::infinity());
+        // Every row belongs to a sequence the kernel computes whole: no initial values needed.
+        attended_.resize(total * heads * dv);
+        lse_.resize(heads * total);
         const auto [w_first, w_last] = layout_.weights_range(in.first, in.first + in.count);
         const bool f16 = layout_.weights_dtype == io::WeightsDtype::f16;
         const std::size_t weights_heads = static_cast<std::size_t>(layout_.weights_heads());
         std::size_t map_rows = 0;
         for (std::int64_t s = w_first; s < w_last; ++s) map_rows += static_cast<std::size_t>(in.lengths[static_cast<std::size_t>(s - in.first)]);
-        if (f16) attention_f16_.assign(weights_heads * map_rows * len, 0);
-        else attention_f32_.assign(weights_heads * map_rows * len, 0.0f);
+        if (f16) attention_f16_.resize(weights_heads * map_rows * len);
+        else attention_f32_.resize(weights_heads * map_rows * len);
 
         // One kernel call per sequence. Long sequences get every thread; short ones (whose
         // few query tiles would leave threads idle) are spread over the threads, one sequence
