@@ -59,7 +59,9 @@ void print_header(const dist::Job& job) {
               << (job.layout.gzip_level ? " before gzip" : "") << "; " << job.plan_ranks
               << (job.plan_ranks == 1 ? " rank" : " ranks") << (job.plan_ranks != ranks ? " (simulated)" : "") << " x "
               << job.attention.kernel.threads << " threads, io " << dist::name_of(job.io) << ", steps of at most "
-              << job.max_sequences << " sequences under --max-memory "
+              << job.max_sequences << " sequences"
+              << (job.max_step_bytes > 0 ? " and " + dist::format_bytes(static_cast<double>(job.max_step_bytes)) + " of data" : "")
+              << " under --max-memory "
               << dist::format_bytes(static_cast<double>(s.max_memory)) << " per rank\n";
 }
 
