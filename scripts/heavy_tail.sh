@@ -91,7 +91,7 @@ PY
 timing=$out/pareto-timing.h5
 [[ -f $timing ]] || "$python" "$make_input" "$timing" --num-seqs 12000 --seq-len 16384 --dim 64 --xm 40 --alpha 1.5 --longest 3 \
   --layout packed --values --seed 6 | tee -a "$results"
-for attempt in 1 2 3; do
+for _ in 1 2 3; do
   rm -f "$out"/timing.h5*
   mpirun -np 3 --oversubscribe --bind-to none "$bin" run --input "$timing" --heads 2 --threads 1 --save-weights none \
     --output "$out/timing.h5" --report "$out/timing.json" --progress never 2>/dev/null | grep -E 'plan:|^PERFORMANCE' | tee -a "$results"

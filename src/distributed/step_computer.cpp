@@ -183,7 +183,6 @@ public:
         block.attention_f16 = f16 && w_last > w_first ? attention_f16_.data() : nullptr;
     }
 
-
     // Rows of the step's input as one matrix (rows, width), row stride = width: the heads of
     // packed Q/K/V side by side, or the embeddings.
     struct RowsView {
