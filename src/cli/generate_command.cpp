@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -53,6 +54,7 @@ struct Plan {
     std::optional<std::int64_t> min_len;
     bool qkv = false;
     bool split = false;
+    bool packed_sequences = false;  // --layout packed
     bool float64 = false;
     std::uint64_t seed = 0;
     double scale = 1.0;
@@ -149,6 +151,14 @@ Plan plan_from(const po::variables_map& vm) {
     if (layout != "packed" && layout != "split") usage("--qkv-layout: '" + layout + "' is not one of packed|split");
     if (!vm["qkv-layout"].defaulted() && !plan.qkv) usage("--qkv-layout applies only with --qkv");
     plan.split = layout == "split";
+    const std::string sequence_layout = vm["layout"].as<std::string>();
+    if (sequence_layout != "padded" && sequence_layout != "packed") {
+        usage("--layout: '" + sequence_layout + "' is not one of padded|packed");
+    }
+    plan.packed_sequences = sequence_layout == "packed";
+    if (plan.packed_sequences && plan.split) {
+        usage("--layout packed stores every sequence's rows end to end, [T, H*d]: it cannot go with --qkv-layout split");
+    }
     plan.seed = parse_seed(vm["seed"].as<std::string>());
     plan.scale = vm["scale-values"].as<double>();
     if (!std::isfinite(plan.scale) || std::fabs(plan.scale) > 1e30) {
@@ -168,7 +178,12 @@ Plan plan_from(const po::variables_map& vm) {
     if (plan.qkv && !vm["dataset"].defaulted()) {
         usage("--dataset names the embeddings and cannot go with --qkv (which writes /query, /key, /value)");
     }
-    plan.dataset = object_path("--dataset", vm["dataset"].as<std::string>());
+    plan.dataset = object_path("--dataset", vm["dataset"].defaulted() && plan.packed_sequences
+                                                ? std::string(io::dataset::tokens)
+                                                : vm["dataset"].as<std::string>());
+    if (plan.packed_sequences && plan.dataset == io::dataset::offsets) {
+        usage(std::string("--dataset ") + io::dataset::offsets + " collides with the offsets of --layout packed");
+    }
     if (plan.min_len && plan.dataset == io::dataset::lengths) {
         usage(std::string("--dataset ") + io::dataset::lengths + " collides with the lengths of --min-len");
     }
@@ -245,6 +260,17 @@ io::ValueSource sequence_values(const Plan& plan, std::uint64_t stream, std::uin
     };
 }
 
+// The packed layout's rows [T, W]: row t is token t - offsets[n] of the sequence n holding it,
+// with the numbers it has in the padded layout, so that the two layouts hold the same tokens.
+io::ValueSource packed_values(std::shared_ptr<const std::vector<std::int64_t>> offsets, io::ValueSource padded) {
+    return [offsets = std::move(offsets), padded = std::move(padded)](const io::Dims& index, std::size_t count, double* out) {
+        const auto t = static_cast<std::int64_t>(index[0]);
+        const auto after = std::upper_bound(offsets->begin(), offsets->end(), t);
+        const auto sequence = static_cast<std::uint64_t>(after - offsets->begin() - 1);
+        padded({sequence, static_cast<std::uint64_t>(t - (*offsets)[sequence]), index[1]}, count, out);
+    };
+}
+
 // A weights matrix [rows, columns] (unit = row) or bias [columns] (unit 0), N(0, stddev^2).
 io::ValueSource weight_values(const Plan& plan, std::uint64_t stream, double stddev) {
     const RandomField field(plan.seed, stream);
@@ -286,6 +312,28 @@ io::InputContent input_content(const Plan& plan, LengthRange& range) {
         content.query = sequence_values(plan, stream_query, qk_width, plan.split);
         content.key = sequence_values(plan, stream_key, k_width, plan.split, kv_heads);
         content.value = sequence_values(plan, stream_value, v_width, plan.split, kv_heads);
+    }
+    if (plan.packed_sequences) {
+        // The offsets are the lengths' running sum, written whole: memory of 8 bytes a sequence.
+        const LengthDraw length(plan);
+        auto offsets = std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(plan.n) + 1, 0);
+        for (std::int64_t n = 0; n < plan.n; ++n) {
+            const std::int64_t value = length(static_cast<std::uint64_t>(n));
+            range.min = std::min(range.min, value);
+            range.max = std::max(range.max, value);
+            (*offsets)[static_cast<std::size_t>(n) + 1] = (*offsets)[static_cast<std::size_t>(n)] + value;
+        }
+        if (offsets->back() == 0) usage("--layout packed: every sequence drew length 0, so there are no rows to write; hint: a larger --min-len");
+        content.packed = true;
+        content.offsets = *offsets;
+        if (content.mode == io::InputMode::embeddings) {
+            content.embeddings = packed_values(offsets, content.embeddings);
+        } else {
+            content.query = packed_values(offsets, content.query);
+            content.key = packed_values(offsets, content.key);
+            content.value = packed_values(offsets, content.value);
+        }
+        return content;
     }
     if (plan.min_len) {
         const LengthDraw length(plan);
@@ -346,12 +394,15 @@ int generate_command(const std::vector<std::string>& args) {
         "ragged lengths with --min-len, and projection weights with --weights-out. The content depends\n"
         "only on the seed and the shapes: the same options give the same numbers, in any slab size.\n"
         "Without --min-len no /lengths is written (every sequence has L tokens). Tokens at or beyond a\n"
-        "sequence's length are zeros. Weights and biases are N(0, 1/fan_in). The file is written as\n"
+        "sequence's length are zeros. --layout packed writes the same tokens without padding: /tokens\n"
+        "[T, d] (or /query /key /value [T, H*d]) and /offsets int64 [N+1], sequence n in rows\n"
+        "offsets[n]..offsets[n+1]. Weights and biases are N(0, 1/fan_in). The file is written as\n"
         "FILE.partial and renamed when whole; an existing FILE is replaced only with --force.",
         "  attnbatch generate --output data.h5 --num-seqs 1000 --seq-len 256 --dim 64 --seed 7\n"
         "  attnbatch generate --output ragged.h5 --num-seqs 64 --seq-len 512 --min-len 32 --heads 8 --weights-out w.h5\n"
         "  attnbatch generate --output qkv.h5 --qkv --qkv-layout split --heads 4 --head-dim 32 --dtype float64\n"
-        "  attnbatch generate --output big-logits.h5 --scale-values 30 --force\n"};
+        "  attnbatch generate --output big-logits.h5 --scale-values 30 --force\n"
+        "  attnbatch generate --output ragged-packed.h5 --layout packed --num-seqs 1000 --seq-len 2048 --min-len 1\n"};
     po::options_description options("generate options");
     options.add_options()
         ("output", po::value<std::string>()->value_name("FILE"), "the input file to write (required)")
@@ -377,7 +428,10 @@ int generate_command(const std::vector<std::string>& args) {
         ("seed", po::value<std::string>()->default_value("0"), "random seed, 0..2^63-1")
         ("scale-values", po::value<double>()->default_value(1.0),
          "multiply the data by S (large S gives large logits)")
-        ("dataset", po::value<std::string>()->default_value(io::dataset::embeddings), "path of the embeddings dataset")
+        ("layout", po::value<std::string>()->default_value("padded"),
+         "padded: [N, L, ...] with /lengths; packed: rows end to end, [T, ...] with /offsets int64 [N+1]")
+        ("dataset", po::value<std::string>()->default_value(io::dataset::embeddings),
+         "path of the embeddings dataset [/tokens with --layout packed]")
         ("slab-bytes", po::value<long long>()->default_value(static_cast<long long>(io::default_slab_bytes)),
          "memory bound of one write; the content does not depend on it");
     po::variables_map vm;

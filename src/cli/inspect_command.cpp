@@ -122,7 +122,12 @@ void validate_input(InspectReport& report, const io::FileSchema& schema, const p
         line << ", Q/K/V " << spec.query << " " << spec.key << " " << spec.value
              << (spec.layout == io::QkvLayout::split ? " split [N, H, L, d]" : " packed [N, L, H*d]");
     }
-    line << (spec.lengths.empty() ? ", no lengths: every sequence has L tokens" : ", lengths " + spec.lengths);
+    if (spec.packed) {
+        line << ", packed layout: T=" << spec.tokens << " rows, sequence n in rows " << spec.offsets << "[n].."
+             << spec.offsets << "[n+1], L the longest";
+    } else {
+        line << (spec.lengths.empty() ? ", no lengths: every sequence has L tokens" : ", lengths " + spec.lengths);
+    }
     if (spec.weights) line << ", weights " << spec.weights->path << " giving D_out=" << spec.d_out();
     line << ")";
     if (!options.check_finite) line << "; values not scanned (--quick)";
@@ -157,6 +162,7 @@ void validate_output(InspectReport& report, const io::File& file, const io::File
     }
     std::ostringstream line;
     line << "valid output: N=" << check.n << ", L=" << check.len << ", D_out=" << check.d_out << ", H=" << check.heads;
+    if (check.packed) line << ", packed layout (T=" << check.tokens << " rows, " << io::dataset::offsets << ")";
     if (check.has_attention) {
         line << ", attention " << check.attention_dtype << " for sequences [" << check.attention_first << ", "
              << check.attention_first + check.attention_count << ")" << (check.attention_heads == 1 && check.heads > 1 ? " (mean over heads)" : "");
@@ -233,7 +239,8 @@ int inspect_command(const std::vector<std::string>& args) {
         "FILE may also be given as the first argument: attnbatch inspect FILE [options].\n"
         "Prints an HDF5 file's schema (every dataset: dtype, shape, chunks, filters, dimension labels,\n"
         "attributes; the root attributes), then validates it: as an input of `run` when it has /embeddings\n"
-        "(or --dataset) or /query /key /value, with the rules `run` applies; as an output when it has\n"
+        "(or --dataset; /tokens with /offsets: the packed layout) or /query /key /value, with the rules `run`\n"
+        "applies; as an output when it has\n"
         "/output or /lse, against SPEC.md's output schema and its `complete` attribute; as a projection\n"
         "weights file when it has /w_q /w_k /w_v; as the attention maps of `weights --to FILE.h5` when it has\n"
         "/attention alone.\n"

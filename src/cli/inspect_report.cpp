@@ -198,6 +198,8 @@ void write_input(JsonWriter& json, const io::InputSpec& spec) {
     } else {
         json.null();
     }
+    json.key("sequence_layout").value(spec.packed ? "packed" : "padded");
+    if (spec.packed) json.key("tokens").value(spec.tokens).key("offsets").value(spec.offsets);
     json.end_object();
 }
 
@@ -215,6 +217,8 @@ void write_output(JsonWriter& json, const io::OutputCheck& check) {
         json.null();
     }
     json.key("written").value(check.written);
+    json.key("sequence_layout").value(check.packed ? "packed" : "padded");
+    if (check.packed) json.key("tokens").value(check.tokens);
     json.key("attention");
     if (check.has_attention) {
         json.begin_object()

@@ -124,6 +124,15 @@ void load_sequence(const RecordedRun& run, io::InputReader& reader, std::int64_t
     io::InputBlock block;
     reader.read(sequence, sequence + 1, block);
     out.length = block.lengths[0];
+    if (in.packed) {  // its rows, padded to L as the recomputation expects
+        if (in.mode == io::InputMode::embeddings) {
+            block.x.resize(len * static_cast<std::size_t>(in.d), 0.0f);
+        } else {
+            block.q.resize(len * heads * dk, 0.0f);
+            block.k.resize(len * heads * dk, 0.0f);
+            block.v.resize(len * heads * dv, 0.0f);
+        }
+    }
     out.x = block.x;
     const auto& proj = run.projections;
     const std::size_t rows = static_cast<std::size_t>(out.length);

@@ -88,8 +88,22 @@ void print_header(const dist::Job& job) {
               << (job.layout.gzip_level ? " before gzip" : "") << "; " << job.plan_ranks
               << (job.plan_ranks == 1 ? " rank" : " ranks") << (job.plan_ranks != ranks ? " (simulated)" : "") << " x "
               << counted(job.attention.kernel.threads, "thread") << ", io " << dist::name_of(job.io) << ", steps of at most "
-              << counted(job.max_sequences, "sequence") << " under --max-memory "
+              << counted(job.max_sequences, "sequence")
+              << (job.max_step_bytes > 0 ? " and " + dist::format_bytes(static_cast<double>(job.max_step_bytes)) + " of data" : "")
+              << " under --max-memory "
               << dist::format_bytes(static_cast<double>(s.max_memory)) << " per rank\n";
+}
+
+// Where a unit starts or ends: "s", or "s:r" for row r of sequence s (inside a split sequence).
+// Where a unit starts and ends, in the input's numbering (`offset`: run --sequences): a
+// sequence, or sequence:row inside a split one.
+std::string start_of(const dist::Unit& unit, std::int64_t offset) {
+    return unit.piece() && unit.row_first > 0 ? std::to_string(offset + unit.first) + ":" + std::to_string(unit.row_first)
+                                              : std::to_string(offset + unit.first);
+}
+std::string end_of(const dist::Unit& unit, std::int64_t offset) {
+    return unit.piece() && !unit.ends_sequence ? std::to_string(offset + unit.first) + ":" + std::to_string(unit.row_last)
+                                               : std::to_string(offset + unit.last);
 }
 
 void print_plan(const dist::Job& job) {
@@ -98,22 +112,37 @@ void print_plan(const dist::Job& job) {
     const char* schedule = dist::name_of(job.settings.schedule);
     const char* strategy = job.settings.schedule == dist::ScheduleKind::dynamic ? "simulated-equal-speed" : "contiguous";
     const std::size_t ranks = plan.ranks.size();
-    double total = 0, largest = 0;
+    double total = 0, largest = 0, largest_unit = 0;
+    std::int64_t idle = 0, pieces = 0, split = 0;
     for (const dist::RankShare& share : plan.ranks) {
         total += share.cost;
         largest = std::max(largest, share.cost);
+        idle += share.units.empty() ? 1 : 0;
     }
+    for (const dist::Unit& unit : units) {
+        largest_unit = std::max(largest_unit, unit.cost);
+        pieces += unit.piece() ? 1 : 0;
+        split += unit.piece() && unit.row_first == 0 ? 1 : 0;
+    }
+    // The critical path is the costliest rank: no schedule of these units is shorter than
+    // their largest, so its share of the path says how far splitting went.
+    const double largest_share = largest > 0 ? largest_unit / largest : 0.0;
     std::cout << std::fixed << std::setprecision(3);
     std::cout << "  plan: " << counted(units.size(), "unit") << " on " << counted(ranks, "rank") << " (" << schedule << ", " << strategy
-              << "), predicted imbalance " << plan.imbalance * 100 << "%\n";
+              << "), predicted imbalance " << plan.imbalance * 100 << "%";
+    if (pieces > 0) std::cout << "; " << split << " long sequences split into " << pieces << " pieces of query rows";
+    std::cout << '\n';
+    std::cout << "    idle ranks: " << idle << " of " << ranks << " get no work; largest unit " << largest_unit * 1e-9
+              << " GFLOP = " << largest_share * 100 << "% of the critical path (the costliest rank, " << largest * 1e-9
+              << " GFLOP)\n";
     // Every rank for small runs; the extremes otherwise (a 4096-rank table helps no one).
     const std::size_t shown = ranks <= 16 ? ranks : 0;
     for (std::size_t r = 0; r < shown; ++r) {
         const dist::RankShare& share = plan.ranks[r];
         // Sequences as the input numbers them (they differ from the rows with --sequences).
         const std::int64_t offset = job.spec.first_sequence;
-        const std::int64_t first = offset + (share.units.empty() ? 0 : units[static_cast<std::size_t>(share.units.front())].first);
-        const std::int64_t last = offset + (share.units.empty() ? 0 : units[static_cast<std::size_t>(share.units.back())].last);
+        const std::string first = share.units.empty() ? std::to_string(offset) : start_of(units[static_cast<std::size_t>(share.units.front())], offset);
+        const std::string last = share.units.empty() ? std::to_string(offset) : end_of(units[static_cast<std::size_t>(share.units.back())], offset);
         std::cout << "    rank " << r << ": " << counted(share.units.size(), "unit") << ", sequences [" << first << ", " << last
                   << "), " << share.tokens << " tokens, predicted " << share.cost * 1e-9 << " GFLOP\n";
     }
@@ -126,7 +155,9 @@ void print_plan(const dist::Job& job) {
     }
     std::cout << "PLAN ranks=" << ranks << " units=" << units.size() << " schedule=" << schedule << " strategy=" << strategy
               << " imbalance_percent=" << plan.imbalance * 100 << " max_rank_gflop=" << largest * 1e-9
-              << " mean_rank_gflop=" << (ranks ? total / static_cast<double>(ranks) * 1e-9 : 0.0) << '\n';
+              << " mean_rank_gflop=" << (ranks ? total / static_cast<double>(ranks) * 1e-9 : 0.0) << " idle_ranks=" << idle
+              << " largest_unit_percent=" << largest_share * 100 << " split_sequences=" << split << " pieces=" << pieces
+              << '\n';
     std::cout.unsetf(std::ios::floatfield);
 }
 
@@ -143,6 +174,7 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
         .key("rounds").value(result.rounds.rounds)
         .key("max_sequences_per_step").value(job.max_sequences)
         .key("imbalance").value(result.imbalance)
+        .key("predicted_imbalance").value(job.predicted.imbalance)
         .key("io_hidden_fraction").value(result.io_hidden)
         .key("collective_fallback").value(result.rounds.collective_fallback)
         .key("per_rank").begin_array();
@@ -189,7 +221,8 @@ void print_summary(const dist::Job& job, const dist::JobResult& result) {
               << " seqs_per_s=" << std::setprecision(1) << static_cast<double>(sum.sequences) / total
               << " compute_gflops=" << (result.slowest_compute > 0 ? result.flops() / result.slowest_compute * 1e-9 : 0.0)
               << " end_to_end_gflops=" << result.flops() / total * 1e-9 << std::setprecision(3)
-              << " imbalance=" << result.imbalance << " io_hidden=" << result.io_hidden << " io=" << dist::name_of(job.io)
+              << " imbalance=" << result.imbalance << " predicted_imbalance=" << job.predicted.imbalance
+              << " io_hidden=" << result.io_hidden << " io=" << dist::name_of(job.io)
               << " schedule=" << dist::name_of(job.settings.schedule) << '\n';
     std::cout.unsetf(std::ios::floatfield);
 }
@@ -223,6 +256,7 @@ int run(dist::Comm& comm, const std::vector<std::string>& args) {
     if (root && !job.resume.summary.empty() && job.nothing_to_do()) std::cout << "  " << job.resume.summary << '\n';
     if (job.nothing_to_do()) return exit_ok;
     if (root) {
+        for (const std::string& warning : job.warnings) std::cerr << "attnbatch run: warning: " << warning << '\n';
         print_header(job);
         if (!job.resume.summary.empty()) std::cout << "  " << job.resume.summary << '\n';
         if (o.job.dry_run || comm.size() > 1) print_plan(job);

@@ -3,7 +3,6 @@
 #include <cctype>
 #include <cmath>
 #include <optional>
-#include <unistd.h>
 
 #include "command_line.hpp"
 #include "ranges.hpp"
@@ -11,11 +10,6 @@
 namespace attnbatch::cli {
 
 namespace {
-
-std::size_t quarter_of_ram() {
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 4 : std::size_t{1} << 30;
-}
 
 // One block of the RANGE syntax (ranges.hpp); the open end (-1) is resolved against N by the job.
 distributed::SequenceRange parse_sequence_block(const std::string& text, const std::string& option) {
@@ -112,7 +106,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("block-k", po::value<int>()->default_value(0, "auto"), "key tile columns")
         ("kernel", po::value<std::string>()->default_value("blocked"), "blocked|reference (fp64, slow)")
         ("isa", po::value<std::string>()->default_value("best"), isa_choices(false).c_str())
-        ("max-memory", po::value<std::string>(), "resident memory bound per rank, e.g. 8G [a quarter of RAM]")
+        ("max-memory", po::value<std::string>(), "resident memory bound per rank, e.g. 8G [a quarter of the node's memory "
+                                                  "(or its cgroup limit) divided by the ranks on the node]")
         ("unit-sequences", po::value<long>()->default_value(0, "auto"), "at most this many sequences per work unit (auto: as many as --max-memory allows in a step)")
         ("resume", po::bool_switch(), "continue OUTPUT.partial; with a complete OUTPUT of the same input and options do nothing (other ones: exit 2)")
         ("force", po::bool_switch(), "replace an existing OUTPUT (only once the new one is complete)")
@@ -194,7 +189,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     if (kernel != "blocked" && kernel != "reference") throw Error(exit_usage, "--kernel: '" + kernel + "' is not one of blocked|reference");
     j.kernel.kind = kernel == "reference" ? kernels::KernelKind::reference : kernels::KernelKind::blocked;
     j.kernel.isa = parse_isa(vm["isa"].as<std::string>());
-    j.max_memory = vm.count("max-memory") ? parse_bytes(vm["max-memory"].as<std::string>(), "--max-memory") : quarter_of_ram();
+    // 0: the job divides the node's memory by the ranks that share the node.
+    j.max_memory = vm.count("max-memory") ? parse_bytes(vm["max-memory"].as<std::string>(), "--max-memory") : 0;
     if (vm["unit-sequences"].as<long>() < 0) throw Error(exit_usage, "--unit-sequences: expected 0 (automatic) or more");
     j.unit_sequences = vm["unit-sequences"].as<long>();
     j.resume = vm["resume"].as<bool>();

@@ -139,13 +139,18 @@ int verify_command(const std::vector<std::string>& args) {
             }
             out.read_output(s, s + 1, got_out);
             out.read_lse(s, s + 1, got_lse);
-            expect_row_size(output_path, io::dataset::output, got_out.size(), expected.size());
-            expect_row_size(output_path, io::dataset::lse, got_lse.size(), ref_lse.size());
-            for (std::size_t i = 0; i < expected.size(); ++i) e_out.add(got_out[i], expected[i]);
-            for (std::size_t i = 0; i < ref_lse.size(); ++i) {
-                e_lse.add(got_lse[i], ref_lse[i]);
-                if (std::isfinite(ref_lse[i])) lse_rel = std::max(lse_rel, std::fabs(got_lse[i] - ref_lse[i]) / std::max(1.0, std::fabs(ref_lse[i])));
-                else if (!(std::isinf(got_lse[i]) && got_lse[i] < 0)) lse_rel = std::numeric_limits<double>::infinity();
+            // The rows stored: L (padded), or the sequence's own (packed: /output [T, D_out], /lse [H, T]).
+            const std::size_t stored = out.layout().packed ? rows : len;
+            expect_row_size(output_path, io::dataset::output, got_out.size(), stored * d_out);
+            expect_row_size(output_path, io::dataset::lse, got_lse.size(), heads * stored);
+            for (std::size_t i = 0; i < stored * d_out; ++i) e_out.add(got_out[i], expected[i]);
+            for (std::size_t h = 0; h < heads; ++h) {
+                for (std::size_t r = 0; r < stored; ++r) {
+                    const double ref = ref_lse[h * len + r], got = got_lse[h * stored + r];
+                    e_lse.add(got, ref);
+                    if (std::isfinite(ref)) lse_rel = std::max(lse_rel, std::fabs(got - ref) / std::max(1.0, std::fabs(ref)));
+                    else if (!(std::isinf(got) && got < 0)) lse_rel = std::numeric_limits<double>::infinity();
+                }
             }
             if (has_w) {
                 std::vector<float> got_w;

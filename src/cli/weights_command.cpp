@@ -82,10 +82,13 @@ int weights_command(const std::vector<std::string>& args) {
             const std::int64_t s = sequences[si] - first;  // the row of the output and of the selection
             load_sequence(run, reader, s, seq);
             out.read_lse(s, s + 1, lse);
-            if (lse.size() != static_cast<std::size_t>(in.heads) * len) {
+            // The rows /lse holds for it: L, or its own in the packed layout ([H, T]).
+            const std::size_t stored = out.layout().packed ? static_cast<std::size_t>(seq.length) : len;
+            if (lse.size() != static_cast<std::size_t>(in.heads) * stored) {
                 throw Error(exit_invalid_input, vm["output"].as<std::string>() + ": dataset " + io::dataset::lse + " holds " +
-                                                    std::to_string(lse.size()) + " values per sequence, expected H*L = " +
-                                                    std::to_string(static_cast<std::size_t>(in.heads) * len) +
+                                                    std::to_string(lse.size()) + " values for sequence " + std::to_string(s) +
+                                                    ", expected H*rows = " +
+                                                    std::to_string(static_cast<std::size_t>(in.heads) * stored) +
                                                     " from the input; hint: check --input");
             }
             const kernels::AttentionParams& p = seq.params;
@@ -95,7 +98,7 @@ int weights_command(const std::vector<std::string>& args) {
                 for (std::int64_t i = 0; i < seq.length; ++i) {
                     const float* q = p.q + h * p.q_strides.head + i * p.q_strides.row;
                     const std::int64_t keys = run.causal ? std::min<std::int64_t>(seq.length, i + 1) : seq.length;
-                    const double row_lse = lse[static_cast<std::size_t>(h) * len + static_cast<std::size_t>(i)];
+                    const double row_lse = lse[static_cast<std::size_t>(h) * stored + static_cast<std::size_t>(i)];
                     for (std::int64_t j = 0; j < keys; ++j) {
                         const float* k = p.k + kernels::kv_head_of(p, static_cast<int>(h)) * p.k_strides.head + j * p.k_strides.row;
                         double dot = 0;

@@ -46,7 +46,7 @@ namespace {
 
 std::int64_t sequences_in(const Round& round) {
     std::int64_t count = 0;
-    for (const RankStep& step : round) count += step.last - step.first;
+    for (const RankStep& step : round) count += step.sequences_done;
     return count;
 }
 
@@ -153,7 +153,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         progress.rounds += 1;
         for (const RankStep& done : current) {
             progress.units += done.unit_count;
-            progress.sequences += done.last - done.first;
+            progress.sequences += done.sequences_done;
             progress.cost += done.cost;
         }
         if (context.on_round) context.on_round(progress);

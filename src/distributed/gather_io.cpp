@@ -37,6 +37,11 @@ struct OutputCounts {
 };
 
 OutputCounts output_counts(const io::InputSpec& spec, const io::OutputLayout& layout, const RankStep& step) {
+    if (step.piece() || layout.packed) {  // variable rows per sequence
+        const io::SpanSizes sizes = io::span_sizes(layout, span_of(step));
+        return OutputCounts{sizes.output, sizes.lse, sizes.lengths, sizes.attention,
+                            layout.weights_dtype == io::WeightsDtype::f16};
+    }
     const std::size_t count = static_cast<std::size_t>(step.last - step.first), len = static_cast<std::size_t>(spec.len);
     const auto [wa, wb] = layout.weights_range(step.first, step.last);
     const std::size_t maps = layout.save_weights == io::SaveWeights::none ? 0 : static_cast<std::size_t>(wb - wa);
@@ -88,7 +93,8 @@ public:
                 std::int64_t ok = read_into(step, transit_, times, failure) ? 1 : 0;
                 const double t0 = wall_seconds();
                 comm_.send(&ok, sizeof ok, r, tag_input_header);
-                if (ok) send_input(transit_, r);
+                if (ok && rows_vary(step)) send_sized_input(transit_, r);
+                else if (ok) send_input(transit_, r);
                 times.communicate += wall_seconds() - t0;
             }
             if (!mine.empty()) read_into(mine, block, times, failure);
@@ -102,9 +108,13 @@ public:
         const double t0 = wall_seconds();
         std::int64_t ok = 0;
         comm_.recv(&ok, sizeof ok, 0, tag_input_header);
-        if (ok) {
+        if (ok && rows_vary(mine)) {
+            recv_sized_input(mine, block);
+        } else if (ok) {
             block.first = mine.first;
             block.count = mine.last - mine.first;
+            block.row_first = block.row_last = block.key_rows = 0;
+            block.offsets.clear();
             block.lengths.resize(static_cast<std::size_t>(block.count));
             recv_vector(comm_, block.lengths, 0, tag_input);
             for (std::vector<float>* array : input_arrays(spec_, block, block.count)) recv_vector(comm_, *array, 0, tag_input);
@@ -170,12 +180,14 @@ private:
     static void clear(io::InputBlock& block) {
         block.count = 0;
         block.lengths.clear();
+        block.row_first = block.row_last = block.key_rows = 0;
+        block.offsets.clear();
     }
 
     bool read_into(const RankStep& step, io::InputBlock& block, IoTimes& times, LocalFailure& failure) {
         if (failure) return false;  // this round fails anyway: do not read more
         const double t0 = wall_seconds();
-        record_failure(failure, [&] { reader_->read(step.first, step.last, block); });
+        record_failure(failure, [&] { read_step(*reader_, step, block); });
         times.read += wall_seconds() - t0;
         return !failure;
     }
@@ -183,6 +195,47 @@ private:
     void send_input(io::InputBlock& block, int rank) {
         send_vector(comm_, block.lengths, rank, tag_input);
         for (std::vector<float>* array : input_arrays(spec_, block, block.count)) send_vector(comm_, *array, rank, tag_input);
+    }
+
+    // Pieces and the packed layout: how many rows a block holds is not the same for every
+    // sequence, so the sizes travel ahead of the data.
+    bool rows_vary(const RankStep& step) const { return step.piece() || spec_.packed; }
+
+    void send_sized_input(io::InputBlock& block, int rank) {
+        std::int64_t header[10] = {block.count,
+                                   block.row_first,
+                                   block.row_last,
+                                   block.key_rows,
+                                   static_cast<std::int64_t>(block.x.size()),
+                                   static_cast<std::int64_t>(block.q.size()),
+                                   static_cast<std::int64_t>(block.k.size()),
+                                   static_cast<std::int64_t>(block.v.size()),
+                                   static_cast<std::int64_t>(block.offsets.size()),
+                                   static_cast<std::int64_t>(block.lengths.size())};
+        comm_.send(header, sizeof header, rank, tag_input);
+        for (const std::vector<float>* array : {&block.x, &block.q, &block.k, &block.v}) send_vector(comm_, *array, rank, tag_input);
+        send_vector(comm_, block.offsets, rank, tag_input);
+        send_vector(comm_, block.lengths, rank, tag_input);
+    }
+
+    void recv_sized_input(const RankStep& step, io::InputBlock& block) {
+        std::int64_t header[10] = {};
+        comm_.recv(header, sizeof header, 0, tag_input);
+        block.first = step.first;
+        block.count = header[0];
+        block.row_first = header[1];
+        block.row_last = header[2];
+        block.key_rows = header[3];
+        const auto size = [](std::int64_t v) { return static_cast<std::size_t>(v); };
+        block.x.resize(size(header[4]));
+        block.q.resize(size(header[5]));
+        block.k.resize(size(header[6]));
+        block.v.resize(size(header[7]));
+        block.offsets.resize(size(header[8]));
+        block.lengths.resize(size(header[9]));
+        for (std::vector<float>* array : {&block.x, &block.q, &block.k, &block.v}) recv_vector(comm_, *array, 0, tag_input);
+        recv_vector(comm_, block.offsets, 0, tag_input);
+        recv_vector(comm_, block.lengths, 0, tag_input);
     }
 
     void send_output(const io::OutputBlock& block, const RankStep& step) {
@@ -201,7 +254,7 @@ private:
     void write(const RankStep& step, const io::OutputBlock& block, IoTimes& times, LocalFailure& failure) {
         if (failure) return;
         const double t0 = wall_seconds();
-        record_failure(failure, [&] { output_->write_block(step.first, step.last, block); });
+        record_failure(failure, [&] { output_->write_span(span_of(step), block); });
         times.write += wall_seconds() - t0;
     }
 

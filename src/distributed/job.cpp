@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 #include "attnbatch/distributed/agreement.hpp"
 #include "attnbatch/distributed/job_identity.hpp"
@@ -55,6 +56,12 @@ void check_output_path(const JobSettings& s) {
     }
 }
 
+// A step's predicted cost is capped (see kMaxStepSeconds); a sequence costlier than that is
+// cut into pieces.
+double max_step_cost(const Job& job) {
+    return kMaxStepSeconds * kAssumedFlopsPerThread * job.attention.kernel.threads;
+}
+
 CostModel cost_model_for(const io::InputSpec& spec, bool causal) {
     CostModel model;
     model.heads = spec.heads;
@@ -98,6 +105,39 @@ std::pair<std::int64_t, std::int64_t> selected_sequences(const SequenceRange& ra
                                     ")");
     }
     return {range.first, last};
+}
+
+// The node's memory shared by the ranks on it (the default --max-memory), and whether the
+// threads of those ranks outnumber its cores. The same on every rank: the worst node decides.
+void assess_resources(Job& job) {
+    Comm& comm = job.comm;
+    const NodeResources node = node_resources();
+    const int on_node = comm.ranks_on_node();
+    if (job.settings.max_memory == 0) {
+        // Every rank gets the smallest share any node gives: units are sized the same on all.
+        job.settings.max_memory = static_cast<std::size_t>(
+            -comm.max(-static_cast<std::int64_t>(default_max_memory(node, on_node))));
+    }
+    if (job.settings.dry_run && job.settings.simulate_ranks > 0) return;  // nothing runs here
+    const std::int64_t threads = resolved_threads(job.settings.kernel.threads);
+    // Per node: ranks x threads - cores; per rank: threads beyond its CPU affinity.
+    const std::int64_t over_node = comm.max(on_node * threads - node.cores);
+    const std::int64_t worst_node_threads = comm.max(on_node * threads);
+    const std::int64_t over_affinity = comm.max(threads - node.affinity_cores);
+    if (over_node > 0) {
+        const std::int64_t ranks = worst_node_threads / threads, cores = worst_node_threads - over_node;
+        const std::string hint = threads > 1 && ranks <= cores
+                                     ? "--threads " + std::to_string(std::max<std::int64_t>(1, cores / ranks))
+                                     : "at most " + std::to_string(cores) + " ranks per node (mpirun --map-by ppr:" +
+                                           std::to_string(cores) + ":node)";
+        job.warnings.push_back(std::to_string(ranks) + " ranks x " + std::to_string(threads) + " threads share a node with " +
+                               std::to_string(cores) + " cores: the threads compete for cores and the run slows down; hint: " +
+                               hint);
+    } else if (over_affinity > 0) {
+        job.warnings.push_back("a rank may run on only " + std::to_string(threads - over_affinity) + " core(s) (its CPU "
+                               "affinity) but has " + std::to_string(threads) + " threads; hint: mpirun --bind-to none, or "
+                               "--map-by slot:PE=" + std::to_string(threads) + " --bind-to core");
+    }
 }
 
 // Rank 0 validates shapes, types and lengths and every other rank receives what it found;
@@ -146,6 +186,13 @@ void lay_out(Job& job) {
         job.layout.weights_first = range.first - first_row;
         job.layout.weights_last = last - first_row;
     });
+    if (job.spec.packed) {
+        // Where each sequence's rows are, in the packed output as in the input.
+        auto offsets = std::make_shared<std::vector<std::int64_t>>(job.lengths.size() + 1, 0);
+        for (std::size_t i = 0; i < job.lengths.size(); ++i) (*offsets)[i + 1] = (*offsets)[i] + job.lengths[i];
+        job.layout.packed = true;
+        job.layout.offsets = std::move(offsets);
+    }
     job.sizes = io::estimate_output_bytes(job.layout);
 
     // A dry run for --simulate-ranks P sizes the job those P ranks would run.
@@ -172,10 +219,31 @@ void form_job_units(Job& job) {
     Comm& comm = job.comm;
     const int in_flight = job.io == IoMode::gather && job.plan_ranks > 1 ? 3 : 2;
     const MemoryModel memory = memory_model(job.spec, job.layout, job.attention.kernel, in_flight, job.attention.rope_theta > 0);
+    RowMemory rows = row_memory(job.spec, job.layout, memory, s.max_memory, in_flight);
     agreed(comm, true, [&] {
-        job.max_sequences = sequences_per_step(memory, s.max_memory, job.spec.n);
+        // Padded sequences are all alike: when one fits, steps are counted in sequences as
+        // ever. When one does not (its attention maps, say), or lengths vary (packed), steps
+        // are measured in bytes and a sequence too big for one is cut into row slabs.
+        bool whole_fits = !job.spec.packed;
+        if (job.spec.packed) {
+            job.max_sequences = job.spec.n;
+        } else {
+            try {
+                job.max_sequences = sequences_per_step(memory, s.max_memory, job.spec.n);
+            } catch (const Error&) {
+                whole_fits = false;
+                job.max_sequences = 1;
+            }
+        }
+        if (whole_fits) rows.budget = 0;
+        else check_sequences_fit(job.lengths, memory, rows, s.max_memory);
         if (s.unit_sequences > 0) job.max_sequences = std::min<std::int64_t>(job.max_sequences, s.unit_sequences);
     });
+    job.max_step_bytes = rows.budget;
+    job.split.ranks = job.plan_ranks;
+    job.split.max_piece_cost = max_step_cost(job);
+    job.split.padded_rows = job.spec.packed ? 0 : job.spec.len;
+    job.split.memory = rows;
     const CostModel cost = cost_model_for(job.spec, s.causal);
 
     // The journal's identity: rank 0 reads the files' metadata, every rank records the same.
@@ -195,11 +263,11 @@ void form_job_units(Job& job) {
     if (job.resume.state == ResumeState::complete) return;
 
     if (job.resume.state != ResumeState::partial) {
-        job.all_units = form_units(job.lengths, cost, job.max_sequences);
+        job.all_units = form_units(job.lengths, cost, job.max_sequences, job.split);
         job.units = job.all_units;
         return;
     }
-    agreed(comm, true, [&] { job.all_units = resumed_units(job.lengths, cost, job.resume, job.max_sequences); });
+    agreed(comm, true, [&] { job.all_units = resumed_units(job.lengths, cost, job.resume, job.max_sequences, job.split); });
     for (std::size_t u = 0; u < job.all_units.size(); ++u) {
         const Unit& unit = job.all_units[u];
         if (!job.resume.done[u]) {
@@ -207,7 +275,7 @@ void form_job_units(Job& job) {
             continue;
         }
         job.done_before.units += 1;
-        job.done_before.sequences += unit.last - unit.first;
+        job.done_before.sequences += unit.sequences_done();
         job.done_before.cost += unit.cost;
     }
 }
@@ -297,7 +365,7 @@ std::unique_ptr<StepIo> open_step_io(Job& job) {
 
     io::OutputOptions output_options;
     output_options.force = s.force;
-    output_options.journal = io::JournalPlan{unit_bounds_of(job.all_units), job.identity};
+    output_options.journal = io::JournalPlan{unit_bounds_of(job.all_units), job.identity, unit_rows_of(job.all_units)};
     const bool continuing = job.resume.state == ResumeState::partial;
     const auto open_output = [&](const io::FileAccess& access) {
         if (continuing) return std::make_unique<io::OutputFile>(io::OutputFile::reopen(s.output, job.layout, access));
@@ -316,6 +384,8 @@ std::unique_ptr<StepIo> open_step_io(Job& job) {
     if (!continuing) agreed(comm, root, [&] { io::prepare_output_path(s.output, s.force); });
     output_options.paths_prepared = true;
     agreed(comm, true, [&] { output_options.access = comm.collective_file_access(); });
+    output_options.writer = comm.rank();
+    output_options.writers = comm.size();
     // Collective: a failure here is the same on every rank, or the job cannot go on.
     LocalFailure failure;
     record_failure(failure, [&] { output = open_output(output_options.access); });
@@ -371,6 +441,7 @@ Job prepare_job(Comm& comm, const JobSettings& settings) {
     install_stop_handlers();
     agreed(comm, true, [&] { io::arm_fault_from_environment(comm.rank()); });
     agreed(comm, comm.is_root(), [&] { check_output_path(job.settings); });
+    assess_resources(job);
     describe(job);
     lay_out(job);
     form_job_units(job);
@@ -403,13 +474,14 @@ JobResult run_job(Job& job, const RoundCallback& on_round) {
     scan_values(job);
     std::unique_ptr<StepIo> step_io = open_step_io(job);
 
-    const double max_step_cost = kMaxStepSeconds * kAssumedFlopsPerThread * job.attention.kernel.threads;
+    const double step_cost = max_step_cost(job);
     RunResult rounds;
     try {
         std::unique_ptr<Scheduler> scheduler =
             job.settings.schedule == ScheduleKind::dynamic
-                ? make_dynamic_scheduler(job.units, comm.size(), job.max_sequences, kMinRounds, max_step_cost)
-                : make_static_scheduler(static_rounds(job.units, job.plan, job.max_sequences, kMinRounds, max_step_cost));
+                ? make_dynamic_scheduler(job.units, comm.size(), job.max_sequences, kMinRounds, step_cost, job.max_step_bytes)
+                : make_static_scheduler(
+                      static_rounds(job.units, job.plan, job.max_sequences, kMinRounds, step_cost, job.max_step_bytes));
         RunContext context{job.spec, job.weights, job.attention, job.layout};
         context.on_round = on_round;
         rounds = run_rounds(comm, context, *scheduler, *step_io);

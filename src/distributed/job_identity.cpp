@@ -53,6 +53,8 @@ std::string job_identity(const io::InputSpec& spec, const std::optional<io::Proj
         << "lengths xxh3 = " << hash_of(lengths) << '\n';
     if (spec.kv_head_count() != spec.heads) out << "kv heads = " << spec.kv_head_count() << '\n';
     if (settings.rope_theta > 0) out << "rope theta = " << exact(settings.rope_theta) << '\n';
+    // Only for the packed layout, so that a padded run's identity (and its journal) is as before.
+    if (spec.packed) out << "layout = packed, offsets " << spec.offsets << ", T = " << spec.tokens << '\n';
     if (spec.weights) {
         describe_file(out, "weights", spec.weights->path);
         if (weights) {

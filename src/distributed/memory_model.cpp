@@ -79,6 +79,53 @@ std::string format_bytes(double bytes) {
     return text;
 }
 
+RowMemory row_memory(const io::InputSpec& spec, const io::OutputLayout& layout, const MemoryModel& model,
+                     std::size_t max_memory, int in_flight) {
+    const std::size_t heads = spec.heads, dk = spec.d_k, dv = spec.d_v;
+    const bool projected = spec.weights.has_value();
+    const std::size_t copies = static_cast<std::size_t>(std::max(1, in_flight));
+    std::size_t key = 0, query = 0;
+    if (spec.mode == io::InputMode::embeddings) key += spec.d;  // x as read (queries among its rows)
+    else {
+        key += heads * (dk + dv);  // k, v as read
+        query += heads * dk;       // q as read
+    }
+    if (projected) {
+        key += heads * (dk + dv);
+        query += heads * dk;
+    }
+    query += heads * dv + heads;  // attention output, lse
+    if (spec.weights && spec.weights->has_w_o) query += static_cast<std::size_t>(spec.d_out());
+    RowMemory rows;
+    rows.key_row = key * kFloat * copies;
+    rows.query_row = query * kFloat * copies;
+    if (layout.save_weights != io::SaveWeights::none) {
+        rows.weights_row = static_cast<std::size_t>(layout.weights_heads()) * static_cast<std::size_t>(spec.len) *
+                           (layout.weights_dtype == io::WeightsDtype::f16 ? 2 : 4) * copies;
+        rows.weights_first = layout.weights_first;
+        rows.weights_last = layout.weights_end();
+    }
+    rows.budget = max_memory > model.fixed ? max_memory - model.fixed : 0;
+    return rows;
+}
+
+void check_sequences_fit(const std::vector<std::int32_t>& lengths, const MemoryModel& model, const RowMemory& rows,
+                         std::size_t max_memory) {
+    const auto longest = std::max_element(lengths.begin(), lengths.end());
+    if (longest == lengths.end()) return;
+    const auto sequence = static_cast<std::int64_t>(longest - lengths.begin());
+    const std::uint64_t keys = static_cast<std::uint64_t>(*longest) * rows.key_row;
+    const std::uint64_t needed = model.fixed + keys + rows.row_bytes(sequence);
+    if (needed <= max_memory) return;
+    throw Error(exit_usage, "--max-memory " + format_bytes(static_cast<double>(max_memory)) + " is below the " +
+                                format_bytes(static_cast<double>(needed)) + " one sequence needs at least: sequence " +
+                                std::to_string(sequence) + " (length " + std::to_string(*longest) + ") takes " +
+                                format_bytes(static_cast<double>(keys)) + " for its keys and values beside the " +
+                                format_bytes(static_cast<double>(model.fixed)) +
+                                " any step needs; hint: raise --max-memory (a sequence of any length runs in row slabs "
+                                "once its keys and values fit)");
+}
+
 std::int64_t sequences_per_step(const MemoryModel& model, std::size_t max_memory, std::int64_t n) {
     const std::size_t one = model.per_sequence + model.per_weights_sequence;
     if (model.fixed + one > max_memory) {

@@ -17,6 +17,13 @@ public:
     explicit MpiComm(MPI_Comm communicator) : comm_(communicator) {
         MPI_Comm_rank(comm_, &rank_);
         MPI_Comm_size(comm_, &size_);
+        // The ranks that can share memory are the ranks of this node.
+        MPI_Comm node = MPI_COMM_NULL;
+        if (MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
+            node != MPI_COMM_NULL) {
+            MPI_Comm_size(node, &ranks_on_node_);
+            MPI_Comm_free(&node);
+        }
     }
     int rank() const override { return rank_; }
     int size() const override { return size_; }
@@ -66,10 +73,11 @@ public:
         std::_Exit(code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
     }
     io::FileAccess collective_file_access() const override { return io::mpi_io_access(comm_); }
+    int ranks_on_node() const override { return ranks_on_node_; }
 
 private:
     MPI_Comm comm_;
-    int rank_ = 0, size_ = 1;
+    int rank_ = 0, size_ = 1, ranks_on_node_ = 1;
 };
 
 }  // namespace

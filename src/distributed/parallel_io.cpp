@@ -22,7 +22,7 @@ public:
         block.lengths.clear();
         if (mine.empty() || failure) return;
         const double t0 = wall_seconds();
-        record_failure(failure, [&] { reader_->read(mine.first, mine.last, block); });
+        record_failure(failure, [&] { read_step(*reader_, mine, block); });
         times.read += wall_seconds() - t0;
     }
 
@@ -32,7 +32,7 @@ public:
         static const io::OutputBlock nothing{};
         const bool have = block != nullptr && !mine.empty();
         try {
-            output_->write_block(have ? mine.first : 0, have ? mine.last : 0, have ? *block : nothing, transfer_.id());
+            output_->write_span(have ? span_of(mine) : io::OutputSpan{}, have ? *block : nothing, transfer_.id());
             output_->checkpoint(transfer_.id());
         } catch (const std::exception& e) {
             abort_collective(e.what());
@@ -82,6 +82,14 @@ private:
 };
 
 }  // namespace
+
+void read_step(io::InputReader& reader, const RankStep& step, io::InputBlock& block) {
+    if (step.piece()) {
+        reader.read_piece(step.first, step.row_first, step.row_last, step.key_rows, block);
+    } else {
+        reader.read(step.first, step.last, block);
+    }
+}
 
 std::unique_ptr<StepIo> make_parallel_io(Comm& comm, std::unique_ptr<io::InputReader> reader,
                                          std::unique_ptr<io::OutputFile> output, bool force) {

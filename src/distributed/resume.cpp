@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "attnbatch/distributed/memory_model.hpp"
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/journal.hpp"
 
@@ -63,6 +64,7 @@ ResumeState inspect_for_resume(const std::string& output, bool force, const io::
     const io::JournalState state = file.journal_state();
     resume.state = ResumeState::partial;
     resume.unit_bounds = state.plan.unit_bounds;
+    resume.unit_rows = state.plan.unit_rows;
     resume.done = state.done;
     const std::int64_t units = static_cast<std::int64_t>(state.done.size());
     if (dry_run) {
@@ -87,27 +89,37 @@ ResumeState inspect_for_resume(const std::string& output, bool force, const io::
 void broadcast_resume(Comm& comm, ResumeState& resume) {
     comm.broadcast(&resume.state, sizeof resume.state, 0);
     broadcast_vector(comm, resume.unit_bounds, 0);
+    broadcast_vector(comm, resume.unit_rows, 0);
     broadcast_vector(comm, resume.done, 0);
 }
 
 std::vector<Unit> resumed_units(const std::vector<std::int32_t>& lengths, const CostModel& cost,
-                                const ResumeState& resume, std::int64_t max_sequences) {
-    std::vector<Unit> units = units_with_bounds(lengths, cost, resume.unit_bounds);
+                                const ResumeState& resume, std::int64_t max_sequences, const SplitOptions& split) {
+    std::vector<Unit> units;
+    try {
+        units = units_with_positions(lengths, cost, resume.unit_bounds, resume.unit_rows, split);
+    } catch (const std::invalid_argument& error) {
+        throw Error(exit_io, std::string("--resume: the partial output's journal does not describe this input's "
+                                         "sequences (") + error.what() + "); hint: --force starts afresh");
+    }
     std::int64_t largest = 0;
-    for (const Unit& unit : units) largest = std::max(largest, unit.last - unit.first);
+    std::uint64_t most_bytes = 0;
+    for (const Unit& unit : units) {
+        if (!unit.piece()) largest = std::max(largest, unit.last - unit.first);
+        most_bytes = std::max(most_bytes, unit.bytes);
+    }
+    const std::string hint = "; hint: resume with the --max-memory (and --io) of the first attempt, or more";
     if (largest > max_sequences) {
         throw Error(exit_usage, "--resume: the partial output's units hold up to " + std::to_string(largest) +
                                     " sequences, but --max-memory allows " + std::to_string(max_sequences) +
-                                    " per step on this run; hint: resume with the --max-memory (and --io) of the "
-                                    "first attempt, or more");
+                                    " per step on this run" + hint);
+    }
+    if (split.memory.budget > 0 && most_bytes > split.memory.budget) {
+        throw Error(exit_usage, "--resume: the partial output's units need up to " +
+                                    format_bytes(static_cast<double>(most_bytes)) + " each, but --max-memory leaves " +
+                                    format_bytes(static_cast<double>(split.memory.budget)) + " per step on this run" + hint);
     }
     return units;
-}
-
-std::vector<std::int64_t> unit_bounds_of(const std::vector<Unit>& units) {
-    std::vector<std::int64_t> bounds{0};
-    for (const Unit& unit : units) bounds.push_back(unit.last);
-    return bounds;
 }
 
 }  // namespace attnbatch::distributed

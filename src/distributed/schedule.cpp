@@ -13,21 +13,27 @@ RankStep step_of(const std::vector<Unit>& units, std::int64_t first_unit, std::i
     if (count == 0) return step;
     step.first_unit = first_unit;
     step.unit_count = count;
-    step.first = units[static_cast<std::size_t>(first_unit)].first;
-    step.last = units[static_cast<std::size_t>(first_unit + count - 1)].last;
-    for (std::int64_t u = first_unit; u < first_unit + count; ++u) step.cost += units[static_cast<std::size_t>(u)].cost;
+    const Unit& front = units[static_cast<std::size_t>(first_unit)];
+    const Unit& back = units[static_cast<std::size_t>(first_unit + count - 1)];
+    step.first = front.first;
+    step.last = back.last;
+    step.row_first = front.row_first;
+    step.row_last = back.row_last;
+    for (std::int64_t u = first_unit; u < first_unit + count; ++u) {
+        const Unit& unit = units[static_cast<std::size_t>(u)];
+        step.cost += unit.cost;
+        step.key_rows = std::max(step.key_rows, unit.key_rows);
+        step.sequences_done += unit.sequences_done();
+    }
     return step;
 }
 
-// Two units may share a step only when their sequences are consecutive: a resumed run plans
-// only the units not yet done, so neighbours in `units` need not be neighbours in the file.
-bool adjacent(const std::vector<Unit>& units, std::int64_t a, std::int64_t b) {
-    return b == a + 1 && units[static_cast<std::size_t>(a)].last == units[static_cast<std::size_t>(b)].first;
-}
-
+// Two units may share a step only when they continue each other (joins() in plan.hpp): a
+// resumed run plans only the units not yet done, so neighbours in `units` need not be
+// neighbours in the file; whole sequences and pieces never share a step.
 // A share is contiguous when its units are adjacent; steps never span a gap.
 std::vector<RankStep> split_share(const std::vector<Unit>& units, const std::vector<std::int64_t>& share,
-                                  std::int64_t max_sequences, int wanted) {
+                                  std::int64_t max_sequences, std::uint64_t max_bytes, int wanted) {
     std::vector<RankStep> steps;
     if (share.empty()) return steps;
     double total = 0;
@@ -35,48 +41,47 @@ std::vector<RankStep> split_share(const std::vector<Unit>& units, const std::vec
     const double target = total / std::max(1, wanted);
     std::size_t begin = 0;
     double done = 0, in_step = 0;
-    std::int64_t sequences = 0;
+    StepLoad load;
     for (std::size_t i = 0; i < share.size(); ++i) {
         const Unit& unit = units[static_cast<std::size_t>(share[i])];
         in_step += unit.cost;
-        sequences += unit.last - unit.first;
+        load.add(unit);
         const bool last = i + 1 == share.size();
         bool close = last;
         if (!last) {
             const Unit& next = units[static_cast<std::size_t>(share[i + 1])];
-            const bool gap = !adjacent(units, share[i], share[i + 1]);
-            const bool full = sequences + (next.last - next.first) > max_sequences;
+            const bool cannot_join = !joins(units, share[i], share[i + 1], load, max_sequences, max_bytes);
             // Close where the step's cost is nearest its share of the target.
             const double boundary = target * static_cast<double>(steps.size() + 1);
             const bool reached = done + in_step + 0.5 * next.cost >= boundary;
             // Costly units late in the share would leave too few units for `wanted` steps.
             const bool scarce = static_cast<std::int64_t>(share.size() - i - 1) <=
                                 static_cast<std::int64_t>(wanted) - static_cast<std::int64_t>(steps.size()) - 1;
-            close = gap || full || reached || scarce;
+            close = cannot_join || reached || scarce;
         }
         if (close) {
             steps.push_back(step_of(units, share[begin], static_cast<std::int64_t>(i + 1 - begin)));
             done += in_step;
             in_step = 0;
-            sequences = 0;
+            load = StepLoad{};
             begin = i + 1;
         }
     }
     return steps;
 }
 
-// The fewest steps that keep every step under max_sequences.
-int memory_steps(const std::vector<Unit>& units, const std::vector<std::int64_t>& share, std::int64_t max_sequences) {
+// The fewest steps that keep every step within max_sequences and max_bytes.
+int memory_steps(const std::vector<Unit>& units, const std::vector<std::int64_t>& share, std::int64_t max_sequences,
+                 std::uint64_t max_bytes) {
     int steps = 0;
-    std::int64_t sequences = 0;
+    StepLoad load;
     for (std::size_t i = 0; i < share.size(); ++i) {
         const Unit& unit = units[static_cast<std::size_t>(share[i])];
-        const bool gap = i > 0 && !adjacent(units, share[i - 1], share[i]);
-        if (i == 0 || gap || sequences + (unit.last - unit.first) > max_sequences) {
+        if (i == 0 || !joins(units, share[i - 1], share[i], load, max_sequences, max_bytes)) {
             ++steps;
-            sequences = 0;
+            load = StepLoad{};
         }
-        sequences += unit.last - unit.first;
+        load.add(unit);
     }
     return steps;
 }
@@ -97,9 +102,9 @@ private:
 class DynamicScheduler final : public Scheduler {
 public:
     DynamicScheduler(const std::vector<Unit>& units, int ranks, std::int64_t max_sequences, int min_rounds,
-                     double max_step_cost)
+                     double max_step_cost, std::uint64_t max_bytes)
         : units_(units), ranks_(ranks), max_sequences_(max_sequences), min_rounds_(std::max(1, min_rounds)),
-          max_step_cost_(max_step_cost) {
+          max_step_cost_(max_step_cost), max_bytes_(max_bytes) {
         for (const Unit& unit : units_) remaining_ += unit.cost;
         total_ = remaining_;
     }
@@ -135,16 +140,17 @@ private:
             const double speed = known ? rates[static_cast<std::size_t>(r)] / mean_rate : 1.0;
             double target = speed * share;
             if (max_step_cost_ > 0) target = std::min(target, max_step_cost_);
-            std::int64_t taken = 0, sequences = 0;
+            std::int64_t taken = 0;
+            StepLoad load;
             double cost = 0;
             while (cursor + taken < count) {
                 const Unit& unit = units_[static_cast<std::size_t>(cursor + taken)];
-                if (taken > 0 && (cost + 0.5 * unit.cost > target || sequences + (unit.last - unit.first) > max_sequences_ ||
-                                  !adjacent(units_, cursor + taken - 1, cursor + taken))) {
+                if (taken > 0 && (cost + 0.5 * unit.cost > target ||
+                                  !joins(units_, cursor + taken - 1, cursor + taken, load, max_sequences_, max_bytes_))) {
                     break;
                 }
                 cost += unit.cost;
-                sequences += unit.last - unit.first;
+                load.add(unit);
                 ++taken;
             }
             round[static_cast<std::size_t>(r)] = step_of(units_, cursor, taken);
@@ -158,6 +164,7 @@ private:
     std::int64_t max_sequences_;
     int min_rounds_;
     double max_step_cost_;
+    std::uint64_t max_bytes_;
     double total_ = 0, remaining_ = 0;
     std::int64_t cursor_ = 0;
 };
@@ -165,11 +172,11 @@ private:
 }  // namespace
 
 std::vector<Round> static_rounds(const std::vector<Unit>& units, const Plan& plan, std::int64_t max_sequences,
-                                 int min_rounds, double max_step_cost) {
+                                 int min_rounds, double max_step_cost, std::uint64_t max_bytes) {
     const std::size_t ranks = plan.ranks.size();
     int wanted = 0;
     for (const RankShare& share : plan.ranks) {
-        wanted = std::max(wanted, memory_steps(units, share.units, max_sequences));
+        wanted = std::max(wanted, memory_steps(units, share.units, max_sequences, max_bytes));
     }
     std::size_t smallest_share = units.size();
     for (const RankShare& share : plan.ranks) {
@@ -185,7 +192,7 @@ std::vector<Round> static_rounds(const std::vector<Unit>& units, const Plan& pla
     std::vector<std::vector<RankStep>> per_rank(ranks);
     std::size_t rounds = 0;
     for (std::size_t r = 0; r < ranks; ++r) {
-        per_rank[r] = split_share(units, plan.ranks[r].units, max_sequences, wanted);
+        per_rank[r] = split_share(units, plan.ranks[r].units, max_sequences, max_bytes, wanted);
         rounds = std::max(rounds, per_rank[r].size());
     }
     std::vector<Round> result(rounds, Round(ranks));
@@ -200,8 +207,9 @@ std::unique_ptr<Scheduler> make_static_scheduler(std::vector<Round> rounds) {
 }
 
 std::unique_ptr<Scheduler> make_dynamic_scheduler(const std::vector<Unit>& units, int ranks,
-                                                  std::int64_t max_sequences, int min_rounds, double max_step_cost) {
-    return std::make_unique<DynamicScheduler>(units, ranks, max_sequences, min_rounds, max_step_cost);
+                                                  std::int64_t max_sequences, int min_rounds, double max_step_cost,
+                                                  std::uint64_t max_bytes) {
+    return std::make_unique<DynamicScheduler>(units, ranks, max_sequences, min_rounds, max_step_cost, max_bytes);
 }
 
 }  // namespace attnbatch::distributed

@@ -81,6 +81,9 @@ std::string encode_spec(const io::InputSpec& spec) {
     }
     w.integer(spec.kv_heads);
     w.integer(spec.first_sequence);
+    w.integer(spec.packed ? 1 : 0);
+    w.text(spec.offsets);
+    w.integer(spec.tokens);
     return w.take();
 }
 
@@ -119,6 +122,9 @@ io::InputSpec decode_spec(const std::string& bytes) {
     }
     spec.kv_heads = r.integer();
     spec.first_sequence = r.integer();
+    spec.packed = r.integer() != 0;
+    spec.offsets = r.text();
+    spec.tokens = r.integer();
     if (!r.done()) throw std::invalid_argument("decode_spec: trailing bytes");
     return spec;
 }

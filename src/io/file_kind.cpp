@@ -18,7 +18,7 @@ const char* name_of(FileKind kind) {
 
 FileKind kind_of(const FileSchema& schema) {
     if (schema.dataset(dataset::output) || schema.dataset(dataset::lse)) return FileKind::output;
-    if (schema.dataset(dataset::embeddings) ||
+    if (schema.dataset(dataset::embeddings) || (schema.dataset(dataset::tokens) && schema.dataset(dataset::offsets)) ||
         (schema.dataset(dataset::query) && schema.dataset(dataset::key) && schema.dataset(dataset::value))) {
         return FileKind::input;
     }

@@ -7,6 +7,7 @@
 #include "h5_type_info.hpp"
 #include "paths.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 
@@ -204,6 +205,69 @@ void read_slab(const Dataset& dataset, const Slab& slab, MemType type, void* out
 void write_slab(const Dataset& dataset, const Slab& slab, MemType type, const void* in, std::size_t elements,
                 hid_t transfer) {
     const Selection selection = select(dataset, slab, elements);
+    const MemoryType mem = memory_type(type);
+    H5_CALL(H5Dwrite, dataset.where(), dataset.id(), mem.id, selection.mem_space.id(), selection.file_space.id(),
+            transfer, in);
+}
+
+namespace {
+
+Selection select_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, std::size_t elements) {
+    const Where& where = dataset.where();
+    const Dims dims = dataset.dims();
+    Selection selection{DataspaceHandle(H5_CALL(H5Dget_space, where, dataset.id())), {}};
+    H5_CALL(H5Sselect_none, where, selection.file_space.id());
+    std::size_t selected = 0;
+    for (const Slab& box : boxes) {
+        if (box.offset.size() != dims.size() || box.count.size() != dims.size()) {
+            throw std::invalid_argument(describe(where) + ": box of rank " + std::to_string(box.count.size()) +
+                                        " on a dataset of rank " + std::to_string(dims.size()));
+        }
+        for (std::size_t axis = 0; axis < dims.size(); ++axis) {
+            if (box.offset[axis] > dims[axis] || box.count[axis] > dims[axis] - box.offset[axis]) {
+                throw std::invalid_argument(describe(where) + ": box offset " + shape_text(box.offset) + " count " +
+                                            shape_text(box.count) + " exceeds shape " + shape_text(dims));
+            }
+        }
+        const std::size_t count = element_count(box.count);
+        if (count == 0) continue;
+        // The first box set, not or-ed onto "none": one box stays a regular hyperslab, which
+        // HDF5 moves much faster than a general span selection.
+        H5_CALL(H5Sselect_hyperslab, where, selection.file_space.id(), selected == 0 ? H5S_SELECT_SET : H5S_SELECT_OR,
+                box.offset.data(), nullptr, box.count.data(), nullptr);
+        selected += count;
+    }
+    if (selected != elements) {
+        throw std::invalid_argument(describe(where) + ": boxes of " + std::to_string(selected) + " elements for a buffer of " +
+                                    std::to_string(elements));
+    }
+    // One box: memory shaped like it, which HDF5 maps onto the chunks many times faster than
+    // a flat buffer (it then works box to box rather than element by element).
+    const auto filled = std::count_if(boxes.begin(), boxes.end(), [](const Slab& box) { return element_count(box.count) > 0; });
+    if (filled == 1) {
+        const Slab& box = *std::find_if(boxes.begin(), boxes.end(), [](const Slab& b) { return element_count(b.count) > 0; });
+        selection.mem_space = simple_space(box.count, where);
+        return selection;
+    }
+    const hsize_t extent = std::max<hsize_t>(selected, 1);
+    selection.mem_space = DataspaceHandle(H5_CALL(H5Screate_simple, where, 1, &extent, nullptr));
+    if (selected == 0) H5_CALL(H5Sselect_none, where, selection.mem_space.id());
+    return selection;
+}
+
+}  // namespace
+
+void read_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, MemType type, void* out, std::size_t elements,
+                hid_t transfer) {
+    const Selection selection = select_boxes(dataset, boxes, elements);
+    const MemoryType mem = memory_type(type);
+    H5_CALL(H5Dread, dataset.where(), dataset.id(), mem.id, selection.mem_space.id(), selection.file_space.id(),
+            transfer, out);
+}
+
+void write_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, MemType type, const void* in,
+                 std::size_t elements, hid_t transfer) {
+    const Selection selection = select_boxes(dataset, boxes, elements);
     const MemoryType mem = memory_type(type);
     H5_CALL(H5Dwrite, dataset.where(), dataset.id(), mem.id, selection.mem_space.id(), selection.file_space.id(),
             transfer, in);

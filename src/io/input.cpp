@@ -8,8 +8,10 @@
 #include "input_files.hpp"
 #include "paths.hpp"
 
+#include <algorithm>
 #include <cfloat>
 #include <limits>
+#include <tuple>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -232,11 +234,129 @@ DataType widest(DataType a, DataType b) {
     return a == DataType::float64 || b == DataType::float64 ? DataType::float64 : DataType::float32;
 }
 
+
+// The packed layout (input.hpp): /offsets int64 [N+1] rising from 0 to T. Sets n, tokens and
+// len (the longest sequence, at least 1).
+void describe_offsets(const File& file, const Data& data, InputSpec& spec, std::size_t scan_bytes) {
+    const std::string path = dataset::offsets;
+    if (object_kind(file, path) == ObjectKind::missing) {
+        invalid(data.at() + " has shape " + shape_text(data.dims) + ", the packed layout [T, ...], but the file has no " +
+                path + "; expected " + path + " int64 [N+1] (sequence n is rows offsets[n]..offsets[n+1]); hint: give "
+                "[N, L, ...] data for the padded layout");
+    }
+    Data offsets = open_data(file, path, "--dataset", "the sequence offsets", "int64 [N+1]");
+    const TypeInfo type = offsets.dataset.type_info();
+    if (type.type_class != TypeClass::integer) {
+        invalid(offsets.at() + " has dtype " + type_text(offsets.dataset, type) + ", expected int64 [N+1]: where each "
+                "sequence starts in " + data.path);
+    }
+    if (offsets.dims.size() != 1 || offsets.dims[0] < 2) {
+        invalid(offsets.at() + " has shape " + shape_text(offsets.dims) + ", expected [N+1] with N >= 1 (sequence n is "
+                "rows offsets[n]..offsets[n+1] of " + data.path + ")");
+    }
+    spec.packed = true;
+    spec.offsets = path;
+    spec.n = static_cast<std::int64_t>(offsets.dims[0]) - 1;
+    spec.tokens = static_cast<std::int64_t>(data.dims[0]);
+    std::int64_t previous = 0, longest = 0;
+    const auto check = [&](const Slab& block, const void* values_data, std::size_t count) {
+        const auto* values = static_cast<const std::int64_t*>(values_data);
+        for (std::size_t i = 0; i < count; ++i) {
+            const std::uint64_t index = block.offset[0] + i;
+            const std::int64_t value = values[i];
+            const std::string where = offsets.file + ": " + path + "[" + std::to_string(index) + "] = " + std::to_string(value);
+            if (index == 0 && value != 0) invalid(where + ", expected 0 (the first sequence starts at row 0)");
+            if (value < previous) {
+                invalid(where + " is below " + path + "[" + std::to_string(index - 1) + "] = " + std::to_string(previous) +
+                        ", expected offsets that never decrease");
+            }
+            if (value - previous > INT_MAX) {
+                invalid(where + ": sequence " + std::to_string(index - 1) + " has " + std::to_string(value - previous) +
+                        " tokens, expected at most " + std::to_string(INT_MAX));
+            }
+            longest = std::max(longest, value - previous);
+            previous = value;
+        }
+        return true;
+    };
+    scan_blocks(offsets.dataset, scan_bytes, MemType::i64, check);
+    if (previous != spec.tokens) {
+        invalid(offsets.file + ": " + path + "[" + std::to_string(spec.n) + "] = " + std::to_string(previous) + ", expected T = " +
+                std::to_string(spec.tokens) + ", the rows of " + data.path + " (the last sequence ends with the data)");
+    }
+    spec.len = std::max<std::int64_t>(longest, 1);
+}
+
+// Packed embeddings [T, d] with /offsets.
+void describe_packed_embeddings(const File& file, const InputOptions& options, const Data& x, InputSpec& spec) {
+    expect_extents(x, {"T", "d"});
+    spec.d = extent(x, 1);
+    spec.heads = requested_heads(options) == 0 ? 1 : options.heads;
+    if (options.weights_path.empty()) {
+        expect_heads_divide(spec.heads, spec.d, "d", x.file + ":" + x.path);
+        spec.d_k = spec.d_v = spec.d / spec.heads;
+    }
+    describe_offsets(file, x, spec, options.scan_bytes);
+}
+
+// Packed Q, K, V [T, H*d_k], [T, H*d_k], [T, H*d_v] with /offsets.
+void describe_packed_qkv(const File& file, const InputOptions& options, const Data& q, const Data& k, const Data& v,
+                         InputSpec& spec) {
+    expect_rank(k, 2, "[T, H*d_k] like --query");
+    expect_rank(v, 2, "[T, H*d_v] like --query");
+    for (const Data* data : {&q, &k, &v}) expect_extents(*data, {"T", "H*d"});
+    const std::string shared = "for --query, --key and --value";
+    expect_same(k, 0, q, 0, "T", shared);
+    expect_same(v, 0, q, 0, "T", shared);
+    expect_same(k, 1, q, 1, "H*d_k", "(queries and keys share d_k)");
+    spec.layout = QkvLayout::packed;
+    spec.heads = requested_heads(options) == 0 ? 1 : options.heads;
+    expect_heads_divide(spec.heads, extent(q, 1), "the last axis H*d_k", q.file + ":" + q.path);
+    expect_heads_divide(spec.heads, extent(v, 1), "the last axis H*d_v", v.file + ":" + v.path);
+    spec.d_k = extent(q, 1) / spec.heads;
+    spec.d_v = extent(v, 1) / spec.heads;
+    describe_offsets(file, q, spec, options.scan_bytes);
+}
+
+// A /lengths beside packed data must say what /offsets says.
+void check_packed_lengths(const File& file, const Data& lengths, const InputSpec& spec, std::size_t scan_bytes) {
+    const Dataset offsets = Dataset::open(file, spec.offsets);
+    std::vector<std::int64_t> bounds;
+    const auto check = [&](const Slab& block, const void* data, std::size_t count) {
+        const auto* values = static_cast<const std::int64_t*>(data);
+        bounds.resize(count + 1);
+        read_rows(offsets, block.offset[0], count + 1, bounds.data(), bounds.size());
+        for (std::size_t i = 0; i < count; ++i) {
+            if (values[i] == bounds[i + 1] - bounds[i]) continue;
+            const std::uint64_t n = block.offset[0] + i;
+            invalid(lengths.file + ": " + lengths.path + "[" + std::to_string(n) + "] = " + std::to_string(values[i]) +
+                    " but " + spec.offsets + " gives sequence " + std::to_string(n) + " rows [" + std::to_string(bounds[i]) +
+                    ", " + std::to_string(bounds[i + 1]) + "), " + std::to_string(bounds[i + 1] - bounds[i]) +
+                    " tokens; expected equal (in the packed layout a sequence's length is its rows); hint: drop " +
+                    lengths.path + " or correct it");
+        }
+        return true;
+    };
+    scan_blocks(lengths.dataset, scan_bytes, MemType::i64, check);
+}
+
+// Without --dataset, a file with no /embeddings but /tokens and /offsets is packed.
+bool tokens_instead(const File& file, const std::string& path) {
+    return path == dataset::embeddings && object_kind(file, path) == ObjectKind::missing &&
+           object_kind(file, dataset::tokens) == ObjectKind::dataset &&
+           object_kind(file, dataset::offsets) == ObjectKind::dataset;
+}
+
 void describe_embeddings(const File& file, const InputOptions& options, InputSpec& spec) {
     spec.mode = InputMode::embeddings;
     spec.dataset = detail::absolute_object_path(options.dataset.empty() ? dataset::embeddings : options.dataset);
+    if (tokens_instead(file, spec.dataset)) spec.dataset = dataset::tokens;
     Data x = open_data(file, spec.dataset, "--dataset", "the embeddings", "[N, L, d]");
     spec.dtype = float_type(x);
+    if (x.dims.size() == 2 && object_kind(file, dataset::offsets) != ObjectKind::missing) {
+        return describe_packed_embeddings(file, options, x, spec);
+    }
+    if (x.dims.size() == 2) x.role += " (a [T, d] dataset is the packed layout and needs /offsets int64 [N+1])";
     expect_rank(x, 3, "[N, L, d]");
     expect_extents(x, {"N", "L", "d"});
     spec.n = extent(x, 0);
@@ -266,9 +386,12 @@ void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec
     spec.dtype = widest(widest(float_type(q), float_type(k)), float_type(v));
 
     const std::size_t rank = q.dims.size();
+    const bool offsets = object_kind(file, dataset::offsets) != ObjectKind::missing;
+    if (rank == 2 && offsets) return describe_packed_qkv(file, options, q, k, v, spec);
     if (rank != 3 && rank != 4) {
         invalid(q.at() + " has shape " + shape_text(q.dims) + " (rank " + std::to_string(rank) +
-                "), expected [N, L, H*d_k] (rank 3) or [N, H, L, d_k] (rank 4); hint: --query names the queries");
+                "), expected [N, L, H*d_k] (rank 3) or [N, H, L, d_k] (rank 4); hint: --query names the queries" +
+                (rank == 2 ? " ([T, H*d_k] is the packed layout and needs /offsets int64 [N+1])" : ""));
     }
     const bool packed = rank == 3;
     spec.layout = packed ? QkvLayout::packed : QkvLayout::split;
@@ -545,6 +668,10 @@ InputSpec describe_input(const InputOptions& options) {
             spec.d_v = spec.weights->v_width / spec.kv_heads;
         }
         if (lengths) check_lengths_values(*lengths, spec.len, options);
+        if (lengths && spec.packed) {
+            check_packed_lengths(file, *lengths, spec, options.scan_bytes);
+            spec.lengths.clear();  // the offsets say it all
+        }
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);
     }
@@ -552,6 +679,21 @@ InputSpec describe_input(const InputOptions& options) {
     if (options.check_finite) check_values(spec, ValueScan{0, spec.n, true, options.scan_bytes});
     return spec;
 }
+
+namespace {
+
+// Rows [offsets[first], offsets[last]) of packed data: sequences [first, last).
+std::pair<std::uint64_t, std::uint64_t> packed_rows(const InputSpec& spec, std::uint64_t first, std::uint64_t last) {
+    const File file = detail::open_input_file(spec.path, "--input");
+    const Dataset offsets = Dataset::open(file, spec.offsets);
+    const auto clamp = [&](std::uint64_t s) { return std::min<std::uint64_t>(s, static_cast<std::uint64_t>(spec.first_sequence + spec.n)); };
+    std::int64_t rows[2] = {0, 0};
+    read_rows(offsets, clamp(first), 1, &rows[0], 1);
+    read_rows(offsets, clamp(last), 1, &rows[1], 1);
+    return {static_cast<std::uint64_t>(rows[0]), static_cast<std::uint64_t>(std::max(rows[0], rows[1]))};
+}
+
+}  // namespace
 
 void check_values(const InputSpec& spec, const ValueScan& scan) {
     try {
@@ -566,8 +708,10 @@ void check_values(const InputSpec& spec, const ValueScan& scan) {
                 data.push_back(open_data(file, spec.value, "--value", "the values", "[N, L, H*d_v] or [N, H, L, d_v]"));
             }
         }
-        const auto first = static_cast<std::uint64_t>(spec.first_sequence + std::max<std::int64_t>(0, scan.first));
-        const auto last = static_cast<std::uint64_t>(spec.first_sequence + std::max(scan.first, scan.last));
+        // Sequences as stored in the file (run --sequences selects a block of them).
+        auto first = static_cast<std::uint64_t>(spec.first_sequence + std::max<std::int64_t>(0, scan.first));
+        auto last = static_cast<std::uint64_t>(spec.first_sequence + std::max(scan.first, scan.last));
+        if (spec.packed) std::tie(first, last) = packed_rows(spec, first, last);
         for (const Data& d : data) expect_finite(d, scan.bytes, first, last);
         if (!scan.weights || !spec.weights) return;
         const WeightsSpec& w = *spec.weights;

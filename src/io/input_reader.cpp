@@ -30,11 +30,22 @@ void read_sequences(const Dataset& dataset, std::int64_t first, std::int64_t cou
 
 }  // namespace
 
+std::int64_t InputBlock::query_rows() const noexcept {
+    if (!piece() || lengths.empty()) return 0;
+    return std::max<std::int64_t>(0, std::min<std::int64_t>(row_last, lengths[0]) - row_first);
+}
+
 InputReader::InputReader(const InputSpec& spec, const FileAccess& access)
     : spec_(spec), file_(detail::open_input_file(spec.path, "--input", access)) {
     try {
         data_ = open_data(file_, spec_);
         if (!spec_.lengths.empty()) lengths_.emplace(Dataset::open(file_, spec_.lengths));
+        if (spec_.packed) {
+            // Only the selected sequences' offsets (run --sequences), still in the file's rows.
+            const std::vector<std::int64_t> all = read_all<std::int64_t>(Dataset::open(file_, spec_.offsets));
+            const auto first = all.begin() + static_cast<std::ptrdiff_t>(spec_.first_sequence);
+            offsets_.assign(first, first + static_cast<std::ptrdiff_t>(spec_.n) + 1);
+        }
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);
     }
@@ -48,6 +59,9 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
     block.first = first;
     block.count = last - first;
     const std::int64_t stored = spec_.first_sequence + first;  // the row in the file
+    block.row_first = block.row_last = block.key_rows = 0;
+    block.offsets.clear();
+    if (spec_.packed) return read_packed(first, last, block);
     try {
         if (spec_.mode == InputMode::embeddings) {
             read_sequences(data_[0], stored, block.count, block.x);
@@ -69,6 +83,11 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
 }
 
 std::vector<std::int32_t> InputReader::read_all_lengths() {
+    if (spec_.packed) {
+        std::vector<std::int32_t> lengths(static_cast<std::size_t>(spec_.n));
+        for (std::size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<std::int32_t>(offsets_[i + 1] - offsets_[i]);
+        return lengths;
+    }
     std::vector<std::int32_t> lengths(static_cast<std::size_t>(spec_.n), static_cast<std::int32_t>(spec_.len));
     if (!lengths_ || lengths.empty()) return lengths;
     try {
@@ -78,6 +97,85 @@ std::vector<std::int32_t> InputReader::read_all_lengths() {
         detail::rethrow_read_failure(error);
     }
     return lengths;
+}
+
+std::int32_t InputReader::length_of(std::int64_t sequence) {
+    if (spec_.packed) return static_cast<std::int32_t>(offsets_[static_cast<std::size_t>(sequence) + 1] - offsets_[static_cast<std::size_t>(sequence)]);
+    if (!lengths_) return static_cast<std::int32_t>(spec_.len);
+    std::int32_t length = 0;
+    read_rows(*lengths_, static_cast<hsize_t>(spec_.first_sequence + sequence), 1, &length, 1);
+    return length;
+}
+
+void InputReader::read_packed(std::int64_t first, std::int64_t last, InputBlock& block) {
+    const std::int64_t begin = offsets_[static_cast<std::size_t>(first)], end = offsets_[static_cast<std::size_t>(last)];
+    block.offsets.resize(static_cast<std::size_t>(block.count) + 1);
+    block.lengths.resize(static_cast<std::size_t>(block.count));
+    for (std::int64_t i = 0; i <= block.count; ++i) {
+        block.offsets[static_cast<std::size_t>(i)] = offsets_[static_cast<std::size_t>(first + i)] - begin;
+        if (i < block.count) {
+            block.lengths[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(offsets_[static_cast<std::size_t>(first + i) + 1] -
+                                                                                 offsets_[static_cast<std::size_t>(first + i)]);
+        }
+    }
+    try {
+        if (spec_.mode == InputMode::embeddings) {
+            read_sequences(data_[0], begin, end - begin, block.x);
+        } else {
+            read_sequences(data_[0], begin, end - begin, block.q);
+            read_sequences(data_[1], begin, end - begin, block.k);
+            read_sequences(data_[2], begin, end - begin, block.v);
+        }
+    } catch (const H5Error& error) {
+        detail::rethrow_read_failure(error);
+    }
+}
+
+void InputReader::read_piece(std::int64_t sequence, std::int64_t row_first, std::int64_t row_last, std::int64_t key_rows,
+                             InputBlock& block) {
+    if (sequence < 0 || sequence >= spec_.n || row_first < 0 || row_last <= row_first || key_rows < 0) {
+        throw std::invalid_argument("InputReader::read_piece: sequence " + std::to_string(sequence) + " rows [" +
+                                    std::to_string(row_first) + ", " + std::to_string(row_last) + ") keys " +
+                                    std::to_string(key_rows) + " out of range");
+    }
+    block.first = sequence;
+    block.count = 1;
+    block.offsets.clear();
+    block.row_first = row_first;
+    block.row_last = row_last;
+    try {
+        const std::int32_t length = length_of(sequence);
+        block.lengths.assign(1, length);
+        block.key_rows = std::min<std::int64_t>(key_rows, length);
+        const std::int64_t query_end = std::max(row_first, std::min<std::int64_t>(row_last, length));
+        // Rows [begin, end) of one sequence, every other axis whole: a box of [N, L, w],
+        // [N, H, L, d] or, packed, rows of [T, w].
+        const auto read_rows_of = [&](const Dataset& dataset, std::int64_t begin, std::int64_t end, std::vector<float>& out) {
+            const Dims dims = dataset.dims();
+            Slab slab{Dims(dims.size(), 0), dims};
+            if (spec_.packed) {
+                slab.offset[0] = static_cast<hsize_t>(offsets_[static_cast<std::size_t>(sequence)] + begin);
+                slab.count[0] = static_cast<hsize_t>(end - begin);
+            } else {
+                const std::size_t row_axis = dims.size() == 4 ? 2 : 1;
+                slab.offset[0] = static_cast<hsize_t>(spec_.first_sequence + sequence);
+                slab.count[0] = 1;
+                slab.offset[row_axis] = static_cast<hsize_t>(begin);
+                slab.count[row_axis] = static_cast<hsize_t>(end - begin);
+            }
+            out.resize(element_count(slab.count));
+            read_slab(dataset, slab, out.data(), out.size());
+        };
+        if (spec_.mode == InputMode::embeddings) {
+            read_rows_of(data_[0], 0, block.key_rows, block.x);
+        } else {
+            read_rows_of(data_[0], row_first, query_end, block.q);
+            read_rows_of(data_[1], 0, block.key_rows, block.k);
+            read_rows_of(data_[2], 0, block.key_rows, block.v);
+        }
+    } catch (const H5Error& error) {
+        detail::rethrow_read_failure(error);
+    }
 }
 
 ProjectionWeights read_weights(const WeightsSpec& spec, const FileAccess& access) {

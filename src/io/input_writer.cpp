@@ -45,13 +45,48 @@ const char* layout_name(const InputContent& content) {
     return content.layout == QkvLayout::split ? "qkv-split" : "qkv-packed";
 }
 
+// The packed layout: [T, width] datasets and /offsets.
+std::vector<WrittenDataset> write_packed(const File& file, const InputContent& content, std::size_t slab_bytes) {
+    const auto tokens = static_cast<hsize_t>(content.offsets.back()), heads = static_cast<hsize_t>(content.heads);
+    const MemType type = mem_type_of(content.dtype);
+    std::vector<WrittenDataset> written;
+    if (content.mode == InputMode::embeddings) {
+        written.push_back(write_dataset(file, content.embeddings_path, type, {tokens, static_cast<hsize_t>(content.d)},
+                                        {"T", "d"}, slab_bytes, content.embeddings));
+    } else {
+        const struct {
+            const char* path;
+            const ValueSource& values;
+            std::int64_t head_width;
+            const char* label;
+        } tensors[] = {{dataset::query, content.query, content.d_k, "H*d_k"},
+                       {dataset::key, content.key, content.d_k, "H*d_k"},
+                       {dataset::value, content.value, content.d_v, "H*d_v"}};
+        for (const auto& t : tensors) {
+            written.push_back(write_dataset(file, t.path, type, {tokens, heads * static_cast<hsize_t>(t.head_width)},
+                                            {"T", t.label}, slab_bytes, t.values));
+        }
+    }
+    const auto count = static_cast<hsize_t>(content.offsets.size());
+    DatasetCreation creation;
+    creation.chunk = chunk_shape({count}, 8);
+    Dataset offsets = Dataset::create(file, dataset::offsets, Datatype::int64(), {count}, creation);
+    set_dimension_labels(offsets, {"N+1"});
+    write_rows(offsets, 0, count, content.offsets.data(), content.offsets.size());
+    offsets.close();
+    written.push_back(WrittenDataset{dataset::offsets, "int64", {count}});
+    return written;
+}
+
 std::vector<WrittenDataset> write_input(const File& file, const InputContent& content, const GeneratorRecord& record,
                                         std::size_t slab_bytes) {
     const auto n = static_cast<hsize_t>(content.n), len = static_cast<hsize_t>(content.len);
     const auto heads = static_cast<hsize_t>(content.heads);
     const MemType type = mem_type_of(content.dtype);
     std::vector<WrittenDataset> written;
-    if (content.mode == InputMode::embeddings) {
+    if (content.packed) {
+        written = write_packed(file, content, slab_bytes);
+    } else if (content.mode == InputMode::embeddings) {
         written.push_back(write_dataset(file, content.embeddings_path, type, {n, len, static_cast<hsize_t>(content.d)},
                                         {"N", "L", "d"}, slab_bytes, content.embeddings));
     } else {
@@ -83,6 +118,7 @@ std::vector<WrittenDataset> write_input(const File& file, const InputContent& co
     }
     write_common_attributes(file, record, format::input, content.heads, content.dtype);
     set_text_attribute(file, attribute::layout, layout_name(content));
+    if (content.packed) set_text_attribute(file, attribute::sequence_layout, "packed");
     set_real_attribute(file, attribute::scale_values, record.scale_values);
     if (record.min_len) set_int_attribute(file, attribute::min_len, *record.min_len);
     if (content.mode == InputMode::qkv) {
@@ -138,6 +174,10 @@ double input_bytes(const InputContent& content) {
             ? static_cast<double>(content.heads) * static_cast<double>(content.d_k) +
                   kv_heads * static_cast<double>(content.d_k + content.d_v)
             : static_cast<double>(content.d);
+    if (content.packed) {
+        return static_cast<double>(content.offsets.back()) * width * element_size(content.dtype) +
+               8.0 * static_cast<double>(content.offsets.size());
+    }
     return static_cast<double>(content.n) * static_cast<double>(content.len) * width * element_size(content.dtype) +
            (content.lengths ? 4.0 * static_cast<double>(content.n) : 0.0);
 }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -47,6 +48,10 @@ void check_layout(const OutputLayout& layout, const std::string& path) {
         fail("N, L, H and D_out must be at least 1 (got N = " + std::to_string(layout.n) + ", L = " +
              std::to_string(layout.len) + ", H = " + std::to_string(layout.heads) + ", D_out = " +
              std::to_string(layout.d_out) + ")");
+    }
+    if (layout.packed && (!layout.offsets || static_cast<std::int64_t>(layout.offsets->size()) != layout.n + 1 ||
+                          layout.offsets->front() != 0 || layout.tokens() < 1)) {
+        fail("the packed layout needs N + 1 = " + std::to_string(layout.n + 1) + " offsets from 0 and at least one row");
     }
     if (layout.gzip_level < 0 || layout.gzip_level > 9) {
         fail("--compression gzip level " + std::to_string(layout.gzip_level) + ", expected 1-9");
@@ -247,6 +252,14 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
     out.force_ = options.force;
     try {
         out.file_ = File::create(partial, options.access);
+        if (layout.packed) {
+            out.create_packed(options);
+            write_provenance(out.file_, layout, provenance);
+            set_text_attribute(out.file_, attribute::sequence_layout, "packed");
+            if (options.journal) out.create_journal(*options.journal);
+            out.file_.flush();
+            return out;
+        }
         const auto n = static_cast<hsize_t>(layout.n);
         const auto len = static_cast<hsize_t>(layout.len);
         const auto heads = static_cast<hsize_t>(layout.heads);
@@ -276,6 +289,34 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
         throw Error(exit_io, partial + ": cannot create the output: " + error.what());
     }
     return out;
+}
+
+void OutputFile::create_packed(const OutputOptions& options) {
+    const OutputLayout& layout = layout_;
+    const auto n = static_cast<hsize_t>(layout.n), len = static_cast<hsize_t>(layout.len);
+    const auto tokens = static_cast<hsize_t>(layout.tokens()), heads = static_cast<hsize_t>(layout.heads);
+    output_ = make_dataset(file_, dataset::output, Datatype::float32(), {tokens, static_cast<hsize_t>(layout.d_out)}, 4, layout,
+                           {"T", "D"});
+    sequences_per_chunk_ = 1;
+    if (layout.save_weights != SaveWeights::none) {
+        const bool half = layout.weights_dtype == WeightsDtype::f16;
+        attention_ = make_dataset(
+            file_, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
+            {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
+            half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"});
+        set_int_attribute(*attention_, attribute::first_sequence, layout.weights_first);
+        set_int_attribute(*attention_, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
+    }
+    lse_ = make_dataset(file_, dataset::lse, Datatype::float32(), {heads, tokens}, 4, layout, {"H", "T"},
+                        std::numeric_limits<double>::quiet_NaN());
+    lengths_ = make_dataset(file_, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, -1.0);
+    offsets_ = make_dataset(file_, dataset::offsets, Datatype::int64(), {n + 1}, 8, layout, {"N+1"});
+    // Each writer its own rows: a collective creation by thousands of ranks writes them once.
+    const auto total = static_cast<std::uint64_t>(n + 1);
+    const auto writers = static_cast<std::uint64_t>(std::max(1, options.writers));
+    const auto writer = static_cast<std::uint64_t>(std::clamp(options.writer, 0, options.writers - 1));
+    const std::uint64_t begin = total * writer / writers, end = total * (writer + 1) / writers;
+    write_rows(*offsets_, begin, end - begin, layout.offsets->data() + begin, static_cast<std::size_t>(end - begin));
 }
 
 void OutputFile::write_block(std::int64_t first, std::int64_t last, const OutputBlock& block, hid_t transfer) {
@@ -328,7 +369,7 @@ void OutputFile::close_complete() {
     try {
         set_int_attribute(file_, attribute::complete, 1);
         file_.flush();
-        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_, &journal_progress_}) {
+        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_, &offsets_, &journal_progress_}) {
             if (*dataset) (*dataset)->close();
         }
         file_.close();
@@ -340,7 +381,7 @@ void OutputFile::close_complete() {
 void OutputFile::close_incomplete() {
     try {
         file_.flush();
-        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_, &journal_progress_}) {
+        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_, &offsets_, &journal_progress_}) {
             if (*dataset) (*dataset)->close();
         }
         file_.close();

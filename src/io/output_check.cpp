@@ -151,14 +151,100 @@ void check_lengths(Checker& c, OutputCheck& check) {
     }
 }
 
+// The packed layout: /offsets rising from 0 to T; each /lengths value its sequence's rows,
+// or -1 while unwritten. Sets n, len (the longest sequence) and written.
+void check_packed_rows(Checker& c, OutputCheck& check, std::int64_t tokens) {
+    const Dataset offsets_dataset = Dataset::open(c.file_, dataset::offsets);
+    const std::vector<std::int64_t> offsets = read_all<std::int64_t>(offsets_dataset);
+    const std::string at = std::string(dataset::offsets);
+    for (std::size_t i = 0; i < offsets.size(); ++i) {
+        if ((i == 0 && offsets[0] != 0) || (i > 0 && offsets[i] < offsets[i - 1])) {
+            c.problem(at + "[" + std::to_string(i) + "] = " + std::to_string(offsets[i]) +
+                      ", expected offsets rising from 0 (sequence n is rows offsets[n]..offsets[n+1])");
+            return;
+        }
+        if (i > 0) check.len = std::max(check.len, offsets[i] - offsets[i - 1]);
+    }
+    if (offsets.back() != tokens) {
+        c.problem(at + "[" + std::to_string(offsets.size() - 1) + "] = " + std::to_string(offsets.back()) +
+                  ", expected T = " + std::to_string(tokens) + " (the rows of " + dataset::output + ")");
+        return;
+    }
+    check.len = std::max<std::int64_t>(check.len, 1);
+    const std::vector<std::int32_t> lengths = read_all<std::int32_t>(Dataset::open(c.file_, dataset::lengths));
+    std::int64_t unwritten = 0, first_unwritten = -1;
+    check.written = 0;
+    for (std::size_t i = 0; i < lengths.size() && i + 1 < offsets.size(); ++i) {
+        const std::int64_t rows = offsets[i + 1] - offsets[i];
+        if (lengths[i] == rows) {
+            ++check.written;
+        } else if (lengths[i] == -1) {
+            if (unwritten++ == 0) first_unwritten = static_cast<std::int64_t>(i);
+        } else {
+            c.problem(std::string(dataset::lengths) + "[" + std::to_string(i) + "] = " + std::to_string(lengths[i]) +
+                      ", expected " + std::to_string(rows) + " (the rows " + at + " gives it) or -1 for a sequence not yet written");
+            return;
+        }
+    }
+    if (check.complete == 1 && unwritten > 0) {
+        c.problem(std::string("the attribute ") + attribute::complete + " = 1 but " + std::to_string(unwritten) + " of " +
+                  std::to_string(check.n) + " sequences are unwritten (" + dataset::lengths + "[" +
+                  std::to_string(first_unwritten) + "] = -1)");
+    }
+}
+
+void check_packed(Checker& c, OutputCheck& check) {
+    const FileSchema& schema = c.schema_;
+    const DatasetSchema* output = c.expect(dataset::output, {"float32"}, 2, "float32 [T, D_out] (packed layout)");
+    const DatasetSchema* lse = c.expect(dataset::lse, {"float32"}, 2, "float32 [H, T] (packed layout)");
+    const DatasetSchema* offsets = c.expect(dataset::offsets, {"int64", "int32", "uint64", "uint32"}, 1, "int64 [N+1]");
+    const DatasetSchema* lengths = c.expect(dataset::lengths, {"int32"}, 1, "int32 [N]");
+    if (!output || !offsets) return;
+    const auto tokens = static_cast<std::int64_t>(output->dims[0]);
+    check.d_out = static_cast<std::int64_t>(output->dims[1]);
+    check.n = static_cast<std::int64_t>(offsets->dims[0]) - 1;
+    const std::string source = output->path + " " + shape_text(output->dims) + " and " + offsets->path + " " +
+                               shape_text(offsets->dims);
+    if (lse) {
+        check.heads = static_cast<std::int64_t>(lse->dims[0]);
+        c.expect_extent(*lse, 1, tokens, "T", "[H, T]", source);
+    }
+    if (check.n < 1) {
+        c.problem("dataset " + offsets->path + " has shape " + shape_text(offsets->dims) + ", expected [N+1] with N >= 1");
+        return;
+    }
+    if (lengths && !c.expect_extent(*lengths, 0, check.n, "N", "[N]", source)) lengths = nullptr;
+    check.packed = true;
+    check.tokens = tokens;
+    // Peeked here for the /lengths rule; check_output() reports a malformed `complete`.
+    const AttributeValue* complete = schema.attribute(attribute::complete);
+    if (complete && complete->kind == AttributeValue::Kind::integer && complete->integers.size() == 1) {
+        check.complete = complete->integers[0];
+    }
+    if (lengths) check_packed_rows(c, check, tokens);
+    // The maps are per sequence, [N_w, H_w, L, L], L at least the longest sequence.
+    if (const DatasetSchema* attention = schema.dataset(dataset::attention); attention && attention->dims.size() == 4) {
+        const auto map_len = static_cast<std::int64_t>(attention->dims[2]);
+        if (map_len < check.len) {
+            c.problem("dataset " + attention->path + " has shape " + shape_text(attention->dims) + ", expected L >= " +
+                      std::to_string(check.len) + ", the longest sequence (from " + source + ")");
+        }
+        check.len = map_len;
+    }
+    check_attention(c, check, source);
+}
+
 }  // namespace
 
 OutputCheck check_output(const File& file, const FileSchema& schema) {
     OutputCheck check;
     Checker c(file, schema, check);
+    const DatasetSchema* packed_output = schema.dataset(dataset::output);
+    const bool packed = schema.dataset(dataset::offsets) && packed_output && packed_output->dims.size() == 2;
 
-    const DatasetSchema* output = c.expect(dataset::output, {"float32"}, 3, "float32 [N, L, D_out]");
-    const DatasetSchema* lse = c.expect(dataset::lse, {"float32"}, 3, "float32 [N, H, L]");
+    const DatasetSchema* output = packed ? nullptr : c.expect(dataset::output, {"float32"}, 3, "float32 [N, L, D_out]");
+    const DatasetSchema* lse = packed ? nullptr : c.expect(dataset::lse, {"float32"}, 3, "float32 [N, H, L]");
+    if (packed) check_packed(c, check);
     std::string source;
     if (output) {
         check.n = static_cast<std::int64_t>(output->dims[0]);
@@ -178,7 +264,7 @@ OutputCheck check_output(const File& file, const FileSchema& schema) {
             }
         }
     }
-    const DatasetSchema* lengths = c.expect(dataset::lengths, {"int32"}, 1, "int32 [N]");
+    const DatasetSchema* lengths = packed ? nullptr : c.expect(dataset::lengths, {"int32"}, 1, "int32 [N]");
     if (lengths && !source.empty() && !c.expect_extent(*lengths, 0, check.n, "N", "[N]", source)) lengths = nullptr;
 
     if (const std::optional<std::int64_t> first =
@@ -186,7 +272,7 @@ OutputCheck check_output(const File& file, const FileSchema& schema) {
         check.first_sequence = *first;
         if (*first < 0) c.problem(std::string("root attribute ") + attribute::first_sequence + " = " + std::to_string(*first) + ", expected >= 0");
     }
-    check_attention(c, check, source);
+    if (!packed) check_attention(c, check, source);
 
     const DatasetSchema* config = schema.dataset(dataset::config);
     if (!config) {

@@ -13,11 +13,17 @@
 namespace attnbatch::io {
 namespace {
 
+// Positions (bounds[u], rows[u]) rise strictly from (0, 0) to (N, 0).
 void check_plan(const JournalPlan& plan, std::int64_t n) {
     const std::vector<std::int64_t>& b = plan.unit_bounds;
-    bool valid = b.size() >= 2 && b.front() == 0 && b.back() == n;
-    for (std::size_t i = 1; valid && i < b.size(); ++i) valid = b[i] > b[i - 1];
-    if (!valid) throw std::invalid_argument("OutputFile: journal unit bounds must rise strictly from 0 to N");
+    const std::vector<std::int64_t>& r = plan.unit_rows;
+    const auto row = [&](std::size_t i) { return r.empty() ? 0 : r[i]; };
+    bool valid = b.size() >= 2 && b.front() == 0 && b.back() == n && (r.empty() || r.size() == b.size()) &&
+                 row(0) == 0 && row(b.size() - 1) == 0;
+    for (std::size_t i = 1; valid && i < b.size(); ++i) {
+        valid = row(i) >= 0 && (b[i] > b[i - 1] || (b[i] == b[i - 1] && row(i) > row(i - 1)));
+    }
+    if (!valid) throw std::invalid_argument("OutputFile: journal unit positions must rise strictly from (0, 0) to (N, 0)");
 }
 
 // The rows of `progress` for `rows` (unit, checksum), as a union of hyperslabs: one H5Dwrite
@@ -69,13 +75,23 @@ void OutputFile::create_journal(const JournalPlan& plan) {
     journal_progress_ = Dataset::create(file_, dataset::journal_progress, Datatype::int64(), {units, 2}, early);
     write_text_dataset(file_, dataset::journal_identity, plan.identity);
     set_text_attribute(Dataset::open(file_, dataset::journal_identity), attribute::hash, hash_text(plan.identity));
+    // Only when some unit is a piece: a journal of whole units is byte for byte what it was.
+    if (!plan.unit_rows.empty()) {
+        Dataset rows = Dataset::create(file_, dataset::journal_unit_rows, Datatype::int64(), {units + 1}, early);
+        write_rows(rows, 0, units + 1, plan.unit_rows.data(), plan.unit_rows.size());
+    }
     unit_bounds_ = plan.unit_bounds;
+    unit_rows_ = plan.unit_rows;
 }
 
 void OutputFile::open_journal() {
     journal_progress_ = Dataset::open(file_, dataset::journal_progress);
     unit_bounds_ = read_all<std::int64_t>(Dataset::open(file_, dataset::journal_unit_bounds));
-    check_plan(JournalPlan{unit_bounds_, {}}, layout_.n);
+    unit_rows_.clear();
+    if (object_kind(file_, dataset::journal_unit_rows) == ObjectKind::dataset) {
+        unit_rows_ = read_all<std::int64_t>(Dataset::open(file_, dataset::journal_unit_rows));
+    }
+    check_plan(JournalPlan{unit_bounds_, {}, unit_rows_}, layout_.n);
     const Dims dims = journal_progress_->dims();
     if (dims.size() != 2 || dims[0] + 1 != unit_bounds_.size() || dims[1] != 2) {
         throw std::invalid_argument(dataset::journal_progress + std::string(" has shape ") + shape_text(dims) + ", expected [" +
@@ -99,13 +115,20 @@ OutputFile OutputFile::reopen(const std::string& output_path, const OutputLayout
             return dataset;
         };
         const auto n = static_cast<hsize_t>(layout.n), len = static_cast<hsize_t>(layout.len);
-        out.output_ = expect(Dataset::open(out.file_, dataset::output), {n, len, static_cast<hsize_t>(layout.d_out)});
-        out.sequences_per_chunk_ = static_cast<std::int64_t>(out.output_->chunk().empty() ? 1 : out.output_->chunk()[0]);
+        const auto tokens = static_cast<hsize_t>(layout.tokens()), d_out = static_cast<hsize_t>(layout.d_out);
+        if (layout.packed) {
+            out.output_ = expect(Dataset::open(out.file_, dataset::output), {tokens, d_out});
+            out.offsets_ = expect(Dataset::open(out.file_, dataset::offsets), {n + 1});
+        } else {
+            out.output_ = expect(Dataset::open(out.file_, dataset::output), {n, len, d_out});
+        }
+        out.sequences_per_chunk_ = layout.packed || out.output_->chunk().empty() ? 1 : static_cast<std::int64_t>(out.output_->chunk()[0]);
         if (layout.save_weights != SaveWeights::none) {
             out.attention_ = expect(Dataset::open(out.file_, dataset::attention),
                                     {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len});
         }
-        out.lse_ = expect(Dataset::open(out.file_, dataset::lse), {n, static_cast<hsize_t>(layout.heads), len});
+        const auto heads = static_cast<hsize_t>(layout.heads);
+        out.lse_ = expect(Dataset::open(out.file_, dataset::lse), layout.packed ? Dims{heads, tokens} : Dims{n, heads, len});
         out.lengths_ = expect(Dataset::open(out.file_, dataset::lengths), {n});
         out.open_journal();
     } catch (const H5Error& error) {
@@ -120,7 +143,11 @@ void OutputFile::remember_checksums(std::int64_t first, std::int64_t last, const
     if (first == last) return;
     const auto unit = std::lower_bound(unit_bounds_.begin(), unit_bounds_.end(), first);
     const auto end = std::lower_bound(unit_bounds_.begin(), unit_bounds_.end(), last);
-    if (unit == unit_bounds_.end() || *unit != first || end == unit_bounds_.end() || *end != last) {
+    const auto whole = [&](std::vector<std::int64_t>::const_iterator at) {
+        return unit_rows_.empty() || unit_rows_[static_cast<std::size_t>(at - unit_bounds_.begin())] == 0;
+    };
+    if (unit == unit_bounds_.end() || *unit != first || end == unit_bounds_.end() || *end != last || !whole(unit) ||
+        !whole(end)) {
         throw std::logic_error("OutputFile::write_block: sequences [" + std::to_string(first) + ", " +
                                std::to_string(last) + ") are not whole journal units");
     }
@@ -168,6 +195,7 @@ std::optional<std::string> read_output_identity(const std::string& output_path) 
 JournalState OutputFile::journal_state() const {
     JournalState state;
     state.plan.unit_bounds = unit_bounds_;
+    state.plan.unit_rows = unit_rows_;
     try {
         state.plan.identity = read_text_dataset(file_, dataset::journal_identity);
         const std::vector<std::int64_t> progress = read_all<std::int64_t>(*journal_progress_);
@@ -194,6 +222,15 @@ std::vector<std::int64_t> OutputFile::units_failing_checksum(const JournalState&
     const std::size_t len = size(layout_.len);
     for (std::size_t u = 0; u < state.done.size(); ++u) {
         if (!state.done[u]) continue;
+        const OutputSpan span = unit_span(u);
+        if (layout_.packed || span.piece()) {
+            try {
+                if (static_cast<std::int64_t>(stored_checksum(span)) != state.checksums[u]) failing.push_back(static_cast<std::int64_t>(u));
+            } catch (const H5Error&) {
+                failing.push_back(static_cast<std::int64_t>(u));
+            }
+            continue;
+        }
         const std::int64_t first = unit_bounds_[u], last = unit_bounds_[u + 1], count = last - first;
         try {
             output.resize(size(count) * len * size(layout_.d_out));

@@ -4,6 +4,8 @@
 #include "attnbatch/io/h5_attribute.hpp"
 #include "attnbatch/io/schema_names.hpp"
 
+#include <algorithm>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -46,7 +48,20 @@ OutputReader::OutputReader(const std::string& path, const FileAccess& access)
             layout_.d_out = extent(dims, 2);
         }
     }
-    if (lse_) {
+    offsets_ = open_if_present(file_, dataset::offsets);
+    if (offsets_ && output_ && output_->dims().size() == 2) {
+        const auto offsets = std::make_shared<std::vector<std::int64_t>>(read_all<std::int64_t>(*offsets_));
+        layout_.packed = true;
+        layout_.offsets = offsets;
+        layout_.n = static_cast<std::int64_t>(offsets->size()) - 1;
+        layout_.d_out = extent(output_->dims(), 1);
+        std::int64_t longest = 1;
+        for (std::size_t s = 1; s < offsets->size(); ++s) longest = std::max(longest, (*offsets)[s] - (*offsets)[s - 1]);
+        layout_.len = longest;
+        if (lse_ && lse_->dims().size() == 2) layout_.heads = extent(lse_->dims(), 0);
+        if (attention_ && attention_->dims().size() == 4) layout_.len = extent(attention_->dims(), 2);
+    }
+    if (lse_ && !layout_.packed) {
         const Dims dims = lse_->dims();
         if (dims.size() == 3) {
             layout_.heads = extent(dims, 1);
@@ -137,6 +152,10 @@ void OutputReader::read_output(std::int64_t first, std::int64_t last, std::vecto
         throw std::invalid_argument("OutputReader: sequences " + range_text(first, last) + " outside " +
                                     range_text(0, layout_.n));
     }
+    if (layout_.packed) {
+        const std::int64_t begin = (*layout_.offsets)[static_cast<std::size_t>(first)];
+        return read_sequences(output, begin, (*layout_.offsets)[static_cast<std::size_t>(last)] - begin, out);
+    }
     read_sequences(output, first, last - first, out);
 }
 
@@ -145,6 +164,13 @@ void OutputReader::read_lse(std::int64_t first, std::int64_t last, std::vector<f
     if (first < 0 || first > last || last > layout_.n) {
         throw std::invalid_argument("OutputReader: sequences " + range_text(first, last) + " outside " +
                                     range_text(0, layout_.n));
+    }
+    if (layout_.packed) {  // [H, T]: the columns of these sequences' rows
+        const auto begin = static_cast<hsize_t>((*layout_.offsets)[static_cast<std::size_t>(first)]);
+        const auto rows = static_cast<hsize_t>((*layout_.offsets)[static_cast<std::size_t>(last)]) - begin;
+        const Slab slab{{0, begin}, {static_cast<hsize_t>(layout_.heads), rows}};
+        out.resize(element_count(slab.count));
+        return read_slab(lse, slab, out.data(), out.size());
     }
     read_sequences(lse, first, last - first, out);
 }

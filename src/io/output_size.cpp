@@ -16,9 +16,11 @@ OutputSizes estimate_output_bytes(const OutputLayout& layout) {
     const auto len = static_cast<std::uint64_t>(layout.len);
     const auto heads = static_cast<std::uint64_t>(layout.heads);
     OutputSizes sizes;
-    sizes.output = n * len * static_cast<std::uint64_t>(layout.d_out) * 4;
-    sizes.lse = n * heads * len * 4;
+    const auto rows = static_cast<std::uint64_t>(layout.tokens());  // N * L when padded
+    sizes.output = rows * static_cast<std::uint64_t>(layout.d_out) * 4;
+    sizes.lse = heads * rows * 4;
     sizes.lengths = n * 4;
+    if (layout.packed) sizes.offsets = (n + 1) * 8;
     const std::uint64_t weight_bytes = layout.weights_dtype == WeightsDtype::f16 ? 2 : 4;
     sizes.attention = static_cast<std::uint64_t>(layout.weights_count()) *
                       static_cast<std::uint64_t>(layout.weights_heads()) * len * len * weight_bytes;

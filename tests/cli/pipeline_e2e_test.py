@@ -182,7 +182,133 @@ def weights_subcommand_case(work, causal):
     np.testing.assert_allclose(rows["weight"], w[rows["query"].astype(int), rows["key"].astype(int)], atol=1e-5)
 
 
+def packed_case(work, qkv=False, proj=False, causal=False, save="all", dtype="f32", wseqs=None, heads=2, seed=7):
+    """The packed layout: tokens [T, d] (or Q/K/V [T, H*d]) with /offsets, lengths 0 and 1
+    included; the packed output checked against numpy per sequence, and byte for byte against
+    the same tokens run padded."""
+    rng = np.random.default_rng(seed)
+    lengths = np.array([37, 0, 1, 12, 36, 5, 23], np.int32)
+    N, L, d = len(lengths), int(lengths.max()), 16
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    T = int(offsets[-1])
+    inp, out = os.path.join(work, "in.h5"), os.path.join(work, "out.h5")
+    padded_in, padded_out = os.path.join(work, "padded.h5"), os.path.join(work, "padded-out.h5")
+    for path in (padded_in, padded_out):
+        if os.path.exists(path):
+            os.remove(path)
+    names = ("query", "key", "value") if qkv else ("tokens",)
+    rows = {name: rng.standard_normal((T, d)).astype(np.float32) for name in names}
+    with h5py.File(inp, "w") as f, h5py.File(padded_in, "w") as g:
+        f["offsets"] = offsets
+        g["lengths"] = lengths
+        for name, r in rows.items():
+            f[name] = r
+            padded = np.zeros((N, L, d), np.float32)
+            for n in range(N):
+                padded[n, :lengths[n]] = r[offsets[n]:offsets[n + 1]]
+            g["embeddings" if name == "tokens" else name] = padded
+    args = ["--heads", str(heads), "--save-weights", save, "--weights-dtype", dtype]
+    if qkv:
+        args += ["--query", "/query", "--key", "/key", "--value", "/value"]
+    P = None
+    if proj:
+        P = {w: rng.standard_normal((d, d)) / np.sqrt(d) for w in ("w_q", "w_k", "w_v")}
+        P["w_o"] = rng.standard_normal((d, 24)) / np.sqrt(d)
+        P["b_q"], P["b_o"] = rng.standard_normal(d) * 0.1, rng.standard_normal(24) * 0.1
+        P = {k: v.astype(np.float32).astype(np.float64) for k, v in P.items()}
+        wfile = os.path.join(work, "proj.h5")
+        with h5py.File(wfile, "w") as f:
+            for k, v in P.items():
+                f[k] = v.astype(np.float32)
+        args += ["--weights", wfile]
+    if causal:
+        args.append("--causal")
+    if wseqs:
+        args += ["--weights-seqs", f"{wseqs[0]}:{wseqs[1]}"]
+    run("run", "--input", inp, "--output", out, *args)
+    run("run", "--input", padded_in, "--output", padded_out, *args)
+    run("verify", "--input", inp, "--output", out, "--samples", "all")
+    inspected = run("inspect", out)
+    assert "packed layout" in inspected.stdout, inspected.stdout
+    first, last = wseqs if wseqs else (0, N)
+    with h5py.File(out, "r") as f, h5py.File(padded_out, "r") as g:
+        assert f.attrs["sequence_layout"] == "packed" and f.attrs["complete"] == 1
+        assert f["output"].shape[0] == T and f["lse"].shape == (heads, T), (f["output"].shape, f["lse"].shape)
+        assert list(f["offsets"][...]) == list(offsets) and list(f["lengths"][...]) == list(lengths)
+        for n in range(N):
+            a, b = offsets[n], offsets[n + 1]
+            assert f["output"][a:b].tobytes() == g["output"][n, :lengths[n]].tobytes(), "output of %d: packed != padded" % n
+            assert f["lse"][:, a:b].tobytes() == g["lse"][n, :, :lengths[n]].tobytes(), "lse of %d: packed != padded" % n
+        if save != "none":
+            assert f["attention"][...].tobytes() == g["attention"][...].tobytes(), "attention: packed != padded"
+        # Against numpy, per sequence (an empty one has no rows at all).
+        for n in range(N):
+            a, b, length = offsets[n], offsets[n + 1], int(lengths[n])
+            if length == 0:
+                if save != "none" and first <= n < last:
+                    assert not np.any(f["attention"][n - first]), "the map of an empty sequence is zero"
+                continue
+            if qkv:
+                q, k, v = (rows[name][a:b].astype(np.float64).reshape(length, heads, -1).transpose(1, 0, 2)
+                           for name in names)
+            else:
+                x = rows["tokens"][a:b].astype(np.float64)
+                if proj:
+                    q, k, v = (x @ P[w] + P.get("b" + w[1:], 0) for w in ("w_q", "w_k", "w_v"))
+                else:
+                    q = k = v = x
+                q, k, v = (t.reshape(length, heads, -1).transpose(1, 0, 2) for t in (q, k, v))
+            scale = 1 / np.sqrt(q.shape[2])
+            outs, mean_w = [], 0
+            for h in range(heads):
+                o, l, w = attention64(q[h], k[h], v[h], length, causal, scale)
+                outs.append(o)
+                np.testing.assert_allclose(f["lse"][h, a:b], l, rtol=2e-5, atol=2e-5)
+                if save == "all" and first <= n < last:
+                    got = f["attention"][n - first, h, :length, :length].astype(np.float64)
+                    np.testing.assert_allclose(got, w, atol=1e-3 if dtype == "f16" else 1e-5)
+                    assert not np.any(f["attention"][n - first, h, length:, :]), "map rows past the length are zero"
+                mean_w = mean_w + w / heads
+            if save == "mean" and first <= n < last:
+                got = f["attention"][n - first, 0, :length, :length].astype(np.float64)
+                np.testing.assert_allclose(got, mean_w, atol=1e-3 if dtype == "f16" else 1e-5)
+            ref = np.concatenate(outs, axis=1)
+            if proj:
+                ref = ref @ P["w_o"] + P["b_o"]
+            np.testing.assert_allclose(f["output"][a:b], ref, atol=2e-4 * max(np.abs(ref).max(), 1e-30), rtol=0)
+
+
+def generate_packed_case(work):
+    """generate --layout packed -> run -> verify -> inspect: the round trip, and the same
+    numbers as generate's padded layout."""
+    packed, padded = os.path.join(work, "in.h5"), os.path.join(work, "padded.h5")
+    out, padded_out = os.path.join(work, "out.h5"), os.path.join(work, "padded-out.h5")
+    for path in (padded, padded_out):
+        if os.path.exists(path):
+            os.remove(path)
+    common = ["--num-seqs", "30", "--seq-len", "70", "--dim", "16", "--heads", "2", "--min-len", "0", "--seed", "4"]
+    run("generate", "--output", packed, "--layout", "packed", *common)
+    run("generate", "--output", padded, *common)
+    run("inspect", packed)
+    for path, result in ((packed, out), (padded, padded_out)):
+        run("run", "--input", path, "--output", result, "--heads", "2", "--causal", "--save-weights", "mean")
+    run("verify", "--input", packed, "--output", out, "--samples", "all")
+    run("inspect", out)
+    with h5py.File(out, "r") as f, h5py.File(padded_out, "r") as g, h5py.File(packed, "r") as i:
+        offsets, lengths = f["offsets"][...], g["lengths"][...]
+        assert list(np.diff(offsets)) == list(lengths), "the same lengths in both layouts"
+        assert "tokens" in i and i.attrs["sequence_layout"] == "packed" and "lengths" not in i
+        for n in range(len(lengths)):
+            a, b = offsets[n], offsets[n + 1]
+            assert f["output"][a:b].tobytes() == g["output"][n, :lengths[n]].tobytes(), "output of %d" % n
+        assert f["attention"][...].tobytes() == g["attention"][...].tobytes()
+
+
 CASES = {
+    "packed_x_causal_mean_f16": lambda w: packed_case(w, causal=True, save="mean", dtype="f16"),
+    "packed_proj_w_o_weights_seqs": lambda w: packed_case(w, proj=True, wseqs=(2, 6)),
+    "packed_qkv": lambda w: packed_case(w, qkv=True, causal=True, heads=4),
+    "packed_generate_round_trip": generate_packed_case,
     "weights_subcommand": lambda w: weights_subcommand_case(w, causal=False),
     "weights_subcommand_causal": lambda w: weights_subcommand_case(w, causal=True),
     "x_ragged_all_f32": lambda w: embeddings_case(w),

@@ -4,6 +4,7 @@
 // resume, all against a one-rank run byte for byte.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "attnbatch/distributed/job.hpp"
+#include "attnbatch/distributed/memory_model.hpp"
 #include "attnbatch/distributed/stop_request.hpp"
 #include "attnbatch/io/h5.hpp"
 #include "attnbatch/io/output.hpp"
@@ -178,6 +180,201 @@ TEST_F(JobTest, AnInterruptedJobResumesToTheSameBytes) {
     // Complete now: a resume has nothing to do and leaves the file alone.
     run_ranks(2, [&](Comm& comm) { EXPECT_TRUE(prepare_job(comm, s).nothing_to_do()); });
     EXPECT_EQ(bytes_of(s.output), bytes_of(whole.output));
+}
+
+
+// ---- Long sequences split into pieces, the packed layout, row slabs under --max-memory ----
+
+// A heavy-tailed input: short sequences around one that outweighs a rank's share, so that
+// plans on several ranks split it into pieces of query rows.
+class SplitJobTest : public JobTest {
+protected:
+    static constexpr std::int64_t kCount = 24, kLong = 320, kDim = 8;
+
+    std::vector<std::int32_t> lengths() const {
+        std::vector<std::int32_t> lengths;
+        for (std::int64_t n = 0; n < kCount; ++n) lengths.push_back(static_cast<std::int32_t>(3 + (n * 5) % 29));
+        lengths[9] = kLong;
+        lengths[17] = kLong - 37;
+        return lengths;
+    }
+    float value(std::size_t i) const { return static_cast<float>((i * 37) % 101) / 50.0f - 1.0f; }
+
+    void SetUp() override {
+        JobTest::SetUp();
+        padded_ = dir_.file("padded.h5");
+        packed_ = dir_.file("packed.h5");
+        const std::vector<std::int32_t> lens = lengths();
+        // The same tokens in both layouts: the packed rows are the padded rows below each length.
+        std::vector<float> x(static_cast<std::size_t>(kCount * kLong * kDim), 0.0f), rows;
+        std::vector<std::int64_t> offsets{0};
+        for (std::int64_t n = 0; n < kCount; ++n) {
+            for (std::int64_t t = 0; t < lens[static_cast<std::size_t>(n)]; ++t) {
+                for (std::int64_t c = 0; c < kDim; ++c) {
+                    const std::size_t at = static_cast<std::size_t>((n * kLong + t) * kDim + c);
+                    x[at] = value(at);
+                    rows.push_back(x[at]);
+                }
+            }
+            offsets.push_back(offsets.back() + lens[static_cast<std::size_t>(n)]);
+        }
+        {
+            const io::File file = io::File::create(padded_);
+            attnbatch::testing::put(file, "/embeddings", io::Datatype::float32(), {kCount, kLong, kDim}, x);
+            attnbatch::testing::put(file, "/lengths", io::Datatype::int32(), {kCount}, lens);
+        }
+        const io::File file = io::File::create(packed_);
+        attnbatch::testing::put(file, "/tokens", io::Datatype::float32(), {static_cast<hsize_t>(offsets.back()), kDim}, rows);
+        attnbatch::testing::put(file, "/offsets", io::Datatype::int64(), {kCount + 1}, offsets);
+    }
+
+    JobSettings split_settings(const std::string& input, const std::string& output) const {
+        JobSettings s = settings(output);
+        s.input.input_path = input;
+        s.unit_sequences = 0;
+        s.weights_sequences = SequenceRange{8, 18};  // the long ones' maps too
+        return s;
+    }
+
+    static std::vector<Unit> units_of(int ranks, const JobSettings& s) {
+        std::vector<Unit> units;
+        run_ranks(ranks, [&](Comm& comm) {
+            const Job job = prepare_job(comm, s);
+            if (comm.is_root()) units = job.all_units;
+        });
+        return units;
+    }
+
+    static bool any_piece(const std::vector<Unit>& units) {
+        return std::any_of(units.begin(), units.end(), [](const Unit& unit) { return unit.piece(); });
+    }
+
+    void expect_same_results(const std::string& expected_path, const std::string& found_path) {
+        const auto expected = results_of(expected_path), found = results_of(found_path);
+        ASSERT_EQ(expected.size(), found.size());
+        for (std::size_t d = 0; d < expected.size(); ++d) {
+            ASSERT_EQ(expected[d].size(), found[d].size()) << "dataset " << d;
+            EXPECT_EQ(std::memcmp(expected[d].data(), found[d].data(), expected[d].size() * sizeof(float)), 0)
+                << "dataset " << d << " of " << found_path;
+        }
+    }
+
+    std::string padded_, packed_;
+};
+
+TEST_F(SplitJobTest, PiecesOnAnyRanksAndScheduleGiveTheBytesOfOneRank) {
+    for (const std::string* input : {&padded_, &packed_}) {
+        const JobSettings one = split_settings(*input, "one.h5");
+        EXPECT_FALSE(any_piece(units_of(1, one)));  // one rank: nothing to balance
+        ASSERT_EQ(run(1, one), 0);
+        for (const ScheduleKind schedule : {ScheduleKind::cost_static, ScheduleKind::dynamic}) {
+            for (const int ranks : {2, 3, 4}) {
+                JobSettings s = split_settings(*input, "ranks" + std::to_string(ranks) + ".h5");
+                s.schedule = schedule;
+                SCOPED_TRACE(*input + " on " + std::to_string(ranks) + " ranks, " + name_of(schedule));
+                EXPECT_TRUE(any_piece(units_of(ranks, s)));
+                ASSERT_EQ(run(ranks, s), 0);
+                expect_same_results(one.output, s.output);
+                ::unlink(s.output.c_str());
+            }
+        }
+        ::unlink(one.output.c_str());
+    }
+}
+
+TEST_F(SplitJobTest, PackedRowsAreThePaddedRowsBelowEachLength) {
+    const JobSettings padded = split_settings(padded_, "padded-out.h5"), packed = split_settings(packed_, "packed-out.h5");
+    ASSERT_EQ(run(3, padded), 0);
+    ASSERT_EQ(run(2, packed), 0);
+    const io::File a = io::File::open(padded.output, io::FileMode::read_only);
+    const io::File b = io::File::open(packed.output, io::FileMode::read_only);
+    const auto out_a = io::read_all<float>(io::Dataset::open(a, "/output")), out_b = io::read_all<float>(io::Dataset::open(b, "/output"));
+    const auto lse_a = io::read_all<float>(io::Dataset::open(a, "/lse")), lse_b = io::read_all<float>(io::Dataset::open(b, "/lse"));
+    const auto offsets = io::read_all<std::int64_t>(io::Dataset::open(b, "/offsets"));
+    const std::vector<std::int32_t> lens = lengths();
+    ASSERT_EQ(offsets.size(), lens.size() + 1);
+    const std::size_t d_out = out_a.size() / static_cast<std::size_t>(kCount * kLong), heads = 2;
+    const auto total = static_cast<std::size_t>(offsets.back());
+    ASSERT_EQ(out_b.size(), total * d_out);
+    for (std::size_t n = 0; n < lens.size(); ++n) {
+        const auto rows = static_cast<std::size_t>(lens[n]), row = static_cast<std::size_t>(offsets[n]);
+        EXPECT_EQ(std::memcmp(out_a.data() + n * kLong * d_out, out_b.data() + row * d_out, rows * d_out * sizeof(float)), 0)
+            << "sequence " << n;
+        for (std::size_t h = 0; h < heads; ++h) {
+            EXPECT_EQ(std::memcmp(lse_a.data() + (n * heads + h) * kLong, lse_b.data() + h * total + row, rows * sizeof(float)), 0)
+                << "sequence " << n << " head " << h;
+        }
+    }
+    EXPECT_EQ(io::read_all<float>(io::Dataset::open(a, "/attention")), io::read_all<float>(io::Dataset::open(b, "/attention")));
+}
+
+TEST_F(SplitJobTest, AnInterruptedJobWithPiecesResumesToTheSameBytes) {
+    for (const std::string* input : {&padded_, &packed_}) {
+        const JobSettings whole = split_settings(*input, "whole.h5");
+        ASSERT_EQ(run(3, whole), 0);
+        JobSettings s = split_settings(*input, "resumed.h5");
+        std::once_flag stopped;
+        EXPECT_EQ(run(3, s, [&](const RoundProgress& progress) {
+                      if (progress.rounds == 3) std::call_once(stopped, [] { request_stop(SIGTERM); });
+                  }),
+                  exit_interrupted);
+        ASSERT_TRUE(exists(s.output + ".partial"));
+        clear_stop_request();
+        s.resume = true;
+        s.schedule = ScheduleKind::dynamic;  // anything may change but what changes the bits
+        run_ranks(2, [&](Comm& comm) {
+            Job job = prepare_job(comm, s);
+            ASSERT_EQ(job.resume.state, ResumeState::partial);
+            EXPECT_TRUE(any_piece(job.all_units));  // the first attempt's pieces, from its journal
+            EXPECT_LT(job.units.size(), job.all_units.size());
+            run_job(job);
+        });
+        EXPECT_EQ(bytes_of(s.output), bytes_of(whole.output)) << *input;
+        ::unlink(s.output.c_str());
+        ::unlink(whole.output.c_str());
+    }
+}
+
+TEST_F(SplitJobTest, MapsAboveTheMemoryBoundAreWrittenInRowSlabs) {
+    for (const std::string* input : {&padded_, &packed_}) {
+        JobSettings roomy = split_settings(*input, "roomy.h5");
+        roomy.weights_sequences.reset();
+        ASSERT_EQ(run(1, roomy), 0);
+        // The fixed part (kernel scratch, a margin for the process) plus a little: a long
+        // sequence's maps (2 heads x 320 x 320 floats, twice in flight) no longer fit whole.
+        JobSettings tight = roomy;
+        tight.output = dir_.file("tight.h5");
+        std::uint64_t fixed = 0;
+        run_ranks(1, [&](Comm& comm) {
+            JobSettings probe = roomy;
+            probe.dry_run = true;
+            const Job job = prepare_job(comm, probe);
+            fixed = memory_model(job.spec, job.layout, job.attention.kernel, 2).fixed;
+        });
+        tight.max_memory = static_cast<std::size_t>(fixed) + 600 * 1024;
+        const std::vector<Unit> units = units_of(1, tight);
+        EXPECT_TRUE(any_piece(units));
+        ASSERT_EQ(run(1, tight), 0);
+        expect_same_results(roomy.output, tight.output);
+        ::unlink(roomy.output.c_str());
+        ::unlink(tight.output.c_str());
+    }
+}
+
+TEST_F(SplitJobTest, KeysAndValuesThatDoNotFitNameTheSequence) {
+    JobSettings s = split_settings(padded_, "out.h5");
+    s.max_memory = std::size_t{64} << 20;  // below what any step needs
+    std::string message;
+    run_ranks(1, [&](Comm& comm) {
+        try {
+            prepare_job(comm, s);
+        } catch (const AgreedFailure& failure) {
+            message = failure.what();
+            EXPECT_EQ(failure.exit_code(), exit_usage);
+        }
+    });
+    EXPECT_NE(message.find("sequence 9 (length 320)"), std::string::npos) << message;
+    EXPECT_NE(message.find("--max-memory"), std::string::npos) << message;
 }
 
 TEST_F(JobTest, AFailureOnRankZeroEndsEveryRankWithItsCode) {

@@ -8,8 +8,13 @@ For one input CASE, a plain one-process run is the reference; then `mpirun -np P
 1..4 with --io gather|parallel and --schedule static|dynamic, each under a timeout, must
 exit 0, leave no OUTPUT.partial, set complete = 1 and store the same bytes (not values
 within a tolerance: bytes). Small --unit-sequences force several rounds per rank.
+
+The split_* cases have a few sequences far longer than the rest: on two ranks and more the
+plan cuts them into pieces of query rows computed on different ranks (checked in the printed
+plan), in the padded layout (with projections), the packed one, and Q/K/V split by head.
 """
 import os
+import subprocess
 import sys
 
 import h5py
@@ -21,7 +26,10 @@ from harness import check, failures, fresh_directory, mpi_env, mpirun, run_with_
 TIMEOUT = 120
 ENV = mpi_env()
 
-# name: (generate options, run options, skewed lengths)
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# name: (generate options, run options, lengths: None as generated, "zipf" or "long" rewritten;
+# "pareto": the input is make_pareto_input.py's, packed, and the generate options are its)
 CASES = {
     # N < P for P = 4; projections with w_o and biases; every map stored as f32.
     "fewer_sequences_than_ranks": (
@@ -45,7 +53,21 @@ CASES = {
     "skewed_lengths": (
         ["--num-seqs", "61", "--seq-len", "96", "--dim", "32", "--qkv", "--heads", "2", "--min-len", "1"],
         ["--query", "/query", "--key", "/key", "--value", "/value", "--heads", "2", "--save-weights", "none",
-         "--compression", "gzip:1", "--unit-sequences", "4"], True),
+         "--compression", "gzip:1", "--unit-sequences", "4"], "zipf"),
+    # A few long sequences among short ones, causal, projections with w_o, every map stored.
+    "split_padded": (
+        ["--num-seqs", "30", "--seq-len", "384", "--dim", "16", "--heads", "2", "--min-len", "1", "--weights-out", "{w}"],
+        ["--heads", "2", "--weights", "{w}", "--causal", "--save-weights", "all"], "long"),
+    # The packed layout from a Pareto tail, head-mean maps as f16.
+    "split_packed": (
+        ["--num-seqs", "200", "--seq-len", "640", "--dim", "16", "--xm", "6", "--alpha", "1.3", "--longest", "3",
+         "--layout", "packed", "--values", "--seed", "3"],
+        ["--heads", "2", "--save-weights", "mean", "--weights-dtype", "f16"], "pareto"),
+    # Q, K, V split by head [N, H, L, d], causal, maps of some sequences only.
+    "split_qkv_heads": (
+        ["--num-seqs", "24", "--seq-len", "320", "--qkv", "--qkv-layout", "split", "--heads", "2", "--head-dim", "8",
+         "--min-len", "1"],
+        ["--query", "/query", "--key", "/key", "--value", "/value", "--causal", "--weights-seqs", "2:20"], "long"),
 }
 
 def skew_lengths(path):
@@ -56,6 +78,18 @@ def skew_lengths(path):
         rng = np.random.default_rng(7)
         values = np.minimum(rng.zipf(1.6, n), length).astype(np.int32)
         values[::17] = length
+        f["lengths"][...] = values
+
+
+def long_lengths(path):
+    """Short sequences (1 to 40 tokens) and three at or near full length: on two ranks and more,
+    each of those outweighs a thirty-second of a rank's share."""
+    with h5py.File(path, "r+") as f:
+        data = f["query"] if "query" in f else f["embeddings"]
+        length = data.shape[2] if len(data.shape) == 4 else data.shape[1]
+        n = f["lengths"].shape[0]
+        values = (np.arange(n) * 7 % 40 + 1).astype(np.int32)
+        values[[2, n // 2, n - 1]] = [length, length - 45, length - 3]
         f["lengths"][...] = values
 
 
@@ -84,12 +118,19 @@ def main():
     fresh_directory(work)
     data, weights = os.path.join(work, "in.h5"), os.path.join(work, "w.h5")
     fill = lambda options: [o.replace("{w}", weights) for o in options]
-    made = run_with_timeout([binary, "generate", "--output", data, "--seed", "11"] + fill(generate_options), TIMEOUT, env=ENV)
+    if skewed == "pareto":
+        made = run_with_timeout([sys.executable, os.path.join(HERE, "make_pareto_input.py"), data] + generate_options,
+                                TIMEOUT, env=ENV)
+    else:
+        made = run_with_timeout([binary, "generate", "--output", data, "--seed", "11"] + fill(generate_options), TIMEOUT,
+                                env=ENV)
     if made is None or made.returncode != 0:
         print("FAIL: generate: %s" % (made.stderr if made else "timed out"))
         return 1
-    if skewed:
+    if skewed == "zipf":
         skew_lengths(data)
+    elif skewed == "long":
+        long_lengths(data)
     common = ["run", "--input", data, "--threads", "1"] + fill(run_options)
 
     reference = os.path.join(work, "reference.h5")
@@ -117,6 +158,8 @@ def main():
                     continue
                 check(not os.path.exists(output + ".partial"), "%s: %s.partial left behind" % (label, output))
                 check(("PERFORMANCE ranks=%d " % ranks) in result.stdout, "%s: no PERFORMANCE line for %d ranks" % (label, ranks))
+                if case.startswith("split_") and ranks > 1:
+                    check("long sequences split into" in result.stdout, "%s: the plan split no sequence" % label)
                 compare(reference, output, label)
                 os.remove(output)
     print("%s: %d runs compared byte for byte with the one-process run, %d failure(s)" % (case, runs, len(failures)))

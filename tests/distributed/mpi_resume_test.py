@@ -13,6 +13,9 @@ CASE
   faults   every fault site x action, each from a fresh start, then a resume
   checks   requeue without --resume, changed options or input, a damaged unit, a damaged
            .partial, a complete OUTPUT, no .partial
+  pieces   4 kill cycles as `kill` on a heavy-tailed packed input whose long sequences the
+           plan splits into pieces of query rows (journaled as such), then a done piece's data
+           damaged: the resume finds it by its checksum and computes it again
 
 Every case ends with `cmp` against a reference run: the whole file byte for byte (the
 creation time is pinned with SOURCE_DATE_EPOCH; the first attempt uses the reference's ranks
@@ -47,7 +50,12 @@ class Job:
     def __init__(self, binary, mpiexec, work, generate, options):
         self.binary, self.mpiexec, self.work = binary, mpiexec, work
         self.input = os.path.join(work, "in.h5")
-        run = subprocess.run([binary, "generate", "--output", self.input] + generate, capture_output=True, text=True)
+        if generate[0] == "--pareto":
+            maker = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "make_pareto_input.py"),
+                     self.input] + generate[1:]
+        else:
+            maker = [binary, "generate", "--output", self.input] + generate
+        run = subprocess.run(maker, capture_output=True, text=True)
         if run.returncode != 0:
             raise SystemExit("generate failed: " + run.stderr)
         self.options = options
@@ -267,13 +275,16 @@ def case_checks(job, rng):
     with h5py.File(job.partial, "r") as f:
         progress = f["journal/progress"][:]
         bounds = f["journal/unit_bounds"][:]
+        # A unit may be a piece of a sequence, starting at one of its rows (journal.hpp).
+        rows = f["journal/unit_rows"][:] if "journal/unit_rows" in f else [0] * len(bounds)
         done = [u for u in range(len(progress)) if progress[u, 0]]
         unit = done[len(done) // 2]
         output = f["output"]
         row_bytes = output.shape[1] * output.shape[2] * 4
         chunk = output.id.get_chunk_info_by_coord((int(bounds[unit]), 0, 0))
         rows_in_chunk = output.chunks[0]
-        offset = chunk.byte_offset + (int(bounds[unit]) % rows_in_chunk) * row_bytes
+        offset = (chunk.byte_offset + (int(bounds[unit]) % rows_in_chunk) * row_bytes +
+                  int(rows[unit]) * output.shape[2] * 4)
     with open(job.partial, "r+b") as raw:
         raw.seek(offset)
         raw.write(b"\x7f" * 64)
@@ -303,7 +314,45 @@ def case_checks(job, rng):
     check(digest(job.output) == digest(job.reference), "--resume without a .partial: OUTPUT differs from the reference")
 
 
+def case_pieces(job, rng):
+    job.watching = True
+    previous = 0
+    for cycle in range(4):
+        ranks, io, schedule = (2, "parallel", "static") if cycle == 0 else random_layout(rng)
+        victim, units = rng.randrange(ranks), rng.randint(2, 9)
+        fault = "%d:after_unit:%d:kill" % (victim, units)
+        label = "pieces cycle %d (%d ranks, %s, %s, %s)" % (cycle + 1, ranks, io, schedule, fault)
+        job.interrupted(label, job.attempt(ranks, io, schedule, fault, ["--resume"]))
+        done = job.done_units()
+        check(done >= previous, "%s: done units went from %d to %d" % (label, previous, done))
+        previous = done
+    with h5py.File(job.partial, "r+") as f:
+        if not check("journal/unit_rows" in f, "pieces: the journal records no piece (/journal/unit_rows)"):
+            return
+        progress, bounds, rows = f["journal/progress"][:], f["journal/unit_bounds"][:], f["journal/unit_rows"][:]
+        pieces = [u for u in range(len(progress)) if rows[u] or rows[u + 1]]
+        check(len(pieces) >= 2, "pieces: only %d pieces in the journal" % len(pieces))
+        done_pieces = [u for u in pieces if progress[u, 0]]
+        print("pieces: %d of %d units are pieces, %d of them done" % (len(pieces), len(progress), len(done_pieces)), flush=True)
+        damaged = None
+        if done_pieces:
+            # A lost write inside a done piece: its rows of /output no longer match its checksum.
+            damaged = done_pieces[len(done_pieces) // 2]
+            first_row = int(f["offsets"][int(bounds[damaged])]) + int(rows[damaged])
+            f["output"][first_row, :] = 1234.5
+    job.watching = False
+    if damaged is not None:
+        code, out, err, _ = job.attempt(3, io="gather", extra=["--resume"])
+        check(code == 0 and "1 failed their checksum" in out, "pieces: damaged piece %d: exit %s, not found by its checksum: %s" %
+              (damaged, code, out.strip()[-400:]))
+    job.finish("pieces")
+
+
 CASES = {
+    "pieces": (case_pieces, ["--pareto", "--num-seqs", "150", "--seq-len", "384", "--dim", "16", "--xm", "6", "--alpha",
+                             "1.3", "--longest", "3", "--layout", "packed", "--values", "--seed", "9"],
+               ["--heads", "2", "--causal", "--unit-sequences", "4", "--save-weights", "mean", "--weights-dtype", "f16",
+                "--weights-seqs", "0:60"]),
     "kill": (case_kill, ["--num-seqs", "200", "--seq-len", "64", "--dim", "32", "--min-len", "0", "--seed", "3"],
              ["--heads", "2", "--unit-sequences", "4"]),
     "sigterm": (case_sigterm, ["--num-seqs", "96", "--seq-len", "256", "--dim", "32", "--min-len", "1", "--seed", "4"],

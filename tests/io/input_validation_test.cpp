@@ -105,6 +105,80 @@ TEST_F(InputValidation, LockedFileNamesTheLockingVariable) {
     ::close(fd);
 }
 
+
+// ---- the packed layout: /tokens [T, d] (or Q/K/V [T, H*d]) and /offsets [N+1] ----
+
+class PackedValidation : public InputValidation {
+protected:
+    // Sequences of 3, 0, 5 and 2 tokens: T = 10.
+    static void packed(const File& file, const std::vector<std::int64_t>& offsets = {0, 3, 3, 8, 10}, hsize_t rows = 10,
+                       const std::string& path = "/tokens") {
+        put(file, path, Datatype::float32(), {rows, 16}, ramp(rows * 16));
+        put(file, "/offsets", Datatype::int64(), {offsets.size()}, offsets);
+    }
+};
+
+TEST_F(PackedValidation, TokensAndOffsetsAreFoundWithoutOptions) {
+    make(input, [](const File& file) { packed(file); });
+    const InputSpec spec = describe_input(options());
+    EXPECT_TRUE(spec.packed);
+    EXPECT_EQ(spec.dataset, "/tokens");
+    EXPECT_EQ(spec.offsets, "/offsets");
+    EXPECT_EQ(spec.n, 4);
+    EXPECT_EQ(spec.tokens, 10);
+    EXPECT_EQ(spec.len, 5);  // the longest sequence
+    EXPECT_EQ(spec.d, 16);
+    EXPECT_TRUE(spec.lengths.empty());
+}
+
+TEST_F(PackedValidation, OffsetsMustStartAtZeroRiseAndEndAtT) {
+    make(input, [](const File& file) { packed(file, {1, 3, 3, 8, 10}); });
+    expect_error(options(), exit_invalid_input, input, {"/offsets[0] = 1", "expected 0"});
+    ::unlink(input.c_str());
+    make(input, [](const File& file) { packed(file, {0, 3, 2, 8, 10}); });
+    expect_error(options(), exit_invalid_input, input, {"/offsets[2] = 2", "never decrease"});
+    ::unlink(input.c_str());
+    make(input, [](const File& file) { packed(file, {0, 3, 3, 8, 9}); });
+    expect_error(options(), exit_invalid_input, input, {"/offsets[4] = 9", "expected T = 10"});
+}
+
+TEST_F(PackedValidation, OffsetsMustBeIntegers) {
+    make(input, [](const File& file) {
+        put(file, "/tokens", Datatype::float32(), {10, 16}, ramp(160));
+        put(file, "/offsets", Datatype::float32(), {3}, std::vector<float>{0, 4, 10});
+    });
+    expect_error(options(), exit_invalid_input, input, {"/offsets", "int64 [N+1]"});
+}
+
+TEST_F(PackedValidation, LengthsBesideOffsetsMustAgree) {
+    make(input, [](const File& file) {
+        packed(file);
+        put(file, "/lengths", Datatype::int32(), {4}, std::vector<std::int32_t>{3, 0, 5, 2});
+    });
+    EXPECT_TRUE(describe_input(options()).packed);
+    ::unlink(input.c_str());
+    make(input, [](const File& file) {
+        packed(file);
+        put(file, "/lengths", Datatype::int32(), {4}, std::vector<std::int32_t>{3, 0, 4, 2});
+    });
+    expect_error(options(), exit_invalid_input, input, {"/lengths[2] = 4", "rows [3, 8)", "expected equal"});
+}
+
+TEST_F(PackedValidation, PackedQueriesKeysAndValuesShareT) {
+    make(input, [](const File& file) {
+        put(file, "/q", Datatype::float32(), {10, 8}, ramp(80));
+        put(file, "/k", Datatype::float32(), {10, 8}, ramp(80));
+        put(file, "/v", Datatype::float32(), {9, 12}, ramp(108));
+        put(file, "/offsets", Datatype::int64(), {5}, std::vector<std::int64_t>{0, 3, 3, 8, 10});
+    });
+    InputOptions o = options();
+    o.query = "/q";
+    o.key = "/k";
+    o.value = "/v";
+    o.heads = 2;
+    expect_error(o, exit_invalid_input, input, {"/v", "T = 9", "T = 10"});
+}
+
 // ---- the embeddings ----
 
 TEST_F(InputValidation, MissingDatasetListsWhatIsThere) {

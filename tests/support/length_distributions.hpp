@@ -1,5 +1,5 @@
 // Length distributions for the planner's tests and its comparison program: truncated Zipf,
-// uniform and constant lengths, from a seeded generator whose output does not depend on the
+// Pareto (heavy-tailed), uniform and constant lengths, from a seeded generator whose output does not depend on the
 // standard library (no std::*_distribution).
 #pragma once
 
@@ -36,6 +36,22 @@ inline std::vector<std::int32_t> zipf_lengths(std::int64_t n, std::int32_t max_l
             else hi = mid;
         }
         len = static_cast<std::int32_t>(lo + 1);
+    }
+    return lengths;
+}
+
+// min(max_len, ceil(xm * U^(-1/alpha))), U uniform in (0, 1]: most sequences near xm, a tail
+// up to max_len (tests/distributed/make_pareto_input.py draws the same law in numpy). With
+// xm = 175, alpha = 1.5 and max_len = 16384 the mean is about 490 and the longest sequences,
+// at max_len, over 30 times the mean.
+inline std::vector<std::int32_t> pareto_lengths(std::int64_t n, std::int32_t max_len, double xm, double alpha,
+                                                std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<std::int32_t> lengths(static_cast<std::size_t>(n));
+    for (std::int32_t& len : lengths) {
+        const double u = 1.0 - unit_interval(rng);
+        const double draw = std::ceil(xm * std::pow(u, -1.0 / alpha));
+        len = draw >= max_len ? max_len : static_cast<std::int32_t>(draw);
     }
     return lengths;
 }

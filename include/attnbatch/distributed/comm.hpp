@@ -41,6 +41,10 @@ public:
     // The default, for communicators without MPI, opens the file on its own.
     virtual io::FileAccess collective_file_access() const { return {}; }
 
+    // How many ranks of this communicator share this rank's node (its memory and cores). The
+    // default, for communicators without MPI, is 1.
+    virtual int ranks_on_node() const { return 1; }
+
     bool is_root() const { return rank() == 0; }
 };
 

@@ -11,8 +11,9 @@
 //                (coordinator.hpp) and the publication of OUTPUT.
 //
 // Words used the same way everywhere in this layer:
-//   unit   the planner's piece of work: sequences [first, last), costed, formed the same way
-//          whatever the number of ranks, and journaled as done or not (the resume grain);
+//   unit   the planner's piece of work: sequences [first, last), or a piece (query rows
+//          [q0, q1) of one long sequence), costed and journaled as done or not (the resume
+//          grain); long sequences are cut into pieces when the ranks or the memory need it;
 //   step   what one rank computes in one round: consecutive units of its share merged;
 //   round  one collective iteration: every rank computes at most one step while its main
 //          thread stores the previous round and fetches the next;
@@ -33,6 +34,7 @@
 #include "attnbatch/distributed/comm.hpp"
 #include "attnbatch/distributed/coordinator.hpp"
 #include "attnbatch/distributed/memory_model.hpp"
+#include "attnbatch/distributed/node_resources.hpp"
 #include "attnbatch/distributed/plan.hpp"
 #include "attnbatch/distributed/resume.hpp"
 #include "attnbatch/distributed/step_computer.hpp"
@@ -68,7 +70,7 @@ struct JobSettings {
     IoMode io = IoMode::automatic;
     ScheduleKind schedule = ScheduleKind::cost_static;
     kernels::KernelOptions kernel;    // threads 0: OpenMP's default
-    std::size_t max_memory = 0;       // resident bytes per rank
+    std::size_t max_memory = 0;       // resident bytes per rank; 0: default_max_memory() of the node
     std::int64_t unit_sequences = 0;  // 0: as many as max_memory allows
     bool resume = false, force = false, dry_run = false;
     int simulate_ranks = 0;           // a dry run planned for this many ranks (0: this run's)
@@ -93,6 +95,9 @@ struct Job {
     int plan_ranks = 1;           // this run's ranks, or --simulate-ranks
     IoMode io = IoMode::gather;   // resolved
     std::int64_t max_sequences = 0;  // per step, from the memory model
+    std::uint64_t max_step_bytes = 0;  // a step's data (pieces, packed layout); 0: max_sequences alone
+    SplitOptions split;               // how units were cut (pieces of long sequences)
+    std::vector<std::string> warnings;  // about the resources (cores, binding), the same on every rank
 
     std::vector<Unit> all_units;  // the whole job's, as journaled
     std::vector<Unit> units;      // what this attempt computes (all, or those not done)

@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
+#include "attnbatch/distributed/plan.hpp"
 #include "attnbatch/io/input.hpp"
 #include "attnbatch/io/output.hpp"
 #include "attnbatch/kernels/attention.hpp"
@@ -33,5 +36,17 @@ MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layo
 std::int64_t sequences_per_step(const MemoryModel& model, std::size_t max_memory, std::int64_t n);
 
 std::string format_bytes(double bytes);
+
+// The same buffers by rows, for pieces of sequences and the packed layout (plan.hpp's
+// RowMemory), with `in_flight` copies; the budget is what `max_memory` leaves beside
+// model.fixed (0 when nothing is left).
+RowMemory row_memory(const io::InputSpec& spec, const io::OutputLayout& layout, const MemoryModel& model,
+                     std::size_t max_memory, int in_flight = 2);
+
+// Any sequence runs in row slabs as long as its keys and values fit: throws Error (exit 2)
+// naming the first longest sequence, its length and the memory it needs when they do not fit
+// beside the fixed part and one query row.
+void check_sequences_fit(const std::vector<std::int32_t>& lengths, const MemoryModel& model, const RowMemory& rows,
+                         std::size_t max_memory);
 
 }  // namespace attnbatch::distributed

@@ -15,7 +15,8 @@ namespace attnbatch::distributed {
 struct ResumeState {
     enum State : std::int64_t { fresh = 0, partial = 1, complete = 2 };
     std::int64_t state = fresh;
-    std::vector<std::int64_t> unit_bounds;  // the partial run's units
+    std::vector<std::int64_t> unit_bounds;  // the partial run's units (journal.hpp positions)
+    std::vector<std::int64_t> unit_rows;    // empty when none is a piece
     std::vector<std::int64_t> done;         // 1 where done and its checksum still matches
     std::string summary;                    // one line for the user, rank 0 only ("" when fresh without --resume)
 };
@@ -33,10 +34,8 @@ ResumeState inspect_for_resume(const std::string& output, bool force, const io::
 void broadcast_resume(Comm& comm, ResumeState& resume);
 
 // The partial run's units, costed for this run; Error (exit 2) when one of them holds
-// more sequences than this run's memory bound allows in a step.
+// more sequences, or more data, than this run's memory bound allows in a step.
 std::vector<Unit> resumed_units(const std::vector<std::int32_t>& lengths, const CostModel& cost,
-                                const ResumeState& resume, std::int64_t max_sequences);
-
-std::vector<std::int64_t> unit_bounds_of(const std::vector<Unit>& units);
+                                const ResumeState& resume, std::int64_t max_sequences, const SplitOptions& split = {});
 
 }  // namespace attnbatch::distributed

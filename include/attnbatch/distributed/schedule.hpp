@@ -17,7 +17,12 @@ struct RankStep {
     std::int64_t first = 0, last = 0;            // sequences [first, last)
     std::int64_t first_unit = 0, unit_count = 0;  // units of the plan
     double cost = 0;
+    // Pieces (plan.hpp): query rows [row_first, row_last) of sequence `first`, reading its first
+    // key_rows keys and values; row_last = 0 for whole sequences.
+    std::int64_t row_first = 0, row_last = 0, key_rows = 0;
+    std::int64_t sequences_done = 0;  // sequences this step finishes
     bool empty() const noexcept { return unit_count == 0; }
+    bool piece() const noexcept { return row_last > 0; }
 };
 
 using Round = std::vector<RankStep>;  // one step per rank, possibly empty
@@ -34,9 +39,10 @@ inline bool round_is_empty(const Round& round) {
 // non-empty share) steps for every rank (rounds are collective: a rank whose share is one
 // costly unit must not make the others run extra small rounds), never more than `max_sequences` sequences per step.
 // `max_step_cost` > 0 also bounds a step's cost (so that a signal is answered within about
-// one step's compute); a unit costlier than it is a step of its own.
+// one step's compute); a unit costlier than it is a step of its own. `max_bytes` > 0 bounds
+// a step's data (joins() in plan.hpp).
 std::vector<Round> static_rounds(const std::vector<Unit>& units, const Plan& plan, std::int64_t max_sequences,
-                                 int min_rounds, double max_step_cost = 0);
+                                 int min_rounds, double max_step_cost = 0, std::uint64_t max_bytes = 0);
 
 class Scheduler {
 public:
@@ -53,6 +59,7 @@ std::unique_ptr<Scheduler> make_static_scheduler(std::vector<Round> rounds);
 // speed (guided self-scheduling: half of the remaining work spread over the ranks, at most
 // 1/(ranks*min_rounds) of the total per rank and round, at most max_sequences sequences).
 std::unique_ptr<Scheduler> make_dynamic_scheduler(const std::vector<Unit>& units, int ranks,
-                                                  std::int64_t max_sequences, int min_rounds, double max_step_cost = 0);
+                                                  std::int64_t max_sequences, int min_rounds, double max_step_cost = 0,
+                                                  std::uint64_t max_bytes = 0);
 
 }  // namespace attnbatch::distributed

@@ -1,5 +1,5 @@
-// One step's compute on one rank (a run of whole sequences): project, attend, project the
-// output. It makes no MPI or HDF5 call, so it runs on a thread of its own while the rank's
+// One step's compute on one rank (a run of whole sequences, padded or packed, or a piece of
+// one sequence: some of its query rows): project, attend, project the output. It makes no MPI or HDF5 call, so it runs on a thread of its own while the rank's
 // main thread reads and writes.
 #pragma once
 
@@ -35,8 +35,9 @@ public:
     StepComputer(StepComputer&&) noexcept;
     StepComputer& operator=(StepComputer&&) = delete;
 
-    // Fills `block` (output, lse, lengths, attention) for the sequences of `in`; the block
-    // points into this object's buffers, valid until the next compute().
+    // Fills `block` (output, lse, lengths, attention) for the sequences (or the piece) of `in`,
+    // in the canonical layout of io::OutputBlock; the block points into this object's
+    // buffers, valid until the next compute().
     void compute(const io::InputBlock& in, io::OutputBlock& block, ComputeTally& tally);
 
 private:

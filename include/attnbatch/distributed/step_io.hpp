@@ -23,6 +23,14 @@ struct IoTimes {
     double read = 0, write = 0, communicate = 0;
 };
 
+// What a step writes: its sequences, or its piece's rows.
+inline io::OutputSpan span_of(const RankStep& step) {
+    return step.empty() ? io::OutputSpan{} : io::OutputSpan{step.first, step.last, step.row_first, step.row_last};
+}
+
+// Reads a step's input (a piece: its rows and keys).
+void read_step(io::InputReader& reader, const RankStep& step, io::InputBlock& block);
+
 class StepIo {
 public:
     virtual ~StepIo() = default;

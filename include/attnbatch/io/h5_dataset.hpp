@@ -99,6 +99,16 @@ void write_rows(const Dataset& dataset, hsize_t first, hsize_t count, const T* i
 
 std::size_t element_count(const Dims& dims) noexcept;
 
+// A union of disjoint boxes (each with its offset and count) moved in one H5Dread/H5Dwrite:
+// the elements go in the row-major order of the dataset's index space, so boxes that follow
+// each other along the leading axis fill memory one after the other. Boxes with no element
+// are skipped; no box at all selects nothing, still in one call (as collective I/O needs).
+// The buffer holds exactly the selected elements (`elements` of them).
+void read_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, MemType type, void* out, std::size_t elements,
+                hid_t transfer = H5P_DEFAULT);
+void write_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, MemType type, const void* in,
+                 std::size_t elements, hid_t transfer = H5P_DEFAULT);
+
 template <class T>
 std::vector<T> read_all(const Dataset& dataset) {
     const Dims dims = dataset.dims();

@@ -22,7 +22,9 @@ namespace attnbatch::io {
 
 struct InputOptions {
     std::string input_path;
-    std::string dataset;   // empty: /embeddings (exclusive with query/key/value)
+    // empty: /embeddings (exclusive with query/key/value); /embeddings when the file has none
+    // but has /tokens and /offsets: /tokens, the packed layout
+    std::string dataset;
     std::string lengths;   // empty: /lengths when the file has it; "none": no lengths; a name given must exist
     std::string query;     // query, key, value: all three or none
     std::string key;
@@ -61,6 +63,10 @@ struct WeightsSpec {
     std::int64_t key_width() const { return k_width > 0 ? k_width : qk_width; }
 };
 
+// Two layouts of the sequences: padded, every dataset [N, L, ...] with the valid tokens in
+// /lengths; packed (SPEC.md "packed layout"), the datasets [T, ...] holding every sequence's
+// tokens end to end and /offsets int64 [N+1] saying where each starts: sequence n is rows
+// [offsets[n], offsets[n+1]), its length their difference. A 2-D data dataset is packed.
 struct InputSpec {
     std::string path;
     InputMode mode = InputMode::embeddings;
@@ -70,7 +76,7 @@ struct InputSpec {
     std::string lengths;                   // empty: every sequence has L tokens
 
     std::int64_t n = 0;      // sequences (those selected: see first_sequence)
-    std::int64_t len = 0;    // L: tokens per sequence (padded)
+    std::int64_t len = 0;    // L: tokens per sequence (padded); packed: the longest sequence (at least 1)
     std::int64_t d = 0;      // embedding width (embeddings mode; 0 for qkv)
     std::int64_t heads = 0;  // H
     std::int64_t kv_heads = 0;  // G (divides H): K and V hold G heads; 0: G = H
@@ -83,6 +89,9 @@ struct InputSpec {
     // The selected sequences are [first_sequence, first_sequence + n) of the stored datasets
     // (run --sequences): readers and scans add it, everything else counts from 0.
     std::int64_t first_sequence = 0;
+    bool packed = false;      // the packed layout
+    std::string offsets;      // packed: the offsets dataset (/offsets)
+    std::int64_t tokens = 0;  // packed: T, the rows of the data datasets
 
     // Width of /output: d_out with w_o, else H*d_v.
     std::int64_t d_out() const;

@@ -3,6 +3,8 @@
 //                 or /query, /key [N, L, H*d_k] and /value [N, L, H*d_v]   labels N, L, H*d_k|H*d_v
 //                 or the same split by head, [N, H, L, d_k|d_v]            labels N, H, L, d_k|d_v
 //                 and, for ragged sequences, int32 /lengths [N]            label N
+//                 or, packed (input.hpp), the same with [T, ...] in place of [N, L, ...] and
+//                 /offsets int64 [N+1] (no /lengths)                     labels T, ...; N+1
 //   the weights   /w_q, /w_k [d, H*d_k], /w_v [d, H*d_v], optional /w_o [H*d_v, d_out] and
 //                 biases /b_q, /b_k [H*d_k], /b_v [H*d_v], /b_o [d_out]
 // plus root attributes saying what the file is and how it was made (schema_names.hpp).
@@ -51,6 +53,10 @@ struct InputContent {
     ValueSource embeddings;                // embeddings mode
     ValueSource query, key, value;         // qkv mode; the index follows the layout
     ValueSource lengths;                   // empty: no /lengths (every sequence has L tokens)
+    // The packed layout: sequence n is rows [offsets[n], offsets[n+1]) of [T, ...] datasets
+    // (T = offsets.back()), whose sources are indexed [t, column].
+    bool packed = false;
+    std::vector<std::int64_t> offsets;
 };
 
 struct WeightsContent {

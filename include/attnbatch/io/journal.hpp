@@ -1,8 +1,14 @@
 // The progress journal inside OUTPUT.partial, which is what makes --resume possible:
 //   /journal/unit_bounds  int64 [U+1]  unit u holds sequences [bounds[u], bounds[u+1])
+//   /journal/unit_rows    int64 [U+1], only when a unit is a piece of a sequence: unit u then
+//                         runs from row rows[u] of sequence bounds[u] to row rows[u+1] of
+//                         sequence bounds[u+1] (row 0 of a sequence being its start), so a
+//                         piece of sequence s covers rows [r, r') of s and ends at (s, r') or,
+//                         holding s's last row, at (s + 1, 0)
 //   /journal/progress     int64 [U, 2] (done, checksum): done becomes 1 only after the
 //                         unit's data was flushed; checksum is XXH3-64 of the unit's bytes
-//                         in /output, /lse, /lengths and /attention, in that order
+//                         in /output, /lse, /lengths and /attention, in that order (the
+//                         canonical layout of output.hpp's OutputBlock)
 //   /journal/identity     string, attribute `hash`: "key = value" lines (input, options)
 //                         that a resumed run must match
 // A run flushes its data, then records those units as done, then flushes again: after a
@@ -20,10 +26,12 @@ namespace attnbatch::io {
 
 struct OutputLayout;  // output.hpp
 struct OutputBlock;
+struct OutputSpan;
 
 struct JournalPlan {
     std::vector<std::int64_t> unit_bounds;  // U+1 ascending sequence indices, 0 to N
     std::string identity;                   // "key = value\n" lines
+    std::vector<std::int64_t> unit_rows = {};  // U+1 rows of those positions; empty: all 0 (no piece)
 };
 
 struct JournalState {
@@ -37,6 +45,12 @@ struct JournalState {
 // attention at max(block_first, A), as OutputBlock describes).
 std::uint64_t unit_checksum(const OutputLayout& layout, std::int64_t first, std::int64_t last,
                             std::int64_t block_first, const OutputBlock& block);
+
+// XXH3-64 of the unit `unit` of `block`, which holds the span `block_span` in the canonical
+// layout of output.hpp (any layout, whole sequences or pieces; for padded whole sequences the
+// same value as unit_checksum()).
+std::uint64_t span_checksum(const OutputLayout& layout, const OutputSpan& unit, const OutputSpan& block_span,
+                            const OutputBlock& block);
 
 // XXH3-64 of bytes or of a text, as 16 hex digits.
 std::string hash_hex(const void* data, std::size_t bytes);

@@ -13,6 +13,15 @@
 // named OUTPUT is always whole; an existing OUTPUT is replaced (with force) only by that
 // final rename, never deleted before.
 //
+// The packed layout (SPEC.md "packed layout", for a packed input) stores the rows of every
+// sequence end to end instead:
+//   /output     float32 [T, D_out]                         labels T, D
+//   /lse        float32 [H, T]                             labels H, T
+//   /offsets    int64 [N+1]: sequence n is rows [offsets[n], offsets[n+1])
+//   /lengths    int32 [N], /attention as above, per sequence with L the longest sequence (a
+//               map's rows past its sequence's length stay zero, as HDF5 allocates them)
+// and the root attribute sequence_layout = "packed".
+//
 // Progress for resuming is the journal (journal.hpp): units are recorded as done, with a
 // checksum, by checkpoint() once their data is flushed. /lengths is also filled with -1 and
 // /lse with NaN at creation, so a reader sees unwritten sequences as such.
@@ -26,6 +35,7 @@
 #include "attnbatch/io/journal.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,6 +63,16 @@ struct OutputLayout {
     // Row 0 holds this input sequence (run --sequences). Rows and weights_first/last count
     // from row 0; the attributes first_sequence and weights_sequences record input sequences.
     std::int64_t first_sequence = 0;
+    // The packed layout: `offsets` (N + 1 row offsets, from 0 to T) say where each sequence's
+    // rows are; len is then the longest sequence.
+    bool packed = false;
+    std::shared_ptr<const std::vector<std::int64_t>> offsets;
+
+    std::int64_t tokens() const noexcept { return packed && offsets ? offsets->back() : n * len; }  // T
+    // Rows sequence s has in /output: its length when packed, L when padded.
+    std::int64_t rows_of(std::int64_t s) const noexcept {
+        return packed ? (*offsets)[static_cast<std::size_t>(s) + 1] - (*offsets)[static_cast<std::size_t>(s)] : len;
+    }
 
     std::int64_t weights_end() const noexcept { return weights_last < 0 ? n : weights_last; }
     std::int64_t weights_heads() const noexcept { return save_weights == SaveWeights::mean ? 1 : heads; }
@@ -103,6 +123,9 @@ struct OutputOptions {
     // The units the run will record as done (see journal.hpp); without it no journal is
     // written and checkpoint() only flushes.
     std::optional<JournalPlan> journal;
+    // Packed layout: /offsets is written at creation, each of `writers` ranks of a collective
+    // creation its part `writer` (independent writes of disjoint rows).
+    int writer = 0, writers = 1;
 };
 
 // The checks and clean-up before creating OUTPUT.partial: Error with exit 2 when
@@ -116,10 +139,29 @@ void prepare_output_path(const std::string& output_path, bool force);
 // and a dry run). `continuing`: OUTPUT.partial is the one --resume goes on with, so that it
 // exists is no error.
 void check_output_target(const std::string& output_path, bool force, bool continuing = false);
+// What one write covers: whole sequences [first, last), or a piece, rows [row_first, row_last)
+// of sequence `first` (last = first + 1, 0 <= row_first < row_last <= its rows).
+struct OutputSpan {
+    std::int64_t first = 0, last = 0;
+    std::int64_t row_first = 0, row_last = 0;  // row_last = 0: whole sequences
+    bool piece() const noexcept { return row_last > 0; }
+};
+
+// The elements of each array of an OutputBlock for a span (its canonical layout below).
+struct SpanSizes {
+    std::size_t output = 0, lse = 0, lengths = 0, attention = 0;
+};
+SpanSizes span_sizes(const OutputLayout& layout, const OutputSpan& span);
 
 // One block of whole sequences [first, last) for write_block(). The attention pointer that
 // matches the layout's dtype holds only the sequences of layout.weights_range(first, last),
 // (count_w, H_w, L, L); it may be null when that range is empty.
+// For write_span() the same arrays hold, for each sequence s of the span in turn, its rows
+// r of the span (all its rows, or a piece's):
+//   output     (r, D_out) after each other: padded whole sequences are (count, L, D_out)
+//   lse        padded: (H, r) after each other, i.e. (count, H, L); packed: (H, total rows)
+//   lengths    one per sequence the span ends (a piece: only with its sequence's last row)
+//   attention  (H_w, r, L) after each other, for the sequences with stored weights
 struct OutputBlock {
     const float* output = nullptr;             // (count, L, D_out)
     const float* lse = nullptr;                // (count, H, L)
@@ -154,6 +196,11 @@ public:
     // MPI-IO: every rank calls it the same number of times, with an empty range if need be.
     // With a journal, [first, last) must be whole units; their checksums wait for checkpoint().
     void write_block(std::int64_t first, std::int64_t last, const OutputBlock& block, hid_t transfer = H5P_DEFAULT);
+    // Writes a span (any layout, whole sequences or a piece) from a block in the canonical
+    // layout above; the same one H5Dwrite per dataset, in the same order, as write_block(), so
+    // ranks writing spans of either kind meet in every collective write. With a journal the
+    // span must be whole units.
+    void write_span(const OutputSpan& span, const OutputBlock& block, hid_t transfer = H5P_DEFAULT);
 
     void flush();
     // Flush, record the units written since the last checkpoint as done, flush again.
@@ -180,11 +227,18 @@ private:
     std::int64_t sequences_per_chunk_ = 1;
     void create_journal(const JournalPlan& plan);
     void remember_checksums(std::int64_t first, std::int64_t last, const OutputBlock& block);
+    void remember_span_checksums(const OutputSpan& span, const OutputBlock& block);
     void open_journal();
+    void create_packed(const OutputOptions& options);
+    // The journal's units [begin, end) making up a span (std::logic_error when it is not whole units).
+    std::pair<std::size_t, std::size_t> units_of(const OutputSpan& span) const;
+    OutputSpan unit_span(std::size_t unit) const;
+    // XXH3-64 of a span's data as stored (span_checksum() of it read back).
+    std::uint64_t stored_checksum(const OutputSpan& span) const;
     File file_;
-    std::optional<Dataset> output_, attention_, lse_, lengths_;
+    std::optional<Dataset> output_, attention_, lse_, lengths_, offsets_;
     std::optional<Dataset> journal_progress_;
-    std::vector<std::int64_t> unit_bounds_;
+    std::vector<std::int64_t> unit_bounds_, unit_rows_;
     std::vector<std::pair<std::int64_t, std::int64_t>> pending_;  // (unit, checksum) written, not yet recorded
 };
 

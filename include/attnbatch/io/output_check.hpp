@@ -1,4 +1,5 @@
-// Whether a file is a well-formed output of `run`, as SPEC.md "Output file" describes it:
+// Whether a file is a well-formed output of `run`, as SPEC.md "Output file" describes it (or
+// its packed layout, /offsets giving the rows of each sequence, lengths their count):
 // dtypes, shapes consistent with each other, the first_sequence of a weights subset, /config,
 // the `complete` attribute, and /lengths (which doubles as the written-sequence marker: -1
 // until a sequence is written).
@@ -15,6 +16,8 @@ namespace attnbatch::io {
 
 struct OutputCheck {
     std::int64_t n = 0, len = 0, d_out = 0, heads = 0;  // 0 where the datasets do not say
+    bool packed = false;     // the packed layout (/output [T, D_out], /lse [H, T], /offsets)
+    std::int64_t tokens = 0;  // packed: T
     bool has_attention = false;
     std::string attention_dtype;  // "float32" or "float16"
     std::int64_t first_sequence = 0;  // the input sequence of row 0 (root attribute, run --sequences)

@@ -3,6 +3,7 @@
 // /lse, /lengths and /attention, as stored. What `verify` and `weights` recompute against.
 //
 // The layout comes from the datasets themselves: N, L and D_out from /output, H from /lse,
+// (packed layout, with /offsets: N from /offsets, L the longest sequence or /attention's L),
 // and from /attention (when present) the weights' dtype, their sequences [A, B) (attribute
 // first_sequence) and whether they are the mean over heads. Creation parameters that do not
 // change what is read (gzip level, chunk size) keep OutputLayout's defaults.
@@ -21,6 +22,7 @@
 namespace attnbatch::io {
 
 // Sequences [first, first + count) as stored; the buffers are reused between reads.
+// Packed layout: output (rows, D_out) and lse (H, rows), rows being the sequences' rows.
 struct OutputRows {
     std::int64_t first = 0;
     std::int64_t count = 0;
@@ -69,7 +71,7 @@ private:
     File file_;
     bool complete_ = false;
     OutputLayout layout_;
-    std::optional<Dataset> output_, lse_, lengths_, attention_;
+    std::optional<Dataset> output_, lse_, lengths_, attention_, offsets_;
 };
 
 }  // namespace attnbatch::io

@@ -14,7 +14,8 @@ struct OutputSizes {
     std::uint64_t attention = 0;  // /attention (the weights; the usual giant: N*H*L*L)
     std::uint64_t lse = 0;        // /lse
     std::uint64_t lengths = 0;    // /lengths
-    std::uint64_t total() const noexcept { return output + attention + lse + lengths; }
+    std::uint64_t offsets = 0;    // /offsets (the packed layout)
+    std::uint64_t total() const noexcept { return output + attention + lse + lengths + offsets; }
 };
 
 // Uncompressed payload bytes (gzip can only shrink them; metadata adds a few KiB).

@@ -17,6 +17,11 @@ inline constexpr const char* lengths = "/lengths";        // integer [N] in an i
 inline constexpr const char* query = "/query";            // [N, L, H*d_k] packed or [N, H, L, d_k] split
 inline constexpr const char* key = "/key";                // like /query
 inline constexpr const char* value = "/value";            // [N, L, H*d_v] packed or [N, H, L, d_v] split
+// The packed layout (SPEC.md): every sequence's rows end to end, sequence n in rows
+// [offsets[n], offsets[n+1]). In an input /tokens holds the embeddings [T, d] (or /query /key
+// /value are [T, H*d]); in an output /output is [T, D_out] and /lse [H, T].
+inline constexpr const char* tokens = "/tokens";    // float32/64 [T, d]
+inline constexpr const char* offsets = "/offsets";  // int64 [N+1], from 0 to T
 
 // Projection weights file (run --weights), row-vector convention, stored [in, out].
 inline constexpr const char* w_q = "/w_q";  // [d, H*d_k]
@@ -37,6 +42,9 @@ inline constexpr const char* config = "/config";        // scalar string: the re
 // The resume journal inside OUTPUT.partial (journal.hpp).
 inline constexpr const char* journal = "/journal";                          // the group
 inline constexpr const char* journal_unit_bounds = "/journal/unit_bounds";  // int64 [U+1]
+// int64 [U+1], only when some unit is a piece of a sequence: unit u starts at row
+// unit_rows[u] of sequence unit_bounds[u] (journal.hpp)
+inline constexpr const char* journal_unit_rows = "/journal/unit_rows";
 inline constexpr const char* journal_progress = "/journal/progress";        // int64 [U, 2]: done, checksum
 inline constexpr const char* journal_identity = "/journal/identity";        // string: "key = value" lines
 
@@ -85,6 +93,8 @@ inline constexpr const char* io_mode = "io_mode";                      // "gathe
 inline constexpr const char* config_dataset = "config_dataset";        // where the configuration is: /config
 inline constexpr const char* d_k = "d_k";                              // query/key width per head
 inline constexpr const char* d_v = "d_v";                              // value width per head
+// "packed" on an output (and a generated input) in the packed layout; absent: padded [N, L, ...]
+inline constexpr const char* sequence_layout = "sequence_layout";
 // 1 once every sequence is written, 0 before: an output counts only when it says 1.
 inline constexpr const char* complete = "complete";
 
