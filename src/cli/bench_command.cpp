@@ -14,6 +14,7 @@
 
 #include "attnbatch/kernels/attention.hpp"
 #include "attnbatch/kernels/fma_peak.hpp"
+#include "amx_permission.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "run_options.hpp"
@@ -69,6 +70,7 @@ int bench_command(const std::vector<std::string>& args) {
         "Attention FLOPs per pass: 2*B*H*L^2*(d_k + d_v) (= 4*B*H*L^2*d for d_v = d_k), half with --causal.",
         "  attnbatch bench --batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1\n"
         "  attnbatch bench --seq-len 2048 --causal --threads 2 --json\n"
+        "  attnbatch bench --precision bf16 --threads 1\n"
         "  attnbatch bench --save-weights mean --weights-dtype f16 --kernel reference --repeats 1\n"};
     po::options_description options("bench options");
     options.add_options()
@@ -84,6 +86,9 @@ int bench_command(const std::vector<std::string>& args) {
         ("weights-dtype", po::value<std::string>()->default_value("f32"), "weights as f32|f16")
         ("kernel", po::value<std::string>()->default_value("blocked"), "blocked|reference")
         ("isa", po::value<std::string>()->default_value("best"), ("blocked kernel ISA: " + isa_choices(false)).c_str())
+        ("precision", po::value<std::string>()->default_value("fp32"),
+         "fp32|bf16: bf16 rounds Q, K, V and P to bfloat16 for the matrix products (AMX tiles where present, else "
+         "AVX512-BF16; ATTNBATCH_NO_AMX=1 keeps them off the tiles), fp32 accumulation and softmax")
         ("block-q", po::value<int>()->default_value(0), "query tile rows [auto]")
         ("block-k", po::value<int>()->default_value(0), "key tile columns [auto]")
         ("repeats", po::value<int>()->default_value(7), "timed runs; the median is reported")
@@ -119,7 +124,9 @@ int bench_command(const std::vector<std::string>& args) {
 
     k::KernelOptions kopt;
     kopt.kind = kernel_text == "reference" ? k::KernelKind::reference : k::KernelKind::blocked;
-    kopt.isa = k::resolve_isa(parse_isa(vm["isa"].as<std::string>()));
+    kopt.precision = parse_precision(vm["precision"].as<std::string>(), kopt.kind);
+    kopt.isa = resolve_isa_for(parse_isa(vm["isa"].as<std::string>()), kopt.precision);
+    kopt.amx_permitted = kopt.precision == k::Precision::bf16 && amx_permitted();
     kopt.threads = vm["threads"].as<int>();
 #if defined(_OPENMP)
     if (kopt.threads == 0) kopt.threads = omp_get_max_threads();
@@ -194,6 +201,8 @@ int bench_command(const std::vector<std::string>& args) {
     const double peak_gflops = median(peaks);
     const double fraction = median(fractions);
     const char* isa = kopt.kind == k::KernelKind::reference ? "fp64-reference" : k::isa_name(kopt.isa);
+    const char* precision = kopt.kind == k::KernelKind::reference ? "fp64" : k::precision_name(kopt.precision);
+    const std::string unit = k::matrix_unit(kopt);
 
     if (vm["json"].as<bool>()) {
         std::ostringstream j;
@@ -204,14 +213,15 @@ int bench_command(const std::vector<std::string>& args) {
           << ", \"seq_len\": " << len << ", \"dim_k\": " << dim_k << ", \"dim_v\": " << dim_v
           << ", \"causal\": " << (causal ? "true" : "false") << ", \"save_weights\": \"" << weights_text
           << "\", \"weights_dtype\": \"" << dtype_text << "\", \"kernel\": \"" << kernel_text << "\", \"isa\": \"" << isa
-          << "\", \"peak_vector_bits\": " << peak_bits << ", \"gflop_per_pass\": " << flops * 1e-9 << "}\n";
+          << "\", \"precision\": \"" << precision << "\", \"matrix_unit\": \"" << unit << "\", \"peak_vector_bits\": " << peak_bits << ", \"gflop_per_pass\": " << flops * 1e-9 << "}\n";
         std::cout << j.str();
     } else {
         std::cout << std::fixed << std::setprecision(2)
                   << "attnbatch bench: B=" << batch << " H=" << heads << " L=" << len << " d_k=" << dim_k << " d_v=" << dim_v
                   << (causal ? " causal" : "") << " weights=" << weights_text
                   << (weights_mode != k::WeightsMode::none ? "/" + dtype_text : std::string())
-                  << " kernel=" << kernel_text << " isa=" << isa << " threads=" << kopt.threads << '\n'
+                  << " kernel=" << kernel_text << " isa=" << isa << " precision=" << precision
+                  << (unit != isa ? " on " + unit : std::string()) << " threads=" << kopt.threads << '\n'
                   << "  time       " << med * 1e3 << " ms median of " << repeats << " (min " << best * 1e3 << ", max "
                   << worst * 1e3 << ")\n"
                   << "  attention  " << gflops << " GFLOP/s (" << flops * 1e-9 << " GFLOP per pass)\n"

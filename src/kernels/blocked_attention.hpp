@@ -228,7 +228,7 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
     }
     const int blocks = (rows + kMR - 1) / kMR;
     QueryBlocks query_blocks{};
-    if (tile_keys > 0) query_blocks = stage_queries(t, b, h, i0, blocks);
+    if (tile_keys > 0) query_blocks = stage_queries(t, b, h, i0, rows, blocks);
     const float factor = p.scale * kLog2e;
     prefetch_next_task(p, layout, s.prefetch, b, h, next, blocks, tile_keys);
     for (int k0 = 0, tile = 0; k0 < tile_keys; k0 += layout.bk, ++tile) {

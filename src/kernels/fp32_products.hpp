@@ -100,7 +100,7 @@ void pack_query_block(const Task& t, int b, int h, int i0, int count) {
     }
 }
 
-// Where the row blocks of a query tile read their queries: in place, except a last row block
+// Where the row blocks of a query tile (rows [i0, i0 + rows) valid) read their queries: in place, except a last row block
 // that would run past the end of the query tensor (rows past the tile's valid rows but inside
 // the tensor are computed and ignored), which reads q_pack.
 struct QueryBlocks {
@@ -114,7 +114,7 @@ struct QueryBlocks {
     std::ptrdiff_t stride(int blk) const { return blk < direct_blocks ? ld : dim_k; }
 };
 
-QueryBlocks stage_queries(const Task& t, int b, int h, int i0, int blocks) {
+QueryBlocks stage_queries(const Task& t, int b, int h, int i0, int /*rows*/, int blocks) {
     const AttentionParams& p = t.p;
     QueryBlocks q;
     q.base = p.q + b * p.q_strides.seq + h * p.q_strides.head + i0 * p.q_strides.row;
