@@ -74,6 +74,7 @@ inline constexpr const char* weights_sequences = "weights_sequences";  // [A, B]
 inline constexpr const char* ranks = "ranks";                          // MPI ranks of the run
 inline constexpr const char* threads = "threads";                      // threads per rank
 inline constexpr const char* io_mode = "io_mode";                      // "gather" or "parallel"
+inline constexpr const char* precision = "precision";                  // the kernel's: "fp32" or "bf16"
 inline constexpr const char* config_dataset = "config_dataset";        // where the configuration is: /config
 // 1 once every sequence is written, 0 before: an output counts only when it says 1.
 inline constexpr const char* complete = "complete";

@@ -119,4 +119,10 @@ struct ReferenceOutputs {
 // Computes every logit in double, three passes per row, no scratch memory.
 void reference_attention_f64(const AttentionParams& params, const ReferenceOutputs& outputs);
 
+// A plain bf16 implementation, the yardstick of the bf16 kernel (`verify` allows a bf16 run
+// twice its error against reference_attention_f64: the flash-attention rule): Q, K, V rounded to
+// bf16, logits and P V accumulated in float, the softmax in float, the normalised P rounded to
+// bf16 before P V; lse and weights in float. Reads and writes as reference_attention_f64.
+void naive_attention_bf16(const AttentionParams& params, const ReferenceOutputs& outputs);
+
 }  // namespace attnbatch::kernels
