@@ -70,7 +70,7 @@ int bench_command(const std::vector<std::string>& args) {
         "Attention FLOPs per pass: 2*B*H*L^2*(d_k + d_v) (= 4*B*H*L^2*d for d_v = d_k), half with --causal.",
         "  attnbatch bench --batch 8 --heads 8 --seq-len 512 --dim 64 --threads 1\n"
         "  attnbatch bench --seq-len 2048 --causal --threads 2 --json\n"
-        "  attnbatch bench --precision bf16 --threads 1\n"
+        "  attnbatch bench --precision bf16 --threads 1 --check\n"
         "  attnbatch bench --save-weights mean --weights-dtype f16 --kernel reference --repeats 1\n"};
     po::options_description options("bench options");
     options.add_options()
@@ -93,6 +93,9 @@ int bench_command(const std::vector<std::string>& args) {
         ("block-k", po::value<int>()->default_value(0), "key tile columns [auto]")
         ("repeats", po::value<int>()->default_value(7), "timed runs; the median is reported")
         ("seed", po::value<unsigned>()->default_value(1), "random seed of the synthetic Q, K, V")
+        ("check", po::value<int>()->default_value(0)->implicit_value(4),
+         "also compare the output of the first N (sequence, head) pairs with the fp64 reference: max abs error and "
+         "NMSE (alone: 4)")
         ("json", po::bool_switch(), "print one JSON object instead of text");
     po::variables_map vm;
     if (!parse_command_line(spec, options, args, vm)) return exit_ok;
@@ -194,6 +197,38 @@ int bench_command(const std::vector<std::string>& args) {
         peaks.push_back(peak.gflops_per_core);
         fractions.push_back(peak.gflops_per_core > 0 ? flops / elapsed * 1e-9 / (peak.gflops_per_core * kopt.threads) : 0.0);
     }
+    // Accuracy against the fp64 reference on the first (sequence, head) pairs of the last run.
+    if (vm["check"].as<int>() < 0) throw Error(exit_usage, "--check: expected a number of (sequence, head) pairs >= 0");
+    const int checked = std::min(vm["check"].as<int>(), batch * heads);
+    double max_error = 0, sum_sq_error = 0, sum_sq_ref = 0;
+    if (checked > 0) {
+        k::AttentionParams first = p;
+        first.batch = 1;
+        first.heads = 1;
+        first.lse = nullptr;
+        first.weights = nullptr;
+        first.weights_mode = k::WeightsMode::none;
+        std::vector<double> ref(static_cast<std::size_t>(len) * dim_v);
+        for (int pair = 0; pair < checked; ++pair) {
+            const std::ptrdiff_t head_q = static_cast<std::ptrdiff_t>(pair) * len * dim_k;
+            const std::ptrdiff_t head_v = static_cast<std::ptrdiff_t>(pair) * len * dim_v;
+            first.q = p.q + head_q;
+            first.k = p.k + head_q;
+            first.v = p.v + head_v;
+            k::ReferenceOutputs ro;
+            ro.out = ref.data();
+            k::reference_attention_f64(first, ro);
+            const float* got = p.out + head_v;
+            for (std::size_t i = 0; i < ref.size(); ++i) {
+                const double e = std::fabs(static_cast<double>(got[i]) - ref[i]);
+                max_error = std::max(max_error, e);
+                sum_sq_error += e * e;
+                sum_sq_ref += ref[i] * ref[i];
+            }
+        }
+    }
+    const double nmse = sum_sq_ref > 0 ? sum_sq_error / sum_sq_ref : 0.0;
+
     const double med = median(seconds);
     const double best = *std::min_element(seconds.begin(), seconds.end());
     const double worst = *std::max_element(seconds.begin(), seconds.end());
@@ -213,7 +248,9 @@ int bench_command(const std::vector<std::string>& args) {
           << ", \"seq_len\": " << len << ", \"dim_k\": " << dim_k << ", \"dim_v\": " << dim_v
           << ", \"causal\": " << (causal ? "true" : "false") << ", \"save_weights\": \"" << weights_text
           << "\", \"weights_dtype\": \"" << dtype_text << "\", \"kernel\": \"" << kernel_text << "\", \"isa\": \"" << isa
-          << "\", \"precision\": \"" << precision << "\", \"matrix_unit\": \"" << unit << "\", \"peak_vector_bits\": " << peak_bits << ", \"gflop_per_pass\": " << flops * 1e-9 << "}\n";
+          << "\", \"precision\": \"" << precision << "\", \"matrix_unit\": \"" << unit << "\", \"peak_vector_bits\": " << peak_bits << ", \"gflop_per_pass\": " << flops * 1e-9;
+        if (checked > 0) j << ", \"checked_heads\": " << checked << ", \"max_abs_error\": " << max_error << ", \"nmse\": " << nmse;
+        j << "}\n";
         std::cout << j.str();
     } else {
         std::cout << std::fixed << std::setprecision(2)
@@ -229,6 +266,10 @@ int bench_command(const std::vector<std::string>& args) {
                   << "-bit FMA, median of bursts between the runs)\n"
                   << "  fraction   " << std::setprecision(3) << fraction << " of peak x " << kopt.threads
                   << " thread(s) (median of per-run ratios)\n";
+        if (checked > 0) {
+            std::cout << std::scientific << std::setprecision(2) << "  accuracy   max abs error " << max_error << ", NMSE "
+                      << nmse << " against the fp64 reference (" << checked << " sequence-head pairs)\n";
+        }
     }
     return exit_ok;
 }
