@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <cstdlib>
 #include <iomanip>
@@ -53,6 +54,12 @@ void require_positive(const po::variables_map& vm, const char* name, long long l
         throw Error(exit_usage, std::string("--") + name + ": " + std::to_string(value) +
                                         " is out of range, expected 1.." + std::to_string(limit));
     }
+}
+
+double process_cpu_seconds() {
+    timespec t{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 double median(std::vector<double> v) {
@@ -185,14 +192,19 @@ int bench_command(const std::vector<std::string>& args) {
     // every page.
     k::attention_forward(p, kopt, workspace.get(), workspace_bytes);
     const double flops = 2.0 * batch * heads * static_cast<double>(len) * len * (dim_k + dim_v) * (causal ? 0.5 : 1.0);
-    std::vector<double> seconds, peaks, fractions;
+    // The process's CPU time beside the wall time: their ratio says how much of the run its
+    // threads actually had a core (other processes take the rest on a busy host), which is
+    // what makes wall-time figures on a shared machine spread (README, "Performance").
+    std::vector<double> seconds, peaks, fractions, on_cpu;
     int peak_bits = 0;
     for (int r = 0; r < repeats; ++r) {
         const k::FmaPeak peak = k::measure_fma_peak(0.05);
         peak_bits = peak.vector_bits;
+        const double cpu0 = process_cpu_seconds();
         const auto t0 = std::chrono::steady_clock::now();
         k::attention_forward(p, kopt, workspace.get(), workspace_bytes);
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        on_cpu.push_back(elapsed > 0 ? (process_cpu_seconds() - cpu0) / (elapsed * kopt.threads) : 1.0);
         seconds.push_back(elapsed);
         peaks.push_back(peak.gflops_per_core);
         fractions.push_back(peak.gflops_per_core > 0 ? flops / elapsed * 1e-9 / (peak.gflops_per_core * kopt.threads) : 0.0);
@@ -249,6 +261,7 @@ int bench_command(const std::vector<std::string>& args) {
           << ", \"causal\": " << (causal ? "true" : "false") << ", \"save_weights\": \"" << weights_text
           << "\", \"weights_dtype\": \"" << dtype_text << "\", \"kernel\": \"" << kernel_text << "\", \"isa\": \"" << isa
           << "\", \"precision\": \"" << precision << "\", \"matrix_unit\": \"" << unit << "\", \"peak_vector_bits\": " << peak_bits << ", \"gflop_per_pass\": " << flops * 1e-9;
+        j << ", \"on_cpu\": " << median(on_cpu);
         if (checked > 0) j << ", \"checked_heads\": " << checked << ", \"max_abs_error\": " << max_error << ", \"nmse\": " << nmse;
         j << "}\n";
         std::cout << j.str();
@@ -265,7 +278,8 @@ int bench_command(const std::vector<std::string>& args) {
                   << "  peak       " << peak_gflops << " GFLOP/s per core (" << peak_bits
                   << "-bit FMA, median of bursts between the runs)\n"
                   << "  fraction   " << std::setprecision(3) << fraction << " of peak x " << kopt.threads
-                  << " thread(s) (median of per-run ratios)\n";
+                  << " thread(s) (median of per-run ratios)\n"
+                  << "  on CPU     " << median(on_cpu) << " of the time x threads (below 1: other processes had the cores)\n";
         if (checked > 0) {
             std::cout << std::scientific << std::setprecision(2) << "  accuracy   max abs error " << max_error << ", NMSE "
                       << nmse << " against the fp64 reference (" << checked << " sequence-head pairs)\n";
