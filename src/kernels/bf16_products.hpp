@@ -26,6 +26,9 @@
 #include <immintrin.h>
 
 #include "micro_kernels.hpp"
+#if defined(ATTNBATCH_AMX_EMULATION)
+#include "amx_emulation.hpp"
+#endif
 
 #if !defined(__AVX512BF16__) || !defined(__AMX_TILE__) || !defined(__AMX_BF16__)
 #error "bf16_products.hpp is compiled with -mavx512bf16 -mamx-tile -mamx-bf16 (src/kernels/CMakeLists.txt)"
@@ -50,10 +53,35 @@ static_assert(kLanes == 16 && kMR == 16 && kNR == 32 && kNRpv == 16,
 namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE {
 namespace {
 
+// The tile instructions, through these so that tests can run the tile path on the plain C++
+// model of amx_emulation.hpp (ATTNBATCH_AMX_EMULATION) where the CPU has no AMX. Macros: GCC's
+// intrinsics paste the tile number into the instruction text, so it must be a literal. GCC 12's
+// TILELOADD asm does not say that it reads memory: the barrier before it keeps the packing's
+// stores ahead of it.
+#if defined(ATTNBATCH_AMX_EMULATION)
+#define ATTNBATCH_TILE_CONFIG(config) amx_emulation::load_config(config)
+#define ATTNBATCH_TILE_RELEASE() ((void)0)
+#define ATTNBATCH_TILE_ZERO(t) amx_emulation::zero(t)
+#define ATTNBATCH_TILE_LOAD(t, base, stride) amx_emulation::load(t, base, stride)
+#define ATTNBATCH_TILE_STORE(t, base, stride) amx_emulation::store(t, base, stride)
+#define ATTNBATCH_TILE_DOT(c, a, b) amx_emulation::dot_bf16(c, a, b)
+bool matrix_tiles_usable(bool amx_permitted) { return amx_permitted; }
+#else
+#define ATTNBATCH_TILE_CONFIG(config) _tile_loadconfig(config)
+#define ATTNBATCH_TILE_RELEASE() _tile_release()
+#define ATTNBATCH_TILE_ZERO(t) _tile_zero(t)
+#define ATTNBATCH_TILE_LOAD(t, base, stride)    \
+    do {                                         \
+        __asm__ volatile("" ::: "memory");       \
+        _tile_loadd(t, base, stride);            \
+    } while (0)
+#define ATTNBATCH_TILE_STORE(t, base, stride) _tile_stored(t, base, stride)
+#define ATTNBATCH_TILE_DOT(c, a, b) _tile_dpbf16ps(c, a, b)
 // Feature tests only; the OS permission is the caller's (amx_permitted).
 bool matrix_tiles_usable(bool amx_permitted) {
     return amx_permitted && __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-bf16");
 }
+#endif
 
 // Palette 1, every tile 16 rows of 64 bytes: C tiles 0-3, A tile 4, B tiles 5-6.
 struct alignas(64) TileConfig {
@@ -72,11 +100,11 @@ void begin_products(Scratch& s) {
         config.bytes_per_row[t] = 64;
         config.rows[t] = 16;
     }
-    _tile_loadconfig(&config);
+    ATTNBATCH_TILE_CONFIG(&config);
 }
 
 void end_products(Scratch& s) {
-    if (s.matrix_tiles) _tile_release();
+    if (s.matrix_tiles) ATTNBATCH_TILE_RELEASE();
 }
 
 // ---- rounding to bf16 -----------------------------------------------------------------------
@@ -211,17 +239,17 @@ int compute_scores(const Task& t, const QueryBlocks& q, int blk, int k0, int blo
         for (int panel = 0; panel * kNR < block_count; ++panel) {
             const Operand* kp = s.k_pack + static_cast<std::size_t>(k0 / kNR + panel) * panel_size;
             s.prefetch.step();
-            _tile_zero(0);
-            _tile_zero(1);
+            ATTNBATCH_TILE_ZERO(0);
+            ATTNBATCH_TILE_ZERO(1);
             for (int c0 = 0; c0 < dkp; c0 += 32) {
-                _tile_loadd(4, qb + c0, dkp * 2);
-                _tile_loadd(5, kp + c0 / 2 * 32, 64);
-                _tile_loadd(6, kp + (dkp / 2 + c0 / 2) * 32, 64);
-                _tile_dpbf16ps(0, 4, 5);
-                _tile_dpbf16ps(1, 4, 6);
+                ATTNBATCH_TILE_LOAD(4, qb + c0, dkp * 2);
+                ATTNBATCH_TILE_LOAD(5, kp + c0 / 2 * 32, 64);
+                ATTNBATCH_TILE_LOAD(6, kp + (dkp / 2 + c0 / 2) * 32, 64);
+                ATTNBATCH_TILE_DOT(0, 4, 5);
+                ATTNBATCH_TILE_DOT(1, 4, 6);
             }
-            _tile_stored(0, s.s_tile + panel * kNR, bk * 4);
-            _tile_stored(1, s.s_tile + panel * kNR + 16, bk * 4);
+            ATTNBATCH_TILE_STORE(0, s.s_tile + panel * kNR, bk * 4);
+            ATTNBATCH_TILE_STORE(1, s.s_tile + panel * kNR + 16, bk * 4);
         }
         return 0;
     }
@@ -303,32 +331,32 @@ void accumulate_values(const Task& t, int r0, int k0, int block_count) {
         for (int c0 = 0; c0 < dvp; c0 += 64) {
             const int tiles = imin(4, (dvp - c0) / 16);
             s.prefetch.step();
-            _tile_loadd(0, o + c0, dvp * 4);
-            if (tiles > 1) _tile_loadd(1, o + c0 + 16, dvp * 4);
-            if (tiles > 2) _tile_loadd(2, o + c0 + 32, dvp * 4);
-            if (tiles > 3) _tile_loadd(3, o + c0 + 48, dvp * 4);
+            ATTNBATCH_TILE_LOAD(0, o + c0, dvp * 4);
+            if (tiles > 1) ATTNBATCH_TILE_LOAD(1, o + c0 + 16, dvp * 4);
+            if (tiles > 2) ATTNBATCH_TILE_LOAD(2, o + c0 + 32, dvp * 4);
+            if (tiles > 3) ATTNBATCH_TILE_LOAD(3, o + c0 + 48, dvp * 4);
             for (int j0 = 0; j0 < width; j0 += 32) {
                 const Operand* vb = v + static_cast<std::size_t>(j0 / 2) * dvp * 2 + c0 * 2;
-                _tile_loadd(4, s.p_pack + j0, bk * 2);
-                _tile_loadd(5, vb, dvp * 4);
-                _tile_dpbf16ps(0, 4, 5);
+                ATTNBATCH_TILE_LOAD(4, s.p_pack + j0, bk * 2);
+                ATTNBATCH_TILE_LOAD(5, vb, dvp * 4);
+                ATTNBATCH_TILE_DOT(0, 4, 5);
                 if (tiles > 1) {
-                    _tile_loadd(6, vb + 32, dvp * 4);
-                    _tile_dpbf16ps(1, 4, 6);
+                    ATTNBATCH_TILE_LOAD(6, vb + 32, dvp * 4);
+                    ATTNBATCH_TILE_DOT(1, 4, 6);
                 }
                 if (tiles > 2) {
-                    _tile_loadd(5, vb + 64, dvp * 4);
-                    _tile_dpbf16ps(2, 4, 5);
+                    ATTNBATCH_TILE_LOAD(5, vb + 64, dvp * 4);
+                    ATTNBATCH_TILE_DOT(2, 4, 5);
                 }
                 if (tiles > 3) {
-                    _tile_loadd(6, vb + 96, dvp * 4);
-                    _tile_dpbf16ps(3, 4, 6);
+                    ATTNBATCH_TILE_LOAD(6, vb + 96, dvp * 4);
+                    ATTNBATCH_TILE_DOT(3, 4, 6);
                 }
             }
-            _tile_stored(0, o + c0, dvp * 4);
-            if (tiles > 1) _tile_stored(1, o + c0 + 16, dvp * 4);
-            if (tiles > 2) _tile_stored(2, o + c0 + 32, dvp * 4);
-            if (tiles > 3) _tile_stored(3, o + c0 + 48, dvp * 4);
+            ATTNBATCH_TILE_STORE(0, o + c0, dvp * 4);
+            if (tiles > 1) ATTNBATCH_TILE_STORE(1, o + c0 + 16, dvp * 4);
+            if (tiles > 2) ATTNBATCH_TILE_STORE(2, o + c0 + 32, dvp * 4);
+            if (tiles > 3) ATTNBATCH_TILE_STORE(3, o + c0 + 48, dvp * 4);
         }
         return;
     }
