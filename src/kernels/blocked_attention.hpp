@@ -341,6 +341,8 @@ void forward(const AttentionParams& p, int block_q, int block_k, int threads, bo
     // once per group rather than once per thread that touches it; otherwise single tiles, so
     // that a few long sequences still spread over every thread.
     const int chunk = groups >= 4L * threads ? static_cast<int>(q_tiles) : 1;
+    // Single causal tiles go dearest first, so that the last ones handed out are the cheapest.
+    const bool last_first = p.causal && chunk == 1;
 #if defined(_OPENMP)
 #pragma omp parallel num_threads(threads)
 #endif
@@ -362,9 +364,9 @@ void forward(const AttentionParams& p, int block_q, int block_k, int threads, bo
 #pragma omp for schedule(dynamic, chunk)
 #endif
         for (long id = 0; id < tasks; ++id) {
-            const int i0 = static_cast<int>(id % q_tiles) * layout.bq;
+            const int i0 = tile_of(id, q_tiles, last_first) * layout.bq;
             const long seq_head = id / q_tiles;
-            const NextTask next = guess_next_task(p, layout.bq, id, q_tiles, tasks, chunk, threads, mean);
+            const NextTask next = guess_next_task(p, layout.bq, id, q_tiles, tasks, chunk, threads, mean, last_first);
             if (mean) {
                 attend_tile_mean(task, static_cast<int>(seq_head), i0, next);
             } else {
