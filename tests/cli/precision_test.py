@@ -3,7 +3,7 @@
 
 usage: precision_test.py ATTNBATCH CASE WORKDIR        (CASE: a name from CASES, or 'list')
 
-  bf16_run_verify   run --precision bf16, then verify (exit 0); the output records precision;
+  bf16_run_verify   run --precision bf16, then verify (exit 0) and weights; the output records precision;
                     out against a numpy float64 reference: NMSE <= 1e-5, and max error at most
                     twice that of a plain numpy bf16 implementation (the flash-attention rule)
   matrix_unit       ATTNBATCH_NO_AMX=1 puts bf16 on AVX512-BF16; without it AMX tiles run where
@@ -93,6 +93,13 @@ def bf16_run_verify(work):
     attnbatch("run", "--input", inp, "--output", out32, "--heads", str(heads), "--causal")
     verified = attnbatch("verify", "--input", inp, "--output", out, "--samples", "all")
     check("computed in bf16" in verified.stdout and "plain bf16" in verified.stdout, verified.stdout)
+    # `weights` recomputes maps from /lse with the run's bf16 rounding of Q and K: they match the
+    # stored ones up to the odd bf16 rounding flip of a projection recomputed in double.
+    maps = os.path.join(work, "maps.h5")
+    attnbatch("weights", "--input", inp, "--output", out, "--sequences", "0:6", "--to", maps)
+    with h5py.File(maps, "r") as m, h5py.File(out, "r") as f:
+        recomputed, stored = m["attention"][...], f["attention"][...]
+        check(np.abs(recomputed - stored).max() < 1e-3, "weights of a bf16 run: %.3g off the stored maps" % np.abs(recomputed - stored).max())
     with h5py.File(out, "r") as f, h5py.File(out32, "r") as g:
         check(f.attrs["precision"] == "bf16", "precision attribute %r" % f.attrs["precision"])
         check(g.attrs["precision"] == "fp32", "fp32 run's precision attribute %r" % g.attrs["precision"])
