@@ -195,16 +195,26 @@ int bench_command(const std::vector<std::string>& args) {
     // The process's CPU time beside the wall time: their ratio says how much of the run its
     // threads actually had a core (other processes take the rest on a busy host), which is
     // what makes wall-time figures on a shared machine spread (README, "Performance").
-    std::vector<double> seconds, peaks, fractions, on_cpu;
+    // Both divided by their on-CPU shares give rates per second on a core, which time slicing by
+    // other processes leaves alone: fraction_on_cpu is steady where fraction_of_peak is not.
+    std::vector<double> seconds, peaks, fractions, on_cpu, fractions_on_cpu;
     int peak_bits = 0;
     for (int r = 0; r < repeats; ++r) {
+        const double burst_cpu0 = process_cpu_seconds();
+        const auto burst_t0 = std::chrono::steady_clock::now();
         const k::FmaPeak peak = k::measure_fma_peak(0.05);
+        const double burst_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - burst_t0).count();
+        const double burst_on_cpu = burst_wall > 0 ? (process_cpu_seconds() - burst_cpu0) / burst_wall : 1.0;
         peak_bits = peak.vector_bits;
         const double cpu0 = process_cpu_seconds();
         const auto t0 = std::chrono::steady_clock::now();
         k::attention_forward(p, kopt, workspace.get(), workspace_bytes);
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         on_cpu.push_back(elapsed > 0 ? (process_cpu_seconds() - cpu0) / (elapsed * kopt.threads) : 1.0);
+        const double peak_on_cpu = peak.gflops_per_core / std::max(burst_on_cpu, 1e-3);
+        fractions_on_cpu.push_back(peak_on_cpu > 0 ? flops / elapsed * 1e-9 / std::max(on_cpu.back(), 1e-3) /
+                                                         (peak_on_cpu * kopt.threads)
+                                                   : 0.0);
         seconds.push_back(elapsed);
         peaks.push_back(peak.gflops_per_core);
         fractions.push_back(peak.gflops_per_core > 0 ? flops / elapsed * 1e-9 / (peak.gflops_per_core * kopt.threads) : 0.0);
@@ -261,7 +271,7 @@ int bench_command(const std::vector<std::string>& args) {
           << ", \"causal\": " << (causal ? "true" : "false") << ", \"save_weights\": \"" << weights_text
           << "\", \"weights_dtype\": \"" << dtype_text << "\", \"kernel\": \"" << kernel_text << "\", \"isa\": \"" << isa
           << "\", \"precision\": \"" << precision << "\", \"matrix_unit\": \"" << unit << "\", \"peak_vector_bits\": " << peak_bits << ", \"gflop_per_pass\": " << flops * 1e-9;
-        j << ", \"on_cpu\": " << median(on_cpu);
+        j << ", \"on_cpu\": " << median(on_cpu) << ", \"fraction_on_cpu\": " << median(fractions_on_cpu);
         if (checked > 0) j << ", \"checked_heads\": " << checked << ", \"max_abs_error\": " << max_error << ", \"nmse\": " << nmse;
         j << "}\n";
         std::cout << j.str();
@@ -279,7 +289,8 @@ int bench_command(const std::vector<std::string>& args) {
                   << "-bit FMA, median of bursts between the runs)\n"
                   << "  fraction   " << std::setprecision(3) << fraction << " of peak x " << kopt.threads
                   << " thread(s) (median of per-run ratios)\n"
-                  << "  on CPU     " << median(on_cpu) << " of the time x threads (below 1: other processes had the cores)\n";
+                  << "  on CPU     " << median(on_cpu) << " of the time x threads (below 1: other processes had the cores);\n"
+                  << "             per second on a core, " << median(fractions_on_cpu) << " of peak\n";
         if (checked > 0) {
             std::cout << std::scientific << std::setprecision(2) << "  accuracy   max abs error " << max_error << ", NMSE "
                       << nmse << " against the fp64 reference (" << checked << " sequence-head pairs)\n";
