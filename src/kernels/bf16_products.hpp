@@ -317,7 +317,10 @@ void accumulate_values(const Task& t, int r0, int k0, int block_count) {
     for (int r = 0; r < kMR; ++r) {
         const float* src = s.s_tile + static_cast<std::size_t>(r) * bk;
         Operand* dst = s.p_pack + static_cast<std::size_t>(r) * bk;
-        for (int j = 0; j < width; j += 32) _mm512_storeu_si512(dst + j, to_bf16_32(src + j, 32));
+        for (int j = 0; j < width; j += 32) {  // whole panels: no masks, two vectors per instruction
+            const __m512bh pair = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + j + 16), _mm512_loadu_ps(src + j));
+            _mm512_storeu_si512(dst + j, reinterpret_cast<__m512i>(pair));
+        }
     }
     float* o = s.o_acc + static_cast<std::size_t>(r0) * dvp;
     const Operand* v = s.v_pack + static_cast<std::size_t>(k0 / 2) * dvp * 2;
