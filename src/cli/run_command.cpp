@@ -52,7 +52,9 @@ void print_header(const dist::Job& job) {
     const io::InputSpec& spec = job.spec;
     const int ranks = job.comm.size();
     std::cout << "attnbatch run: " << spec.path << " N=" << spec.n << " L=" << spec.len << " H=" << spec.heads
-              << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (s.causal ? " causal" : "") << " -> " << s.output << '\n'
+              << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (s.causal ? " causal" : "")
+              << (s.kernel.precision == kernels::Precision::bf16 ? " bf16 on " + kernels::matrix_unit(s.kernel) : std::string())
+              << " -> " << s.output << '\n'
               << "  output " << dist::format_bytes(static_cast<double>(job.sizes.output + job.sizes.lse + job.sizes.lengths))
               << ", weights " << dist::format_bytes(static_cast<double>(job.sizes.attention)) << " ("
               << io::name_of(job.layout.save_weights) << ", " << io::name_of(job.layout.weights_dtype) << ")"
@@ -104,6 +106,7 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
     json.begin_object()
         .key("ranks").value(result.rounds.ranks.size())
         .key("threads").value(job.attention.kernel.threads)
+        .key("precision").value(kernels::precision_name(job.attention.kernel.precision))
         .key("io").value(dist::name_of(job.io))
         .key("schedule").value(dist::name_of(job.settings.schedule))
         .key("output").value(job.settings.output)
