@@ -5,8 +5,10 @@
 # the kernel is held to: 2 threads against 1, causal against full, bf16 against fp32.
 #   scripts/bench_precision.sh [ROUNDS]        (default 11)   BIN=build/attnbatch by default
 # Columns: GFLOP/s, fraction of the measured fp32 FMA peak (per thread), on_cpu (the share of
-# the run the process's threads were on a core: below 1, other processes took the rest), and
-# for bf16 the max abs error and NMSE of 4 sequence-head pairs against the fp64 reference.
+# the run the process's threads were on a core: below 1, other processes took the rest), the
+# GFLOP/s and fraction per second on a core (each run over its on_cpu share: what time slicing
+# by other processes leaves alone), and for bf16 the max abs error and NMSE of 4 sequence-head
+# pairs against the fp64 reference. Ratios are given both ways.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-11}
@@ -46,14 +48,16 @@ for line in open(sys.argv[1]):
     name, text = line.split(" ", 1)
     runs.setdefault(name, []).append(json.loads(text))
 med = {name: {key: statistics.median(r[key] for r in rs if key in r) for key in rs[0] if isinstance(rs[0][key], (int, float)) and not isinstance(rs[0][key], bool)} for name, rs in runs.items()}
-print("| configuration | runs | GFLOP/s | fraction of peak | on_cpu | max abs error | NMSE |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
+print("| configuration | runs | GFLOP/s | fraction of peak | on_cpu | GFLOP/s on CPU | fraction on CPU | max abs error | NMSE |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for name, m in med.items():
     err = ("%.2e | %.2e" % (m["max_abs_error"], m["nmse"])) if "nmse" in m else "- | -"
-    print("| %s | %d | %.1f | %.3f | %.2f | %s |" % (name, len(runs[name]), m["gflops"], m["fraction_of_peak"], m["on_cpu"], err))
+    print("| %s | %d | %.1f | %.3f | %.2f | %.1f | %.3f | %s |" % (name, len(runs[name]), m["gflops"], m["fraction_of_peak"],
+                                                       m["on_cpu"], m["gflops_on_cpu"], m["fraction_on_cpu"], err))
 def ratio(a, b, label):
     if a in med and b in med:
-        print("%-44s %.2f" % (label, med[a]["gflops"] / med[b]["gflops"]))
+        print("%-44s %5.2f  (on CPU: %.2f)" % (label, med[a]["gflops"] / med[b]["gflops"],
+                                                med[a]["gflops_on_cpu"] / med[b]["gflops_on_cpu"]))
 print()
 ratio("fp32_2t", "fp32_1t", "fp32 2 threads / 1 thread")
 ratio("fp32_1t_causal", "fp32_1t", "fp32 causal / full, 1 thread")

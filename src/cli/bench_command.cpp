@@ -271,7 +271,10 @@ int bench_command(const std::vector<std::string>& args) {
           << ", \"causal\": " << (causal ? "true" : "false") << ", \"save_weights\": \"" << weights_text
           << "\", \"weights_dtype\": \"" << dtype_text << "\", \"kernel\": \"" << kernel_text << "\", \"isa\": \"" << isa
           << "\", \"precision\": \"" << precision << "\", \"matrix_unit\": \"" << unit << "\", \"peak_vector_bits\": " << peak_bits << ", \"gflop_per_pass\": " << flops * 1e-9;
-        j << ", \"on_cpu\": " << median(on_cpu) << ", \"fraction_on_cpu\": " << median(fractions_on_cpu);
+        std::vector<double> rates_on_cpu;  // GFLOP/s were every thread on a core throughout
+        for (std::size_t r = 0; r < seconds.size(); ++r) rates_on_cpu.push_back(flops / seconds[r] * 1e-9 / std::max(on_cpu[r], 1e-3));
+        j << ", \"on_cpu\": " << median(on_cpu) << ", \"gflops_on_cpu\": " << median(rates_on_cpu)
+          << ", \"fraction_on_cpu\": " << median(fractions_on_cpu);
         if (checked > 0) j << ", \"checked_heads\": " << checked << ", \"max_abs_error\": " << max_error << ", \"nmse\": " << nmse;
         j << "}\n";
         std::cout << j.str();
