@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <cstdlib>
 #include <iomanip>
@@ -14,6 +15,7 @@
 
 #include "attnbatch/kernels/attention.hpp"
 #include "attnbatch/kernels/fma_peak.hpp"
+#include "amx_permission.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "run_options.hpp"
@@ -54,6 +56,12 @@ void require_positive(const po::variables_map& vm, const char* name, long long l
     }
 }
 
+double process_cpu_seconds() {
+    timespec t{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     const std::size_t n = v.size();
@@ -69,6 +77,7 @@ int bench_command(const std::vector<std::string>& args) {
         "Attention FLOPs per pass: 2*B*H*L^2*(d_k + d_v) (= 4*B*H*L^2*d for d_v = d_k), half with --causal.",
         "  attnbatch bench --batch 8 --heads 8 --seq-len 512 --head-dim 64 --threads 1\n"
         "  attnbatch bench --seq-len 2048 --causal --threads 2 --json\n"
+        "  attnbatch bench --precision bf16 --threads 1 --check\n"
         "  attnbatch bench --save-weights mean --weights-dtype f16 --kernel reference --repeats 1\n"};
     po::options_description options("bench options");
     options.add_options()
@@ -84,10 +93,16 @@ int bench_command(const std::vector<std::string>& args) {
         ("weights-dtype", po::value<std::string>()->default_value("f32"), "weights as f32|f16")
         ("kernel", po::value<std::string>()->default_value("blocked"), "blocked|reference")
         ("isa", po::value<std::string>()->default_value("best"), ("blocked kernel ISA: " + isa_choices(false)).c_str())
+        ("precision", po::value<std::string>()->default_value("fp32"),
+         "fp32|bf16: bf16 rounds Q, K, V and P to bfloat16 for the matrix products (AMX tiles where present, else "
+         "AVX512-BF16; ATTNBATCH_NO_AMX=1 keeps them off the tiles), fp32 accumulation and softmax")
         ("block-q", po::value<int>()->default_value(0, "auto"), "query tile rows")
         ("block-k", po::value<int>()->default_value(0, "auto"), "key tile columns")
         ("repeats", po::value<int>()->default_value(7), "timed runs; the median is reported")
         ("seed", po::value<unsigned>()->default_value(1), "random seed of the synthetic Q, K, V")
+        ("check", po::value<int>()->default_value(0, "off")->implicit_value(4),
+         "also compare the output of the first N (sequence, head) pairs with the fp64 reference: max abs error and "
+         "NMSE (alone: 4)")
         ("json", po::bool_switch(), "print one JSON object instead of text");
     // The spellings of bench before --dim meant the model width d everywhere (generate, run):
     // here they meant d_k and d_v, and still do, unlisted.
@@ -133,7 +148,9 @@ int bench_command(const std::vector<std::string>& args) {
 
     k::KernelOptions kopt;
     kopt.kind = kernel_text == "reference" ? k::KernelKind::reference : k::KernelKind::blocked;
-    kopt.isa = k::resolve_isa(parse_isa(vm["isa"].as<std::string>()));
+    kopt.precision = parse_precision(vm["precision"].as<std::string>(), kopt.kind);
+    kopt.isa = resolve_isa_for(parse_isa(vm["isa"].as<std::string>()), kopt.precision);
+    kopt.amx_permitted = kopt.precision == k::Precision::bf16 && amx_permitted();
     kopt.threads = vm["threads"].as<int>();
 #if defined(_OPENMP)
     if (kopt.threads == 0) kopt.threads = omp_get_max_threads();
@@ -189,18 +206,65 @@ int bench_command(const std::vector<std::string>& args) {
     // every page.
     k::attention_forward(p, kopt, workspace.get(), workspace_bytes);
     const double flops = 2.0 * batch * heads * static_cast<double>(len) * len * (dim_k + dim_v) * (causal ? 0.5 : 1.0);
-    std::vector<double> seconds, peaks, fractions;
+    // The process's CPU time beside the wall time: their ratio says how much of the run its
+    // threads actually had a core (other processes take the rest on a busy host), which is
+    // what makes wall-time figures on a shared machine spread (README, "Performance").
+    // Both divided by their on-CPU shares give rates per second on a core, which time slicing by
+    // other processes leaves alone: fraction_on_cpu is steady where fraction_of_peak is not.
+    std::vector<double> seconds, peaks, fractions, on_cpu, fractions_on_cpu;
     int peak_bits = 0;
     for (int r = 0; r < repeats; ++r) {
+        const double burst_cpu0 = process_cpu_seconds();
+        const auto burst_t0 = std::chrono::steady_clock::now();
         const k::FmaPeak peak = k::measure_fma_peak(0.05);
+        const double burst_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - burst_t0).count();
+        const double burst_on_cpu = burst_wall > 0 ? (process_cpu_seconds() - burst_cpu0) / burst_wall : 1.0;
         peak_bits = peak.vector_bits;
+        const double cpu0 = process_cpu_seconds();
         const auto t0 = std::chrono::steady_clock::now();
         k::attention_forward(p, kopt, workspace.get(), workspace_bytes);
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        on_cpu.push_back(elapsed > 0 ? (process_cpu_seconds() - cpu0) / (elapsed * kopt.threads) : 1.0);
+        const double peak_on_cpu = peak.gflops_per_core / std::max(burst_on_cpu, 1e-3);
+        fractions_on_cpu.push_back(peak_on_cpu > 0 ? flops / elapsed * 1e-9 / std::max(on_cpu.back(), 1e-3) /
+                                                         (peak_on_cpu * kopt.threads)
+                                                   : 0.0);
         seconds.push_back(elapsed);
         peaks.push_back(peak.gflops_per_core);
         fractions.push_back(peak.gflops_per_core > 0 ? flops / elapsed * 1e-9 / (peak.gflops_per_core * kopt.threads) : 0.0);
     }
+    // Accuracy against the fp64 reference on the first (sequence, head) pairs of the last run.
+    if (vm["check"].as<int>() < 0) throw Error(exit_usage, "--check: expected a number of (sequence, head) pairs >= 0");
+    const int checked = std::min(vm["check"].as<int>(), batch * heads);
+    double max_error = 0, sum_sq_error = 0, sum_sq_ref = 0;
+    if (checked > 0) {
+        k::AttentionParams first = p;
+        first.batch = 1;
+        first.heads = 1;
+        first.lse = nullptr;
+        first.weights = nullptr;
+        first.weights_mode = k::WeightsMode::none;
+        std::vector<double> ref(static_cast<std::size_t>(len) * dim_v);
+        for (int pair = 0; pair < checked; ++pair) {
+            const std::ptrdiff_t head_q = static_cast<std::ptrdiff_t>(pair) * len * dim_k;
+            const std::ptrdiff_t head_v = static_cast<std::ptrdiff_t>(pair) * len * dim_v;
+            first.q = p.q + head_q;
+            first.k = p.k + head_q;
+            first.v = p.v + head_v;
+            k::ReferenceOutputs ro;
+            ro.out = ref.data();
+            k::reference_attention_f64(first, ro);
+            const float* got = p.out + head_v;
+            for (std::size_t i = 0; i < ref.size(); ++i) {
+                const double e = std::fabs(static_cast<double>(got[i]) - ref[i]);
+                max_error = std::max(max_error, e);
+                sum_sq_error += e * e;
+                sum_sq_ref += ref[i] * ref[i];
+            }
+        }
+    }
+    const double nmse = sum_sq_ref > 0 ? sum_sq_error / sum_sq_ref : 0.0;
+
     const double med = median(seconds);
     const double best = *std::min_element(seconds.begin(), seconds.end());
     const double worst = *std::max_element(seconds.begin(), seconds.end());
@@ -208,6 +272,8 @@ int bench_command(const std::vector<std::string>& args) {
     const double peak_gflops = median(peaks);
     const double fraction = median(fractions);
     const char* isa = kopt.kind == k::KernelKind::reference ? "fp64-reference" : k::isa_name(kopt.isa);
+    const char* precision = kopt.kind == k::KernelKind::reference ? "fp64" : k::precision_name(kopt.precision);
+    const std::string unit = k::matrix_unit(kopt);
 
     if (vm["json"].as<bool>()) {
         std::ostringstream j;
@@ -218,21 +284,34 @@ int bench_command(const std::vector<std::string>& args) {
           << ", \"seq_len\": " << len << ", \"dim_k\": " << dim_k << ", \"dim_v\": " << dim_v
           << ", \"causal\": " << (causal ? "true" : "false") << ", \"save_weights\": \"" << weights_text
           << "\", \"weights_dtype\": \"" << dtype_text << "\", \"kernel\": \"" << kernel_text << "\", \"isa\": \"" << isa
-          << "\", \"peak_vector_bits\": " << peak_bits << ", \"gflop_per_pass\": " << flops * 1e-9 << "}\n";
+          << "\", \"precision\": \"" << precision << "\", \"matrix_unit\": \"" << unit << "\", \"peak_vector_bits\": " << peak_bits << ", \"gflop_per_pass\": " << flops * 1e-9;
+        std::vector<double> rates_on_cpu;  // GFLOP/s were every thread on a core throughout
+        for (std::size_t r = 0; r < seconds.size(); ++r) rates_on_cpu.push_back(flops / seconds[r] * 1e-9 / std::max(on_cpu[r], 1e-3));
+        j << ", \"on_cpu\": " << median(on_cpu) << ", \"gflops_on_cpu\": " << median(rates_on_cpu)
+          << ", \"fraction_on_cpu\": " << median(fractions_on_cpu);
+        if (checked > 0) j << ", \"checked_heads\": " << checked << ", \"max_abs_error\": " << max_error << ", \"nmse\": " << nmse;
+        j << "}\n";
         std::cout << j.str();
     } else {
         std::cout << std::fixed << std::setprecision(2)
                   << "attnbatch bench: B=" << batch << " H=" << heads << " L=" << len << " d_k=" << dim_k << " d_v=" << dim_v
                   << (causal ? " causal" : "") << " weights=" << weights_text
                   << (weights_mode != k::WeightsMode::none ? "/" + dtype_text : std::string())
-                  << " kernel=" << kernel_text << " isa=" << isa << " threads=" << kopt.threads << '\n'
+                  << " kernel=" << kernel_text << " isa=" << isa << " precision=" << precision
+                  << (unit != isa ? " on " + unit : std::string()) << " threads=" << kopt.threads << '\n'
                   << "  time       " << med * 1e3 << " ms median of " << repeats << " (min " << best * 1e3 << ", max "
                   << worst * 1e3 << ")\n"
                   << "  attention  " << gflops << " GFLOP/s (" << flops * 1e-9 << " GFLOP per pass)\n"
                   << "  peak       " << peak_gflops << " GFLOP/s per core (" << peak_bits
                   << "-bit FMA, median of bursts between the runs)\n"
                   << "  fraction   " << std::setprecision(3) << fraction << " of peak x " << kopt.threads
-                  << " thread(s) (median of per-run ratios)\n";
+                  << " thread(s) (median of per-run ratios)\n"
+                  << "  on CPU     " << median(on_cpu) << " of the time x threads (below 1: other processes had the cores);\n"
+                  << "             per second on a core, " << median(fractions_on_cpu) << " of peak\n";
+        if (checked > 0) {
+            std::cout << std::scientific << std::setprecision(2) << "  accuracy   max abs error " << max_error << ", NMSE "
+                      << nmse << " against the fp64 reference (" << checked << " sequence-head pairs)\n";
+        }
     }
     return exit_ok;
 }

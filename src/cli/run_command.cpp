@@ -69,7 +69,8 @@ void print_header(const dist::Job& job) {
                                                  : std::string())
               << " L=" << spec.len << " H=" << spec.heads;
     if (spec.kv_head_count() != spec.heads) std::cout << " G=" << spec.kv_head_count();
-    std::cout << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (s.causal ? " causal" : "");
+    std::cout << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (s.causal ? " causal" : "")
+              << (s.kernel.precision == kernels::Precision::bf16 ? " bf16 on " + kernels::matrix_unit(s.kernel) : std::string());
     if (s.rope_theta > 0) std::cout << " rope_theta=" << s.rope_theta;
     std::cout << " -> " << s.output << '\n';
     if (spec.weights && spec.weights->file_heads > 0 && s.input.heads == 0) {
@@ -166,6 +167,7 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
     json.begin_object()
         .key("ranks").value(result.rounds.ranks.size())
         .key("threads").value(job.attention.kernel.threads)
+        .key("precision").value(kernels::precision_name(job.attention.kernel.precision))
         .key("io").value(dist::name_of(job.io))
         .key("schedule").value(dist::name_of(job.settings.schedule))
         .key("output").value(job.settings.output)

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "amx_permission.hpp"
 #include "command_line.hpp"
 #include "ranges.hpp"
 
@@ -42,6 +43,33 @@ kernels::Isa parse_isa(const std::string& s) {
         throw Error(exit_usage, "--isa: " + s + " is not available on this CPU, which runs " + isa_choices(true));
     }
     return *isa;
+}
+
+kernels::Precision parse_precision(const std::string& text, kernels::KernelKind kind) {
+    const std::optional<kernels::Precision> precision = kernels::find_precision(text);
+    if (!precision) throw Error(exit_usage, "--precision: '" + text + "' is not one of fp32|bf16");
+    if (*precision == kernels::Precision::fp32) return *precision;
+    if (kind == kernels::KernelKind::reference) {
+        throw Error(exit_usage, "--precision bf16: the reference kernel computes in fp64; use --kernel blocked or --precision fp32");
+    }
+    if (!kernels::isa_available(kernels::Isa::best, *precision)) {
+        throw Error(exit_usage, "--precision bf16: this CPU has neither AMX-BF16 nor AVX512-BF16; use --precision fp32");
+    }
+    return *precision;
+}
+
+kernels::Isa resolve_isa_for(kernels::Isa isa, kernels::Precision precision) {
+    if (isa != kernels::Isa::best && kernels::isa_precision(isa) != precision) {
+        std::string choices = "best";
+        for (kernels::Isa other : kernels::built_isas()) {
+            if (kernels::isa_precision(other) == precision && kernels::isa_available(other)) choices += std::string("|") + kernels::isa_name(other);
+        }
+        throw Error(exit_usage, std::string("--isa ") + kernels::isa_name(isa) + " computes in " +
+                                    kernels::precision_name(kernels::isa_precision(isa)) + ", not " +
+                                    kernels::precision_name(precision) + "; with --precision " +
+                                    kernels::precision_name(precision) + " use --isa " + choices);
+    }
+    return kernels::resolve_isa(isa, precision);
 }
 
 std::size_t parse_bytes(const std::string& text, const std::string& option) {
@@ -106,6 +134,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("block-k", po::value<int>()->default_value(0, "auto"), "key tile columns")
         ("kernel", po::value<std::string>()->default_value("blocked"), "blocked|reference (fp64, slow)")
         ("isa", po::value<std::string>()->default_value("best"), isa_choices(false).c_str())
+        ("precision", po::value<std::string>()->default_value("fp32"), "fp32|bf16 (Q, K, V and P rounded to bfloat16 for the matrix products, fp32 accumulation and softmax; AMX tiles where present unless ATTNBATCH_NO_AMX=1, else AVX512-BF16)")
         ("max-memory", po::value<std::string>(), "resident memory bound per rank, e.g. 8G [a quarter of the node's memory "
                                                   "(or its cgroup limit) divided by the ranks on the node]")
         ("unit-sequences", po::value<long>()->default_value(0, "auto"), "at most this many sequences per work unit (auto: as many as --max-memory allows in a step)")
@@ -189,6 +218,9 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     if (kernel != "blocked" && kernel != "reference") throw Error(exit_usage, "--kernel: '" + kernel + "' is not one of blocked|reference");
     j.kernel.kind = kernel == "reference" ? kernels::KernelKind::reference : kernels::KernelKind::blocked;
     j.kernel.isa = parse_isa(vm["isa"].as<std::string>());
+    j.kernel.precision = parse_precision(vm["precision"].as<std::string>(), j.kernel.kind);
+    resolve_isa_for(j.kernel.isa, j.kernel.precision);  // refuses an --isa of the other precision
+    j.kernel.amx_permitted = j.kernel.precision == kernels::Precision::bf16 && amx_permitted();
     // 0: the job divides the node's memory by the ranks that share the node.
     j.max_memory = vm.count("max-memory") ? parse_bytes(vm["max-memory"].as<std::string>(), "--max-memory") : 0;
     if (vm["unit-sequences"].as<long>() < 0) throw Error(exit_usage, "--unit-sequences: expected 0 (automatic) or more");

@@ -28,6 +28,13 @@ kernels::Isa parse_isa(const std::string& text);
 // "best|avx512|...": every --isa choice of this build, or only those this CPU runs.
 std::string isa_choices(bool runnable_only);
 
+// --precision (shared by run and bench): fp32|bf16. bf16 needs a backend this CPU runs
+// (AVX512-BF16, or AMX-BF16) and the blocked kernel (the reference computes in fp64).
+kernels::Precision parse_precision(const std::string& text, kernels::KernelKind kind);
+// The backend that runs --isa in --precision: best resolved among that precision's backends; an
+// explicit isa must compute in it. Both refusals are Error with exit 2.
+kernels::Isa resolve_isa_for(kernels::Isa isa, kernels::Precision precision);
+
 // "4G", "512M", "1.5GiB", "1000000": bytes; throws Error naming `option`.
 std::size_t parse_bytes(const std::string& text, const std::string& option);
 

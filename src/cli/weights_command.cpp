@@ -12,6 +12,7 @@
 #include "attnbatch/io/attention_maps.hpp"
 #include "attnbatch/io/output_reader.hpp"
 #include "attnbatch/io/schema_names.hpp"
+#include "attnbatch/kernels/bf16.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "ranges.hpp"
@@ -74,6 +75,10 @@ int weights_command(const std::vector<std::string>& args) {
         const std::vector<std::int64_t> heads =
             expand_ranges(parse_ranges(vm["heads"].as<std::string>(), "--heads"), in.heads, "--heads", "H");
         const std::size_t len = in.len, dk = in.d_k;
+        // A bf16 run's logits came from Q and K rounded to bf16: so do these, or a row would not
+        // sum to 1 against the run's /lse.
+        const bool bf16 = out.provenance().precision == kernels::precision_name(kernels::Precision::bf16);
+        const auto operand = [bf16](float x) { return static_cast<double>(bf16 ? kernels::round_to_bf16(x) : x); };
         io::InputReader reader(in);
         SequenceInputs seq;
         std::vector<float> lse;
@@ -102,7 +107,7 @@ int weights_command(const std::vector<std::string>& args) {
                     for (std::int64_t j = 0; j < keys; ++j) {
                         const float* k = p.k + kernels::kv_head_of(p, static_cast<int>(h)) * p.k_strides.head + j * p.k_strides.row;
                         double dot = 0;
-                        for (std::size_t c = 0; c < dk; ++c) dot += static_cast<double>(q[c]) * k[c];
+                        for (std::size_t c = 0; c < dk; ++c) dot += operand(q[c]) * operand(k[c]);
                         map[static_cast<std::size_t>(i) * len + static_cast<std::size_t>(j)] =
                             static_cast<float>(std::exp(dot * run.scale - row_lse));
                     }

@@ -347,6 +347,7 @@ io::Provenance provenance_of(const Job& job) {
     provenance.ranks = job.comm.size();
     provenance.threads = job.attention.kernel.threads;
     provenance.io_mode = name_of(job.io);
+    provenance.precision = kernels::precision_name(job.attention.kernel.precision);
     provenance.config = s.recorded_config;
     return provenance;
 }

@@ -71,7 +71,12 @@ std::string job_identity(const io::InputSpec& spec, const std::optional<io::Proj
     out << "causal = " << (settings.causal ? "true" : "false") << '\n'
         << "scale = " << exact(settings.scale) << '\n'
         << "kernel = " << (settings.kernel.kind == kernels::KernelKind::reference ? "reference" : "blocked") << '\n'
-        << "isa = " << kernels::isa_name(kernels::resolve_isa(settings.kernel.isa)) << '\n'
+        << "isa = " << kernels::isa_name(kernels::resolve_isa(settings.kernel.isa, settings.kernel.precision)) << '\n'
+        << (settings.kernel.precision == kernels::Precision::fp32
+                ? std::string()  // absent, as before bf16 existed: fp32 partial files stay resumable
+                : std::string("precision = ") + kernels::precision_name(settings.kernel.precision) + '\n' +
+                      // AMX and AVX512-BF16 may round differently inside a pair of products
+                      "matrix unit = " + kernels::matrix_unit(settings.kernel) + '\n')
         << "block-q = " << settings.kernel.block_q << '\n'
         << "block-k = " << settings.kernel.block_k << '\n'
         << "save-weights = " << io::name_of(layout.save_weights) << '\n'

@@ -46,6 +46,10 @@ MemoryType memory_type(MemType type) {
             mem.owned.emplace(Datatype::float16());
             mem.id = mem.owned->id();
             break;
+        case MemType::bf16_bits:
+            mem.owned.emplace(Datatype::bfloat16());
+            mem.id = mem.owned->id();
+            break;
     }
     return mem;
 }

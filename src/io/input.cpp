@@ -91,14 +91,20 @@ Data open_data(const File& file, const std::string& path, const std::string& opt
     return Data{file.path(), path, option, role, std::move(dataset), std::move(dims)};
 }
 
-DataType float_type(const Data& data) {
+// `half_width`: float16 and bfloat16 are accepted too (the data; projection weights need 32 or
+// 64 bits).
+DataType float_type(const Data& data, bool half_width = false) {
     const TypeInfo type = data.dataset.type_info();
     if (type.type_class == TypeClass::floating && type.size == 4) return DataType::float32;
     if (type.type_class == TypeClass::floating && type.size == 8) return DataType::float64;
+    if (half_width && type.half_width_bits()) {
+        return type.half_width_bits() == MemType::f16_bits ? DataType::float16 : DataType::bfloat16;
+    }
     const std::string hint = type.type_class == TypeClass::floating
                                  ? "convert it, e.g. with numpy .astype('float32')"
                                  : data.option + " names real-valued data";
-    invalid(data.at() + " has dtype " + type_text(data.dataset, type) + ", expected float32 or float64; hint: " + hint);
+    invalid(data.at() + " has dtype " + type_text(data.dataset, type) + ", expected float32 or float64" +
+            (half_width ? " (or float16, or bfloat16: a 2-byte float with 8 exponent bits)" : "") + "; hint: " + hint);
 }
 
 void expect_rank(const Data& data, std::size_t rank, const std::string& expected) {
@@ -231,7 +237,8 @@ std::int64_t kv_heads_from_widths(std::int64_t heads, std::int64_t d_k, std::int
 }
 
 DataType widest(DataType a, DataType b) {
-    return a == DataType::float64 || b == DataType::float64 ? DataType::float64 : DataType::float32;
+    if (a == DataType::float64 || b == DataType::float64) return DataType::float64;
+    return a == b ? a : DataType::float32;  // float16 with bfloat16: neither holds the other
 }
 
 
@@ -352,7 +359,7 @@ void describe_embeddings(const File& file, const InputOptions& options, InputSpe
     spec.dataset = detail::absolute_object_path(options.dataset.empty() ? dataset::embeddings : options.dataset);
     if (tokens_instead(file, spec.dataset)) spec.dataset = dataset::tokens;
     Data x = open_data(file, spec.dataset, "--dataset", "the embeddings", "[N, L, d]");
-    spec.dtype = float_type(x);
+    spec.dtype = float_type(x, true);
     if (x.dims.size() == 2 && object_kind(file, dataset::offsets) != ObjectKind::missing) {
         return describe_packed_embeddings(file, options, x, spec);
     }
@@ -383,7 +390,7 @@ void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec
     Data q = open_data(file, spec.query, "--query", "the queries", "[N, L, H*d_k] or [N, H, L, d_k]");
     Data k = open_data(file, spec.key, "--key", "the keys", "[N, L, H*d_k] or [N, H, L, d_k]");
     Data v = open_data(file, spec.value, "--value", "the values", "[N, L, H*d_v] or [N, H, L, d_v]");
-    spec.dtype = widest(widest(float_type(q), float_type(k)), float_type(v));
+    spec.dtype = widest(widest(float_type(q, true), float_type(k, true)), float_type(v, true));
 
     const std::size_t rank = q.dims.size();
     const bool offsets = object_kind(file, dataset::offsets) != ObjectKind::missing;
@@ -631,7 +638,16 @@ void select_sequences(InputSpec& spec, std::int64_t first, std::int64_t last) {
     spec.n = last - first;
 }
 
-const char* name_of(DataType type) { return type == DataType::float64 ? "float64" : "float32"; }
+
+const char* name_of(DataType type) {
+    switch (type) {
+        case DataType::float64: return "float64";
+        case DataType::float16: return "float16";
+        case DataType::bfloat16: return "bfloat16";
+        case DataType::float32: break;
+    }
+    return "float32";
+}
 
 std::int64_t InputSpec::d_out() const {
     if (weights && weights->has_w_o) return weights->d_out;

@@ -116,6 +116,7 @@ void write_provenance(const File& file, const OutputLayout& layout, const Proven
     set_int_attribute(file, attribute::ranks, provenance.ranks);
     set_int_attribute(file, attribute::threads, provenance.threads);
     set_text_attribute(file, attribute::io_mode, provenance.io_mode);
+    set_text_attribute(file, attribute::precision, provenance.precision);
     set_text_attribute(file, attribute::config_dataset, dataset::config);
     // Attributes stop near 64 KiB; the configuration may not.
     write_text_dataset(file, dataset::config, provenance.config);

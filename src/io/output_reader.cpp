@@ -117,6 +117,7 @@ Provenance OutputReader::provenance() const {
     integer(attribute::ranks, provenance.ranks);
     integer(attribute::threads, provenance.threads);
     text(attribute::io_mode, provenance.io_mode);
+    text(attribute::precision, provenance.precision);  // absent in outputs of versions before bf16: fp32
     provenance.config = config();
     return provenance;
 }

@@ -23,11 +23,17 @@ struct Backend {
     bool (*cpu_supports)();
     // Tile sizes when KernelOptions leaves them at 0, measured with `attnbatch bench`.
     Tiles default_tiles;
+    // The arithmetic of its attention (isa.hpp); `best` picks among backends of one precision.
+    Precision precision;
+    // What its matrix products run on, where the backend chooses at run time (bf16: AMX tiles
+    // when permitted and present, else AVX512-BF16); null: the backend's name says it.
+    const char* (*matrix_unit)(bool amx_permitted);
 
     // Attention (attention.hpp), parameters already checked; threads > 0, the workspace at least
-    // workspace_bytes for the same parameters, tiles and threads.
+    // workspace_bytes for the same parameters, tiles and threads. amx_permitted: KernelOptions'.
     std::size_t (*workspace_bytes)(const AttentionParams& p, int block_q, int block_k, int threads);
-    void (*forward)(const AttentionParams& p, int block_q, int block_k, int threads, void* workspace);
+    void (*forward)(const AttentionParams& p, int block_q, int block_k, int threads, bool amx_permitted,
+                    void* workspace);
 
     // Projections (projection.hpp). W is packed in the backend's own panel layout, so project
     // takes only weights packed by the same backend.
@@ -46,8 +52,9 @@ struct BackendTable {
 };
 BackendTable backends();
 
-// The backend that runs for `isa` on this CPU: best resolved, the CPU checked. Throws
-// std::invalid_argument naming `user` ("attention kernel", "projection") when the CPU lacks it.
-const Backend& usable_backend(Isa isa, const char* user);
+// The backend that runs for `isa` on this CPU: best resolved among the backends of
+// `precision`, the CPU checked. Throws std::invalid_argument naming `user` ("attention kernel",
+// "projection") when the CPU lacks it or an explicit isa computes in another precision.
+const Backend& usable_backend(Isa isa, const char* user, Precision precision = Precision::fp32);
 
 }  // namespace attnbatch::kernels

@@ -10,13 +10,14 @@
 
 namespace attnbatch::kernels {
 
-extern const Backend avx512_backend, avx2_backend, portable_backend;
+extern const Backend avx512_backend, avx512_bf16_backend, avx2_backend, portable_backend;
 
 namespace {
 
 const Backend* const kTable[] = {
 #if defined(ATTNBATCH_X86_BACKENDS)
     &avx512_backend,
+    &avx512_bf16_backend,  // bf16: `best` for --precision bf16
     &avx2_backend,
 #endif
     &portable_backend,  // last: it runs everywhere

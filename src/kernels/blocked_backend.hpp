@@ -1,5 +1,6 @@
-// One instruction set's build of the blocked attention kernel (blocked_attention.hpp) and the
-// projections (projection_impl.hpp), and the backend record that puts them in the table.
+// One instruction set's build of the fp32 blocked attention kernel (blocked_attention.hpp on the
+// products of fp32_products.hpp) and the projections (projection_impl.hpp), and the backend
+// record that puts them in the table.
 // Included once by each blocked_<isa>.cpp, which first defines
 //   ATTNBATCH_ISA_NAMESPACE  a namespace of its own (isa_avx2, ...)
 //   ATTNBATCH_VECTOR_BYTES   the vector width: 16, 32 or 64
@@ -11,6 +12,7 @@
 #pragma once
 
 #include "backend.hpp"
+#include "fp32_products.hpp"
 #include "blocked_attention.hpp"
 #include "projection_impl.hpp"
 
@@ -20,6 +22,8 @@ constexpr Backend blocked_backend(const char* name, bool (*cpu_supports)(), Tile
     return Backend{name,
                    cpu_supports,
                    default_tiles,
+                   Precision::fp32,
+                   nullptr,
                    workspace_bytes,
                    forward,
                    projection_packed_floats,

@@ -38,17 +38,22 @@ std::size_t attention_workspace_bytes(const AttentionParams& p, const KernelOpti
     const int threads = resolve_threads(o.threads);
     if (o.kind == KernelKind::reference) return reference_workspace_bytes(p, threads);
     // The backend's own code sizes its workspace, so the CPU must run it here already.
-    const Backend& backend = usable_backend(o.isa, "attention kernel");
+    const Backend& backend = usable_backend(o.isa, "attention kernel", o.precision);
     const Tiles t = choose_tiles(backend, o);
     return backend.workspace_bytes(p, t.block_q, t.block_k, threads);
+}
+
+std::string matrix_unit(const KernelOptions& o) {
+    if (o.kind == KernelKind::reference) return "fp64-reference";
+    const Backend& backend = usable_backend(o.isa, "attention kernel", o.precision);
+    return backend.matrix_unit ? backend.matrix_unit(o.amx_permitted) : backend.name;
 }
 
 void attention_forward(const AttentionParams& p, const KernelOptions& o, void* workspace,
                        std::size_t workspace_bytes) {
     const std::string problem = check_attention_params(p);
     if (!problem.empty()) throw std::invalid_argument(problem);
-    const Backend& backend = usable_backend(o.isa, "attention kernel");
-    const std::size_t needed = attention_workspace_bytes(p, o);
+    const std::size_t needed = attention_workspace_bytes(p, o);  // checks the isa and precision too
     if (workspace_bytes < needed || (needed > 0 && workspace == nullptr)) {
         throw std::invalid_argument("attention kernel: workspace of " + std::to_string(workspace_bytes) +
                                     " bytes is too small, expected at least " + std::to_string(needed));
@@ -59,8 +64,9 @@ void attention_forward(const AttentionParams& p, const KernelOptions& o, void* w
         reference_forward(p, threads, workspace);
         return;
     }
+    const Backend& backend = usable_backend(o.isa, "attention kernel", o.precision);
     const Tiles t = choose_tiles(backend, o);
-    backend.forward(p, t.block_q, t.block_k, threads, workspace);
+    backend.forward(p, t.block_q, t.block_k, threads, o.amx_permitted, workspace);
 }
 
 }  // namespace attnbatch::kernels

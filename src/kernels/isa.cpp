@@ -28,24 +28,54 @@ std::vector<std::string> isa_names() {
     return names;
 }
 
-bool isa_available(Isa isa) { return isa == Isa::best || isa.backend()->cpu_supports(); }
+const char* precision_name(Precision precision) { return precision == Precision::bf16 ? "bf16" : "fp32"; }
 
-Isa resolve_isa(Isa isa) {
-    if (isa != Isa::best) return isa;
-    for (const Backend* backend : backends()) {
-        if (backend->cpu_supports()) return Isa(*backend);
-    }
-    return Isa::portable;  // not reached: portable is in every table and runs everywhere
+std::optional<Precision> find_precision(std::string_view name) {
+    if (name == "fp32") return Precision::fp32;
+    if (name == "bf16") return Precision::bf16;
+    return std::nullopt;
 }
+
+namespace {
+
+const Backend* first_runnable(Precision precision) {
+    for (const Backend* backend : backends()) {
+        if (backend->precision == precision && backend->cpu_supports()) return backend;
+    }
+    return nullptr;  // fp32: not reached, portable is in every table and runs everywhere
+}
+
+}  // namespace
+
+bool isa_available(Isa isa, Precision precision) {
+    return isa == Isa::best ? first_runnable(precision) != nullptr : isa.backend()->cpu_supports();
+}
+
+Isa resolve_isa(Isa isa, Precision precision) {
+    if (isa != Isa::best) return isa;
+    if (const Backend* backend = first_runnable(precision)) return Isa(*backend);
+    throw std::invalid_argument(std::string("no backend of this build computes in ") + precision_name(precision) +
+                                " on this CPU (bf16 needs AVX512-BF16 or AMX-BF16)");
+}
+
+Precision isa_precision(Isa isa) { return isa == Isa::best ? Precision::fp32 : isa.backend()->precision; }
 
 const char* isa_name(Isa isa) { return isa == Isa::best ? "best" : isa.backend()->name; }
 
-const Backend& usable_backend(Isa isa, const char* user) {
-    if (!isa_available(isa)) {
+const Backend& usable_backend(Isa isa, const char* user, Precision precision) {
+    if (isa != Isa::best && isa.backend()->precision != precision) {
+        throw std::invalid_argument(std::string(user) + ": instruction set " + isa_name(isa) + " computes in " +
+                                    precision_name(isa.backend()->precision) + ", not " + precision_name(precision));
+    }
+    if (!isa_available(isa, precision)) {
+        if (isa == Isa::best) {
+            throw std::invalid_argument(std::string(user) + ": this CPU runs no instruction set that computes in " +
+                                        precision_name(precision) + " (bf16 needs AVX512-BF16 or AMX-BF16)");
+        }
         throw std::invalid_argument(std::string(user) + ": instruction set " + isa_name(isa) +
                                     " is not available on this CPU");
     }
-    return *resolve_isa(isa).backend();
+    return *resolve_isa(isa, precision).backend();
 }
 
 }  // namespace attnbatch::kernels

@@ -74,12 +74,20 @@ struct NextTask {
     int kv_row0 = 0, kv_row1 = 0;  // that share, as a fraction of its keys, in parts of len_q
 };
 
+// The query tile of task `id`: tasks run a group's tiles in order, or from the last one when
+// `last_first` (causal tiles cost more the later they sit: handing the dearest out first leaves
+// the cheap ones to even out the threads at the end).
+int tile_of(long id, long q_tiles, bool last_first) {
+    const long index = id % q_tiles;
+    return static_cast<int>(last_first ? q_tiles - 1 - index : index);
+}
+
 // Dynamic scheduling hands out chunks of `chunk` tasks in order, so a thread's next task is most
 // likely the next one in its chunk, else the start of the chunk `threads` further on. The keys
 // and values of that later chunk's head are prefetched in shares across the current chunk's
 // tasks, when one head's keys and values take at most a quarter of a 2 MiB L2.
 NextTask guess_next_task(const AttentionParams& p, int block_q, long id, long q_tiles, long tasks, int chunk,
-                         int threads, bool mean) {
+                         int threads, bool mean, bool last_first) {
     NextTask n;
     auto head_of = [&](long task, int& b, int& h) {
         const long group = task / q_tiles;
@@ -90,12 +98,12 @@ NextTask guess_next_task(const AttentionParams& p, int block_q, long id, long q_
     const long succ = (id + 1) % chunk != 0 ? id + 1 : far;
     if (succ < tasks) {
         head_of(succ, n.b, n.h);
-        n.i0 = static_cast<int>(succ % q_tiles) * block_q;
+        n.i0 = tile_of(succ, q_tiles, last_first) * block_q;
     }
     const std::size_t kv_bytes = static_cast<std::size_t>(p.len_k) * (p.dim_k + p.dim_v) * sizeof(float);
     if (far < tasks && kv_bytes <= (std::size_t{512} << 10)) {
         head_of(far, n.kv_b, n.kv_h);
-        const int i0 = static_cast<int>(id % q_tiles) * block_q;
+        const int i0 = tile_of(id, q_tiles, last_first) * block_q;
         n.kv_row0 = i0;
         n.kv_row1 = imin(i0 + block_q, p.len_q);
     }

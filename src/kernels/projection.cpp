@@ -25,15 +25,15 @@ int resolve_threads(int threads) {
 }  // namespace
 
 std::size_t projection_packed_floats(int in, int out, Isa isa) {
-    return usable_backend(isa, "projection").projection_packed_floats(in, out);
+    return usable_backend(isa, "projection", isa_precision(isa)).projection_packed_floats(in, out);
 }
 
 void pack_projection_weights(const float* w, int in, int out, float* packed, Isa isa) {
-    usable_backend(isa, "projection").pack_projection_weights(w, in, out, packed);
+    usable_backend(isa, "projection", isa_precision(isa)).pack_projection_weights(w, in, out, packed);
 }
 
 std::size_t projection_workspace_bytes(int in, Isa isa, int threads) {
-    return usable_backend(isa, "projection").projection_workspace_bytes(in, resolve_threads(threads));
+    return usable_backend(isa, "projection", isa_precision(isa)).projection_workspace_bytes(in, resolve_threads(threads));
 }
 
 void project(const ProjectionParams& p, Isa isa, int threads, void* workspace, std::size_t workspace_bytes) {
@@ -46,7 +46,7 @@ void project(const ProjectionParams& p, Isa isa, int threads, void* workspace, s
     if (workspace_bytes < projection_workspace_bytes(p.in, isa, threads)) {
         throw std::invalid_argument("projection: workspace too small");
     }
-    usable_backend(isa, "projection").project(p, resolve_threads(threads), workspace);
+    usable_backend(isa, "projection", isa_precision(isa)).project(p, resolve_threads(threads), workspace);
 }
 
 }  // namespace attnbatch::kernels

@@ -230,13 +230,14 @@ TEST_F(RunBadInput, IntegerDataset) {
     expect_rejected({}, kInvalidInput, {input_, "/embeddings", "int32", "float32 or float64"});
 }
 
-TEST_F(RunBadInput, Float16Dataset) {
+// float16 and bfloat16 embeddings are read; a 2-byte float of another layout is not.
+TEST_F(RunBadInput, HalfWidthFloatOfOtherLayout) {
     {
         const io::File file = io::File::create(input_);
-        put(file, "/embeddings", io::Datatype::float16(), {kN, kL, kD},
+        put(file, "/embeddings", other_half_width_float(), {kN, kL, kD},
             std::vector<std::uint16_t>(kN * kL * kD, 0x3C00));  // 1.0 in binary16
     }
-    expect_rejected({}, kInvalidInput, {input_, "/embeddings", "float16", "float32 or float64"});
+    expect_rejected({}, kInvalidInput, {input_, "/embeddings", "float16(e6m9)", "float32 or float64"});
 }
 
 TEST_F(RunBadInput, StringDataset) {

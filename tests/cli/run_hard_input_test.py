@@ -450,9 +450,14 @@ def _bytes(f):
     f["embeddings"] = np.full((4, 8, 8), b"0.5", dtype="S4")
 
 
-def _float16_key(f):
+def _e6m9_key(f):
+    """A 2-byte float that is neither float16 nor bfloat16 (those are read)."""
     f["query"] = np.zeros((4, 8, 8), np.float32)
-    f["key"] = np.zeros((4, 8, 8), np.float16)
+    layout = h5py.h5t.IEEE_F32LE.copy()
+    layout.set_fields(15, 9, 6, 0, 9)
+    layout.set_size(2)
+    layout.set_ebias(31)
+    h5py.h5d.create(f.id, b"key", layout, h5py.h5s.create_simple((4, 8, 8)))
     f["value"] = np.zeros((4, 8, 8), np.float32)
 
 
@@ -592,7 +597,7 @@ CASES = {
     "bool_embeddings": dtype_case(_bool, ["enum", "booleans", "expected float32 or float64"]),
     "vlen_embeddings": dtype_case(_vlen, ["variable-length", "expected float32 or float64"]),
     "byte_string_embeddings": dtype_case(_bytes, ["string", "expected float32 or float64"]),
-    "float16_key": dtype_case(_float16_key, ["float16", "expected float32 or float64", "astype"], "key", QKV),
+    "e6m9_float_key": dtype_case(_e6m9_key, ["float16(e6m9)", "expected float32 or float64", "astype"], "key", QKV),
     "lengths_uint64_huge": lengths_case(np.array([8, 8, 2 ** 63, 8], np.uint64), ["/lengths[2]", "exceeds L = 8"]),
     "lengths_int64_very_negative": lengths_case(np.array([8, -2 ** 40, 8, 8], np.int64), ["/lengths[1]", "negative"]),
     "lengths_bool": lengths_case(np.array([True] * 4), ["enum", "expected an integer type"]),

@@ -68,7 +68,28 @@ CASES = {
         ["--num-seqs", "24", "--seq-len", "320", "--qkv", "--qkv-layout", "split", "--heads", "2", "--head-dim", "8",
          "--min-len", "1"],
         ["--query", "/query", "--key", "/key", "--value", "/value", "--causal", "--weights-seqs", "2:20"], "long"),
+    # --precision bf16: the same bits for any ranks, io mode and schedule within the mode too;
+    # projections, causal, ragged lengths including 0, every map stored, several units per rank.
+    "bf16": (
+        ["--num-seqs", "23", "--seq-len", "80", "--dim", "48", "--heads", "2", "--min-len", "0", "--weights-out", "{w}"],
+        ["--heads", "2", "--weights", "{w}", "--causal", "--precision", "bf16", "--save-weights", "all",
+         "--unit-sequences", "3"], False),
 }
+
+BF16_MISSING = "this CPU has neither AMX-BF16 nor AVX512-BF16"
+
+
+def bf16_refused(binary, data, work):
+    """On a CPU without bf16 arithmetic, a bf16 run must end with the one-line usage error."""
+    probe = run_with_timeout([binary, "bench", "--precision", "bf16", "--batch", "1", "--heads", "1", "--seq-len", "16",
+                              "--dim", "16", "--repeats", "1", "--json"], TIMEOUT, env=ENV)
+    if probe is not None and probe.returncode == 0:
+        return False
+    result = run_with_timeout([binary, "run", "--input", data, "--precision", "bf16", "--output",
+                               os.path.join(work, "refused.h5")], TIMEOUT, env=ENV)
+    check(result is not None and result.returncode == 2 and BF16_MISSING in result.stderr,
+          "bf16 unavailable here, but run --precision bf16 did not exit 2 naming it: %s" % (result.stderr if result else "timeout"))
+    return True
 
 def skew_lengths(path):
     """Zipf-like lengths: many short sequences and a few at full length."""
@@ -132,6 +153,9 @@ def main():
     elif skewed == "long":
         long_lengths(data)
     common = ["run", "--input", data, "--threads", "1"] + fill(run_options)
+    if "bf16" in run_options and bf16_refused(binary, data, work):
+        print("%s: this CPU computes no bf16; the refusal was checked instead, %d failure(s)" % (case, len(failures)))
+        return 1 if failures else 0
 
     reference = os.path.join(work, "reference.h5")
     result = run_with_timeout([binary] + common + ["--output", reference], TIMEOUT, env=ENV)

@@ -1,5 +1,6 @@
 // Every kernel variant against the fp64 reference, with the tolerance derived from a naive
-// fp32 implementation of the same problem (see expect_close_to_reference).
+// implementation of the same problem in the variant's precision, fp32 or bf16 (see
+// expect_close_to_reference).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -149,9 +150,11 @@ TEST_P(Accuracy, EveryVariantMatchesFp64WithinDerivedTolerance) {
     SCOPED_TRACE(c.shape.describe());
     const Problem problem = make_problem(c.shape, c.seed);
     const Reference64 ref = reference_f64(problem, true, false);
-    const Naive32 naive = naive_f32(problem);
+    const Naive32 naive32 = naive_f32(problem);
+    const Naive32 naive16 = naive_bf16(problem);
     for (const Variant& variant : available_variants()) {
         SCOPED_TRACE(variant.name);
+        const Naive32& naive = variant.kind == kn::KernelKind::blocked && variant.precision == kn::Precision::bf16 ? naive16 : naive32;
         const Outputs got = run_kernel(problem, options_for(variant), {true, kn::WeightsMode::all, kn::WeightsType::f32});
         expect_close_to_reference("out", got.out, naive.out, ref.out);
         expect_close_to_reference("lse", got.lse, naive.lse, ref.lse);

@@ -34,7 +34,7 @@ TEST_P(Tiles, AnyTileSizeStaysWithinTolerance) {
         SCOPED_TRACE(s.describe());
         const Problem problem = make_problem(s, 41);
         const Reference64 ref = reference_f64(problem, true, true);
-        const Naive32 naive = naive_f32(problem);
+        const Naive32 naive = naive_for(problem, GetParam());
         for (int block_q : kBlocks) {
             for (int block_k : kBlocks) {
                 SCOPED_TRACE("block_q=" + std::to_string(block_q) + " block_k=" + std::to_string(block_k));

@@ -88,7 +88,7 @@ TEST_P(Weights, MeanOverHeadsMatchesReferenceMean) {
                 }
         EXPECT_LE(self_error, 1e-15);
 
-        const Naive32 naive = naive_f32(problem);
+        const Naive32 naive = naive_for(problem, GetParam());
         const Outputs o = run_kernel(problem, options_for(GetParam()),
                                      {true, kn::WeightsMode::mean_over_heads, kn::WeightsType::f32});
         expect_close_to_reference("mean weights", o.weights, naive.weights_mean, ref.weights_mean);
@@ -106,7 +106,7 @@ TEST_P(Weights, HalfWeightsWithinHalfPrecisionOfReference) {
             SCOPED_TRACE(s.describe() + " weights=" + mode_name(mode));
             const Problem problem = make_problem(s, 23);
             const Reference64 ref = reference_f64(problem, !mean, mean);
-            const Naive32 naive = naive_f32(problem);
+            const Naive32 naive = naive_for(problem, GetParam());
             const std::vector<double>& r = mean ? ref.weights_mean : ref.weights;
             const ErrorStats naive_error = error_stats(mean ? naive.weights_mean : naive.weights, r);
             const double e32 = 2.0 * naive_error.max_abs + 1e-6 * naive_error.max_ref;

@@ -2,6 +2,14 @@
 
 namespace attnbatch::testing {
 
+io::Datatype other_half_width_float() {
+    io::Datatype type = io::Datatype::copy_of(H5T_IEEE_F32LE);
+    EXPECT_GE(H5Tset_fields(type.id(), 15, 9, 6, 0, 9), 0);
+    EXPECT_GE(H5Tset_size(type.id(), 2), 0);
+    EXPECT_GE(H5Tset_ebias(type.id(), 31), 0);
+    return type;
+}
+
 std::vector<float> ramp(std::size_t count) {
     std::vector<float> values(count);
     for (std::size_t i = 0; i < count; ++i) values[i] = 0.25f * static_cast<float>(i % 17) - 2.0f;

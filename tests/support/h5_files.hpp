@@ -20,6 +20,10 @@ void put(const io::File& file, const std::string& path, const io::Datatype& type
     io::write_slab(dataset, io::Slab{}, values.data(), values.size());
 }
 
+// A 2-byte float that is neither IEEE binary16 nor bfloat16 (6 exponent bits, 9 mantissa bits):
+// what a run refuses where it accepts 16-bit data ("float16(e6m9)").
+io::Datatype other_half_width_float();
+
 // 0.25 * (index % 17) - 2: distinct, exact in float32 and float64.
 std::vector<float> ramp(std::size_t count);
 std::vector<double> ramp64(std::size_t count);

@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "amx_permission.hpp"
 #include "attnbatch/kernels/half.hpp"
 
 namespace attnbatch::test {
@@ -17,13 +18,21 @@ namespace attnbatch::test {
 std::vector<Variant> all_variants() {
     std::vector<Variant> variants;
     for (kn::Isa isa : kn::built_isas()) {
-        variants.push_back({kn::KernelKind::blocked, isa, std::string("blocked_") + kn::isa_name(isa)});
+        const kn::Precision precision = kn::isa_precision(isa);
+        const std::string name = std::string("blocked_") + kn::isa_name(isa);
+        variants.push_back({kn::KernelKind::blocked, isa, name, precision, false});
+        if (precision == kn::Precision::bf16) variants.push_back({kn::KernelKind::blocked, isa, name + "_amx", precision, true});
     }
     variants.push_back({kn::KernelKind::reference, kn::Isa::best, "reference"});
     return variants;
 }
 
-bool variant_available(const Variant& variant) { return kn::isa_available(variant.isa); }
+bool variant_available(const Variant& variant) {
+    if (!kn::isa_available(variant.isa)) return false;
+    if (!variant.amx) return true;
+    // Tiles run only where the CPU has them and this process was granted them.
+    return cli::amx_permitted() && kn::matrix_unit(options_for(variant)) == "amx-bf16";
+}
 
 std::vector<Variant> available_variants() {
     std::vector<Variant> variants;
@@ -172,6 +181,8 @@ kn::KernelOptions options_for(const Variant& variant, int threads) {
     kn::KernelOptions o;
     o.kind = variant.kind;
     o.isa = variant.isa;
+    o.precision = variant.precision;
+    o.amx_permitted = variant.amx;
     o.threads = threads;
     return o;
 }
@@ -295,11 +306,24 @@ Reference64 reference_f64(const Problem& problem, bool weights, bool weights_mea
     return r;
 }
 
-Naive32 naive_f32(const Problem& problem) {
+float round_to_bf16(float x) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    bits += 0x7fffu + ((bits >> 16) & 1u);  // ties to even
+    bits &= 0xffff0000u;
+    float rounded;
+    std::memcpy(&rounded, &bits, sizeof rounded);
+    return rounded;
+}
+
+namespace {
+
+Naive32 naive(const Problem& problem, bool bf16) {
     const Shape& s = problem.shape;
     const kn::AttentionParams p = problem.params();
     const std::size_t lq = s.len_q, lk = s.len_k, dv = s.dim_v;
     const std::size_t rows = static_cast<std::size_t>(s.batch) * s.heads * lq;
+    auto operand = [bf16](float x) { return bf16 ? round_to_bf16(x) : x; };
     Naive32 n;
     n.out.assign(rows * dv, 0.0f);
     n.lse.assign(rows, -std::numeric_limits<float>::infinity());
@@ -322,7 +346,7 @@ Naive32 naive_f32(const Problem& problem) {
                 for (int j = 0; j < keys; ++j) {
                     const float* kj = kh + j * p.k_strides.row;
                     float dot = 0.0f;
-                    for (int c = 0; c < s.dim_k; ++c) dot += qi[c] * kj[c];
+                    for (int c = 0; c < s.dim_k; ++c) dot += operand(qi[c]) * operand(kj[c]);
                     logits[j] = dot * p.scale;
                     m = std::max(m, logits[j]);
                 }
@@ -331,10 +355,19 @@ Naive32 naive_f32(const Problem& problem) {
                 for (int j = 0; j < keys; ++j) {
                     logits[j] = std::exp(logits[j] - m);
                     sum += logits[j];
+                    if (bf16) continue;
                     const float* vj = vh + j * p.v_strides.row;
                     for (std::size_t c = 0; c < dv; ++c) o[c] += logits[j] * vj[c];
                 }
-                for (std::size_t c = 0; c < dv; ++c) o[c] /= sum;
+                if (bf16) {  // P V with the normalised P in bf16, as a bf16 matrix product takes it
+                    for (int j = 0; j < keys; ++j) {
+                        const float pj = operand(logits[j] / sum);
+                        const float* vj = vh + j * p.v_strides.row;
+                        for (std::size_t c = 0; c < dv; ++c) o[c] += pj * operand(vj[c]);
+                    }
+                } else {
+                    for (std::size_t c = 0; c < dv; ++c) o[c] /= sum;
+                }
                 n.lse[row] = m + std::log(sum);
                 float* w = n.weights.data() + row * lk;
                 float* mean = n.weights_mean.data() + (static_cast<std::size_t>(b) * lq + i) * lk;
@@ -348,6 +381,16 @@ Naive32 naive_f32(const Problem& problem) {
     const float inv_heads = 1.0f / static_cast<float>(s.heads);
     for (float& x : n.weights_mean) x *= inv_heads;
     return n;
+}
+
+}  // namespace
+
+Naive32 naive_f32(const Problem& problem) { return naive(problem, false); }
+Naive32 naive_bf16(const Problem& problem) { return naive(problem, true); }
+
+Naive32 naive_for(const Problem& problem, const Variant& variant) {
+    const bool bf16 = variant.kind == kn::KernelKind::blocked && variant.precision == kn::Precision::bf16;
+    return naive(problem, bf16);
 }
 
 ErrorStats error_stats(const std::vector<float>& values, const std::vector<double>& ref) {
@@ -387,18 +430,19 @@ void expect_close_to_reference(const std::string& what, const std::vector<float>
     // about 16 ulps of the largest magnitude: 16 * 2^-24 ~= 1e-6.
     const double floor = 1e-6 * g.max_ref;
     const double bound = 2.0 * n.max_abs + floor;
-    EXPECT_EQ(n.nans + n.nonfinite_mismatch, 0u) << what << ": the naive fp32 yardstick itself is broken";
+    EXPECT_EQ(n.nans + n.nonfinite_mismatch, 0u) << what << ": the naive yardstick itself is broken";
     EXPECT_EQ(g.nans, 0u) << what << ": NaN in kernel output";
     EXPECT_EQ(g.nonfinite_mismatch, 0u) << what << ": infinities differ from the reference";
     EXPECT_LE(g.max_abs, bound) << what << ": max error " << g.max_abs << " at index " << g.worst << " (got "
-                                << got[g.worst] << ", ref " << ref[g.worst] << "), naive fp32 max error "
+                                << got[g.worst] << ", ref " << ref[g.worst] << "), naive max error "
                                 << n.max_abs << ", floor " << floor;
-    // NMSE <= 1e-7, or twice the naive fp32 NMSE where fp32 itself cannot reach 1e-7: a logit
-    // of 1e4 carries rounding errors of ulp(1e4) ~ 1e-3, which every fp32 kernel inherits
-    // (offset_logits). Everywhere else the naive NMSE is far below 5e-8 and the bound is 1e-7.
+    // NMSE <= 1e-7, or twice the naive NMSE where the naive implementation itself cannot reach
+    // 1e-7: bf16 operands (2^-9 relative rounding), or fp32 logits of 1e4, which carry rounding
+    // errors of ulp(1e4) ~ 1e-3 that every fp32 kernel inherits (offset_logits). Elsewhere the
+    // naive fp32 NMSE is far below 5e-8 and the bound is 1e-7.
     if (g.sum_sq_ref > 0.0) {
         const double nmse_bound = std::max(1e-7, 2.0 * n.nmse());
-        EXPECT_LE(g.nmse(), nmse_bound) << what << ": NMSE " << g.nmse() << " (naive fp32 " << n.nmse() << ")";
+        EXPECT_LE(g.nmse(), nmse_bound) << what << ": NMSE " << g.nmse() << " (naive " << n.nmse() << ")";
     }
 }
 

@@ -24,11 +24,15 @@ struct Variant {
     kn::KernelKind kind;
     kn::Isa isa;
     std::string name;
+    kn::Precision precision = kn::Precision::fp32;  // the backend's
+    bool amx = false;  // bf16 on AMX tiles (the variant without it runs AVX512-BF16)
 };
 
-// The blocked kernel on every backend of this build (the backend table: avx512, avx2, portable
-// on x86), then the reference kernel with f32 outputs. Parameterised tests take all of them, so
-// the test list is the same on every machine of a target, and skip the ones this CPU cannot run.
+// The blocked kernel on every backend of this build (the backend table: avx512, avx512_bf16,
+// avx2, portable on x86; a bf16 backend twice, on AVX512-BF16 and on AMX tiles), then the
+// reference kernel with f32 outputs. Parameterised tests take all of them, so the test list is
+// the same on every machine of a target, and skip the ones this CPU cannot run (AMX also needs
+// the OS's permission, asked once through attnbatch::cli::amx_permitted, as the program does).
 std::vector<Variant> all_variants();
 std::vector<Variant> available_variants();
 bool variant_available(const Variant& variant);
@@ -156,6 +160,15 @@ struct Naive32 {
 };
 // Plain loops in float: logits with a float dot product, two-pass softmax with std::exp.
 Naive32 naive_f32(const Problem& problem);
+// The same loops as a plain bf16 implementation does them: Q, K, V rounded to bf16 (nearest
+// even), logits and P V accumulated in float, the softmax in float, the normalised P rounded
+// to bf16 before P V; weights and lse in float. The yardstick of the bf16 backend.
+Naive32 naive_bf16(const Problem& problem);
+// naive_f32 or naive_bf16, by the variant's precision (the reference kernel: naive_f32).
+Naive32 naive_for(const Problem& problem, const Variant& variant);
+
+// x rounded to the nearest bfloat16, ties to even (finite x).
+float round_to_bf16(float x);
 
 // ---- errors ---------------------------------------------------------------------------------
 
@@ -172,7 +185,8 @@ struct ErrorStats {
 ErrorStats error_stats(const std::vector<float>& values, const std::vector<double>& ref);
 
 // The flash-attention rule: max|got - ref| <= 2 max|naive - ref| + floor, NMSE <= 1e-7 (or
-// 2x the naive NMSE where fp32 cannot do better), no NaN, infinities where the reference has them.
+// 2x the naive NMSE where the naive implementation cannot do better: bf16, or fp32 on logits of
+// 1e4), no NaN, infinities where the reference has them.
 void expect_close_to_reference(const std::string& what, const std::vector<float>& got,
                                const std::vector<float>& naive, const std::vector<double>& ref);
 

@@ -41,7 +41,9 @@ struct InputOptions {
 enum class InputMode { embeddings, qkv };
 // packed: [N, L, H*d] with heads side by side in the last axis; split: [N, H, L, d].
 enum class QkvLayout { packed, split };
-enum class DataType { float32, float64 };
+// float16 (IEEE binary16) and bfloat16 (a 2-byte HDF5 float with 8 exponent and 7 mantissa
+// bits, bias 127) data is read as its bits and widened to float32 exactly.
+enum class DataType { float32, float64, float16, bfloat16 };
 
 const char* name_of(DataType type);
 
@@ -82,7 +84,7 @@ struct InputSpec {
     std::int64_t kv_heads = 0;  // G (divides H): K and V hold G heads; 0: G = H
     std::int64_t d_k = 0;    // per head
     std::int64_t d_v = 0;    // per head
-    DataType dtype = DataType::float32;  // float64 when any data dataset is float64
+    DataType dtype = DataType::float32;  // the widest data dataset's (float16 and bfloat16 mixed: float32)
 
     std::optional<WeightsSpec> weights;
 

@@ -111,6 +111,7 @@ struct Provenance {
     std::int64_t ranks = 1;
     std::int64_t threads = 1;
     std::string io_mode = "gather";
+    std::string precision = "fp32";  // the kernel's arithmetic (kernels::precision_name)
     std::string config;  // the full resolved configuration text
 };
 

@@ -90,6 +90,7 @@ inline constexpr const char* weights_sequences = "weights_sequences";  // [A, B]
 inline constexpr const char* ranks = "ranks";                          // MPI ranks of the run
 inline constexpr const char* threads = "threads";                      // threads per rank
 inline constexpr const char* io_mode = "io_mode";                      // "gather" or "parallel"
+inline constexpr const char* precision = "precision";                  // the kernel's: "fp32" or "bf16"
 inline constexpr const char* config_dataset = "config_dataset";        // where the configuration is: /config
 inline constexpr const char* d_k = "d_k";                              // query/key width per head
 inline constexpr const char* d_v = "d_v";                              // value width per head

@@ -78,6 +78,14 @@ enum class KernelKind { blocked, reference };
 struct KernelOptions {
     KernelKind kind = KernelKind::blocked;
     Isa isa = Isa::best;  // instruction set of the blocked kernel (isa.hpp)
+    // The blocked kernel's arithmetic (isa.hpp); an explicit isa must compute in it. The
+    // reference kernel is fp64 whatever this says.
+    Precision precision = Precision::fp32;
+    // bf16 on AMX tiles needs the operating system's consent first (Linux: arch_prctl
+    // ARCH_REQ_XCOMP_PERM for XTILEDATA, or the first tile instruction raises SIGILL). The
+    // kernels include no system headers and cannot ask: the caller does, and says here that it
+    // was granted. Without it, or without AMX, bf16 runs on AVX512-BF16 dot products.
+    bool amx_permitted = false;
     int threads = 0;  // 0: omp_get_max_threads()
     int block_q = 0;  // 0: automatic
     int block_k = 0;  // 0: automatic
@@ -89,8 +97,13 @@ std::string check_attention_params(const AttentionParams& params);
 // Bytes of scratch attention_forward needs for these parameters and options.
 std::size_t attention_workspace_bytes(const AttentionParams& params, const KernelOptions& options);
 
+// What the matrix products of these options run on, for reports and the resume identity:
+// "amx-bf16" or "avx512-bf16" (bf16), the isa's name (fp32), "fp64-reference". Throws
+// std::invalid_argument as attention_forward does for an isa or precision this CPU lacks.
+std::string matrix_unit(const KernelOptions& options);
+
 // Throws std::invalid_argument when check_attention_params fails, when the workspace is
-// too small, or when this CPU does not run the requested instruction set.
+// too small, or when this CPU does not run the requested instruction set and precision.
 void attention_forward(const AttentionParams& params, const KernelOptions& options,
                        void* workspace, std::size_t workspace_bytes);
 
@@ -105,5 +118,11 @@ struct ReferenceOutputs {
 // Reads only the input fields of `params` (q, k, v, sizes, scale, causal, lengths).
 // Computes every logit in double, three passes per row, no scratch memory.
 void reference_attention_f64(const AttentionParams& params, const ReferenceOutputs& outputs);
+
+// A plain bf16 implementation, the yardstick of the bf16 kernel (`verify` allows a bf16 run
+// twice its error against reference_attention_f64: the flash-attention rule): Q, K, V rounded to
+// bf16, logits and P V accumulated in float, the softmax in float, the normalised P rounded to
+// bf16 before P V; lse and weights in float. Reads and writes as reference_attention_f64.
+void naive_attention_bf16(const AttentionParams& params, const ReferenceOutputs& outputs);
 
 }  // namespace attnbatch::kernels

@@ -1,6 +1,8 @@
 // Instruction sets of the blocked kernel and the projections. Each is a backend of this build,
 // a row of the table in src/kernels/backends.cpp: which rows a build has depends on the target
-// (x86 builds add AVX2 and AVX-512), which of them run depends on the CPU, checked at run time.
+// (x86 builds add AVX2, AVX-512 and the bf16 backend), which of them run depends on the CPU,
+// checked at run time. Each backend computes attention in one precision (fp32 or bf16); `best`
+// is chosen among the backends of the precision asked for.
 #pragma once
 
 #include <optional>
@@ -11,6 +13,15 @@
 namespace attnbatch::kernels {
 
 struct Backend;  // a backend record, private to src/kernels (src/kernels/backend.hpp)
+
+// The arithmetic of attention's two matrix products. fp32: everything in single precision, the
+// reference mode. bf16: Q, K, V and the probabilities P rounded to bfloat16 (round to nearest
+// even) for Q K^T and P V, each accumulated in fp32; softmax, its running max and sum, and
+// every output in fp32. Projections are fp32 in both.
+enum class Precision { fp32, bf16 };
+
+const char* precision_name(Precision precision);  // "fp32", "bf16"
+std::optional<Precision> find_precision(std::string_view name);
 
 // One backend of this build, or `best`: the first backend in the table's preference order
 // (widest first) that this CPU runs, chosen when the kernel is called (resolve_isa).
@@ -40,11 +51,15 @@ std::vector<Isa> built_isas();
 // "best", then the names of built_isas(): every name find_isa accepts.
 std::vector<std::string> isa_names();
 
-// Whether this CPU runs `isa` (best: always).
-bool isa_available(Isa isa);
+// Whether this CPU runs `isa`; best: whether it runs some backend of `precision` (fp32: always).
+bool isa_available(Isa isa, Precision precision = Precision::fp32);
 
-// best: the first of built_isas() this CPU runs; any other isa unchanged.
-Isa resolve_isa(Isa isa);
+// best: the first of built_isas() of `precision` that this CPU runs (std::invalid_argument when
+// there is none: bf16 needs AVX512-BF16 or AMX-BF16); any other isa unchanged.
+Isa resolve_isa(Isa isa, Precision precision = Precision::fp32);
+
+// The precision a backend computes in (best: fp32).
+Precision isa_precision(Isa isa);
 
 // The name find_isa accepts. Output files record it in their resume identity, so a backend's
 // name never changes.

@@ -1,0 +1,164 @@
+// The two matrix products of the blocked kernel in fp32, and the packing of their operands:
+// S = Q K^T over key panels and O = O * alpha + P V, on the register micro-kernels of
+// micro_kernels.hpp. The products header of the fp32 backends (through blocked_backend.hpp);
+// blocked_attention.hpp calls what it defines:
+//   pack_keys_values   K and V of a (sequence, K/V head) into the thread's packs
+//   stage_queries      where each row block of a query tile reads its queries
+//   compute_scores     one row block's S strip over a key tile
+//   accumulate_values  one row block's O += P V over a key tile
+//   begin_products, end_products, matrix_tiles_usable: per-thread state (none here)
+// bf16_products.hpp defines the same names for bf16 operands.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+
+#include "micro_kernels.hpp"
+
+namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE {
+namespace {
+
+using Operand = float;
+constexpr int kDepthAlign = 1;
+constexpr bool kPacksQueryTile = false;
+constexpr bool kPacksProbabilities = false;
+
+}  // namespace
+}  // namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE
+
+#include "blocked_workspace.hpp"
+
+namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE {
+namespace {
+
+bool matrix_tiles_usable(bool /*amx_permitted*/) { return false; }
+void begin_products(Scratch& /*s*/) {}
+void end_products(Scratch& /*s*/) {}
+
+// Keys transposed into panels of NR (panel, dk, NR) and values into rows padded to dvp, both
+// zero beyond the valid keys so that whole panels can be computed. (Reading the values where
+// they are, when d_v needs no padding, measured 3-4% slower.) `h` is a K/V head: the query
+// heads of a group that follow each other on a thread share one packing.
+void pack_keys_values(const Task& t, int b, int h, int keys) {
+    const AttentionParams& p = t.p;
+    Scratch& s = t.s;
+    if (s.packed_seq == b && s.packed_head == h) return;
+    const float* kbase = p.k + b * p.k_strides.seq + h * p.k_strides.head;
+    const float* vbase = p.v + b * p.v_strides.seq + h * p.v_strides.head;
+    const int dk = p.dim_k, dv = p.dim_v, dvp = t.layout.dvp;
+    const int panels = (keys + kNR - 1) / kNR;
+    const int full_panels = dk % kLanes == 0 ? keys / kNR : 0;
+    for (int panel = 0; panel < full_panels; ++panel) {  // kLanes x kLanes squares in registers
+        float* dst = s.k_pack + static_cast<std::size_t>(panel) * dk * kNR;
+        for (int g = 0; g < kNV; ++g) {
+            const float* src = kbase + static_cast<std::ptrdiff_t>(panel * kNR + g * kLanes) * p.k_strides.row;
+            for (int c0 = 0; c0 < dk; c0 += kLanes) {
+                Vec rows[kLanes];
+#pragma GCC unroll 16
+                for (int i = 0; i < kLanes; ++i) rows[i] = load(src + i * p.k_strides.row + c0);
+                transpose_square(rows);
+#pragma GCC unroll 16
+                for (int i = 0; i < kLanes; ++i) store(dst + (c0 + i) * kNR + g * kLanes, rows[i]);
+            }
+        }
+    }
+    for (int panel = full_panels; panel < panels; ++panel) {
+        float* dst = s.k_pack + static_cast<std::size_t>(panel) * dk * kNR;
+        for (int lane = 0; lane < kNR; ++lane) {
+            const int j = panel * kNR + lane;
+            if (j < keys) {
+                const float* row = kbase + j * p.k_strides.row;
+                for (int c = 0; c < dk; ++c) dst[c * kNR + lane] = row[c];
+            } else {
+                for (int c = 0; c < dk; ++c) dst[c * kNR + lane] = 0.0f;
+            }
+        }
+    }
+    for (int j = 0; j < keys; ++j) {
+        const float* row = vbase + j * p.v_strides.row;
+        float* dst = s.v_pack + static_cast<std::size_t>(j) * dvp;
+        std::memcpy(dst, row, sizeof(float) * dv);
+        for (int c = dv; c < dvp; ++c) dst[c] = 0.0f;
+    }
+    s.packed_seq = b;
+    s.packed_head = h;
+}
+
+// Queries of rows [i0, i0 + count) as a row-major (MR, dk) block, rows past `count` zero: the
+// last row block of a head when it would run past the end of the query tensor.
+void pack_query_block(const Task& t, int b, int h, int i0, int count) {
+    const AttentionParams& p = t.p;
+    const float* qbase = p.q + b * p.q_strides.seq + h * p.q_strides.head;
+    const int dk = p.dim_k;
+    for (int r = 0; r < kMR; ++r) {
+        float* dst = t.s.q_pack + static_cast<std::size_t>(r) * dk;
+        if (r < count) {
+            std::memcpy(dst, qbase + (i0 + r) * p.q_strides.row, sizeof(float) * dk);
+        } else {
+            std::memset(dst, 0, sizeof(float) * dk);
+        }
+    }
+}
+
+// Where the row blocks of a query tile (rows [i0, i0 + rows) valid) read their queries: in place, except a last row block
+// that would run past the end of the query tensor (rows past the tile's valid rows but inside
+// the tensor are computed and ignored), which reads q_pack.
+struct QueryBlocks {
+    const float* base = nullptr;  // the tile's first row
+    std::ptrdiff_t ld = 0;
+    int direct_blocks = 0;
+    const float* packed = nullptr;
+    int dim_k = 0;
+
+    const float* rows(int blk) const { return blk < direct_blocks ? base + blk * kMR * ld : packed; }
+    std::ptrdiff_t stride(int blk) const { return blk < direct_blocks ? ld : dim_k; }
+};
+
+QueryBlocks stage_queries(const Task& t, int b, int h, int i0, int /*rows*/, int blocks) {
+    const AttentionParams& p = t.p;
+    QueryBlocks q;
+    q.base = p.q + b * p.q_strides.seq + h * p.q_strides.head + i0 * p.q_strides.row;
+    q.ld = p.q_strides.row;
+    q.direct_blocks = imin(blocks, (p.len_q - i0) / kMR);
+    q.packed = t.s.q_pack;
+    q.dim_k = p.dim_k;
+    if (q.direct_blocks < blocks) pack_query_block(t, b, h, i0 + q.direct_blocks * kMR, p.len_q - i0 - q.direct_blocks * kMR);
+    return q;
+}
+
+// S strip of row block `blk` (MR x block_count, zero-padded to whole panels) against the key
+// tile at k0, over the panels some row of the block can see. Panels every row of the block sees
+// whole (the first `full_panels`) also take the row max on the fly into row_max. Returns the
+// columns row_max covers: softmax_row scans the rest.
+int compute_scores(const Task& t, const QueryBlocks& q, int blk, int k0, int block_count, int full_panels,
+                   Vec* row_max) {
+    Scratch& s = t.s;
+    const int dk = t.p.dim_k;
+    const float* qb = q.rows(blk);
+    const std::ptrdiff_t ldq = q.stride(blk);
+    for (int panel = 0; panel * kNR < block_count; ++panel) {
+        const float* kp = s.k_pack + static_cast<std::size_t>(k0 / kNR + panel) * dk * kNR;
+        s.prefetch.step();
+        if (panel < full_panels) {
+            micro_qk<true>(qb, ldq, kp, dk, s.s_tile + panel * kNR, t.layout.bk, row_max);
+        } else {
+            micro_qk(qb, ldq, kp, dk, s.s_tile + panel * kNR, t.layout.bk);
+        }
+    }
+    return full_panels * kNR;
+}
+
+// O rows [r0, r0 + MR) = O * alpha + P V over keys [k0, k0 + block_count), P the row block's
+// strip in s_tile (zero past each row's visible keys).
+void accumulate_values(const Task& t, int r0, int k0, int block_count) {
+    Scratch& s = t.s;
+    const int dvp = t.layout.dvp;
+    for (int c0 = 0; c0 < dvp; c0 += kNRpv) {
+        s.prefetch.step();
+        micro_pv(s.o_acc + static_cast<std::size_t>(r0) * dvp + c0, dvp, s.alpha + r0, s.s_tile, t.layout.bk,
+                 s.v_pack + static_cast<std::size_t>(k0) * dvp + c0, dvp, block_count);
+    }
+}
+
+}  // namespace
+}  // namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE
