@@ -149,8 +149,25 @@ OutputLayout output_layout_for(const InputSpec& spec) {
     return layout;
 }
 
+// OutputFile::create writes the new file under this name and renames it to OUTPUT.partial
+// once it is whole: a run killed while creating it (a second stop signal, SIGKILL) leaves
+// this, never a .partial that --resume cannot read.
+std::string staging_path_for(const std::string& output_path) { return OutputFile::partial_path_for(output_path) + ".new"; }
+
 void prepare_output_path(const std::string& output_path, bool force) {
     const std::string partial = OutputFile::partial_path_for(output_path);
+    const std::string staging = staging_path_for(output_path);
+    if (exists(staging)) {
+        // Never resumable, so removed without --force; unless a run is creating it right now.
+        if (held_by_a_writer(staging)) {
+            usage(staging + " is being created by another process (it holds the file's lock); hint: wait for that "
+                            "run or stop it first");
+        }
+        if (::unlink(staging.c_str()) != 0 && errno != ENOENT) {
+            throw Error(exit_io, staging + ": cannot remove the output a killed run left half created: " +
+                                     std::strerror(errno));
+        }
+    }
     if (!force && exists(output_path)) {
         usage(output_path + ": the output file exists; hint: --force replaces it once the new run is complete, or "
                             "choose another --output");
@@ -182,13 +199,14 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
     check_layout(layout, output_path);
     if (!options.paths_prepared) prepare_output_path(output_path, options.force);
     const std::string partial = partial_path_for(output_path);
+    const std::string staging = staging_path_for(output_path);
 
     OutputFile out;
     out.layout_ = layout;
     out.path_ = output_path;
     out.force_ = options.force;
     try {
-        out.file_ = File::create(partial, options.access);
+        out.file_ = File::create(staging, options.access);
         const auto n = static_cast<hsize_t>(layout.n);
         const auto len = static_cast<hsize_t>(layout.len);
         const auto heads = static_cast<hsize_t>(layout.heads);
@@ -213,8 +231,17 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
         out.file_.flush();
     } catch (const H5Error& error) {
         out = OutputFile();  // close every handle before removing the file
-        ::unlink(partial.c_str());
+        ::unlink(staging.c_str());
         throw Error(exit_io, partial + ": cannot create the output: " + error.what());
+    }
+    // Whole and flushed: now under the name --resume looks for. Under MPI every rank renames;
+    // the first one does it and the others find it done (the flush before was collective).
+    if (::rename(staging.c_str(), partial.c_str()) != 0 && !(errno == ENOENT && exists(partial))) {
+        const int saved = errno;
+        out = OutputFile();
+        ::unlink(staging.c_str());
+        throw Error(exit_io, partial + ": cannot create the output: cannot rename " + staging + " to it: " +
+                                 std::strerror(saved));
     }
     return out;
 }
