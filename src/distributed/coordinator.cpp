@@ -97,7 +97,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         // This rank's own signal and the phase it came in, when it had one.
         const bool own = stop_signal() != 0;
         throw AgreedFailure(exit_interrupted, stop_message(own ? stop_signal() : signal, own ? stop_phase() : current_phase(),
-                                                           context.sequences_before + stored_sequences));
+                                                           stored_sequences));
     };
 
     BackgroundWorker worker;

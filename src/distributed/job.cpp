@@ -156,7 +156,7 @@ void inspect_partial(Job& job) {
     const JobSettings& s = job.settings;
     Comm& comm = job.comm;
     std::unique_ptr<ResumeInspection> inspection;
-    agreed_in_slices(comm, comm.is_root(), 0, [&] {
+    agreed_in_slices(comm, comm.is_root(), [&] {
         if (!inspection) inspection = std::make_unique<ResumeInspection>(s.output, s.force, job.layout, job.identity);
         return inspection->verify_some(kSliceBytes);
     });
@@ -244,7 +244,7 @@ void scan_values(Job& job) {
     const std::int64_t per_slice =
         std::max<std::int64_t>(1, static_cast<std::int64_t>(kSliceBytes) / input_bytes_per_sequence(job.spec));
     std::int64_t next = share.first;
-    agreed_in_slices(comm, comm.is_root() || parallel, job.done_before.sequences, [&] {
+    agreed_in_slices(comm, comm.is_root() || parallel, [&] {
         io::ValueScan slice = share;
         slice.first = next;
         slice.last = std::min(share.last, next + per_slice);
@@ -360,15 +360,15 @@ Job prepare_job(Comm& comm, const JobSettings& settings) {
     const bool resuming = settings.resume && !settings.dry_run;
     agreed(comm, true, [&] { io::arm_fault_from_environment(comm.rank()); });
     try {
-        begin_phase(comm, Phase::validation, 0);
+        begin_phase(comm, Phase::validation);
         agreed(comm, comm.is_root(), [&] { check_output_path(job.settings); });
         describe(job);
-        begin_phase(comm, Phase::lengths, 0);
+        begin_phase(comm, Phase::lengths);
         read_lengths(job);
         lay_out(job);
         size_steps(job);
         if (resuming) {
-            begin_phase(comm, Phase::resume_verification, 0);
+            begin_phase(comm, Phase::resume_verification);
             inspect_partial(job);
         }
     } catch (const AgreedFailure& failure) {
@@ -376,7 +376,7 @@ Job prepare_job(Comm& comm, const JobSettings& settings) {
         return job;
     }
     if (job.nothing_to_do()) return job;
-    begin_phase(comm, Phase::planning, 0);
+    begin_phase(comm, Phase::planning);
     form_job_units(job);
     plan_job(job);
     return job;
@@ -384,14 +384,13 @@ Job prepare_job(Comm& comm, const JobSettings& settings) {
 
 JobResult run_job(Job& job, const RoundCallback& on_round) {
     Comm& comm = job.comm;
-    const std::int64_t written_before = job.done_before.sequences;
     check_free_space(job);
-    begin_phase(comm, Phase::value_scan, written_before);
+    begin_phase(comm, Phase::value_scan);
     scan_values(job);
-    begin_phase(comm, Phase::output_creation, written_before);
+    begin_phase(comm, Phase::output_creation);
     std::unique_ptr<StepIo> step_io = open_step_io(job);
     try {
-        begin_phase(comm, Phase::rounds, written_before);
+        begin_phase(comm, Phase::rounds);
     } catch (const AgreedFailure&) {
         step_io->abandon();  // created, and closed resumable like any interrupted output
         throw;
@@ -406,7 +405,6 @@ JobResult run_job(Job& job, const RoundCallback& on_round) {
                 : make_static_scheduler(static_rounds(job.units, job.plan, job.max_sequences, kMinRounds, max_step_cost));
         RunContext context{job.spec, job.weights, job.attention, job.layout};
         context.on_round = on_round;
-        context.sequences_before = written_before;
         rounds = run_rounds(comm, context, *scheduler, *step_io);
         step_io.reset();
     } catch (const AgreedFailure&) {

@@ -52,7 +52,6 @@ struct RunContext {
     const AttentionSettings& settings;
     const io::OutputLayout& layout;
     std::function<void(const RoundProgress&)> on_round = {};  // called on every rank
-    std::int64_t sequences_before = 0;  // what earlier attempts wrote, for the stop message
 };
 
 // Collective. Runs every round and completes the output. A failure every rank agreed on

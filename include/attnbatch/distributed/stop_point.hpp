@@ -12,7 +12,6 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 
 #include "attnbatch/distributed/agreement.hpp"
 #include "attnbatch/distributed/comm.hpp"
@@ -20,28 +19,29 @@
 
 namespace attnbatch::distributed {
 
-// The one line a stopped run ends with; `sequences_written` counts what OUTPUT.partial holds.
+// The one line a stopped run ends with; `sequences_written` counts what this attempt wrote
+// (and recorded as done) before it stopped.
 std::string stop_message(int signal, Phase phase, std::int64_t sequences_written);
 
-// Collective. When any rank has a stop request, throws AgreedFailure(exit_interrupted) on
-// every rank; returns otherwise.
-void stop_point(Comm& comm, std::int64_t sequences_written);
+// Collective, for the phases before the rounds (nothing written yet). When any rank has a
+// stop request, throws AgreedFailure(exit_interrupted) on every rank; returns otherwise.
+void stop_point(Comm& comm);
 
 // Collective: a stop point, then every rank enters `next`.
-void begin_phase(Comm& comm, Phase next, std::int64_t sequences_written);
+void begin_phase(Comm& comm, Phase next);
 
 // Collective. Calls `slice` on the ranks where `here` holds until it returns true (its work
 // is done), with an agreement point after every call on every rank: a failure on any rank
 // (as agreed() does) or a stop request ends every rank. Ranks with nothing (left) to do wait
 // in the agreements.
 template <class Slice>
-void agreed_in_slices(Comm& comm, bool here, std::int64_t sequences_written, Slice&& slice) {
+void agreed_in_slices(Comm& comm, bool here, Slice&& slice) {
     bool done = !here;
     for (;;) {
         LocalFailure failure;
         if (!done) record_failure(failure, [&] { done = slice(); });
         agree_or_throw(comm, failure.code, failure.message);
-        stop_point(comm, sequences_written);
+        stop_point(comm);
         if (comm.max(std::int64_t{done ? 0 : 1}) == 0) return;
     }
 }
