@@ -156,6 +156,13 @@ find_binary)
     ;;
 
 exit_code)
+    # The exit codes compared here are attnbatch's only if LeakSanitizer does not replace them:
+    # it checks for leaks at exit by tracing the process's threads (ptrace), and where it
+    # cannot (seen on a fresh machine in this case: "LeakSanitizer has encountered a fatal
+    # error", exit 1) it ends the process with 1. So in the sanitizer build this case goes
+    # without leak checking, visibly and only here (ASan's other checks stay on; the variable
+    # means nothing to other builds, and sbatch passes it to the job).
+    export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
     head -c 4096 /dev/urandom >corrupt.h5
     expected=0
     "$BIN" run --input corrupt.h5 --output direct.h5 >/dev/null 2>&1 || expected=$?
