@@ -32,7 +32,8 @@ import time
 import h5py
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from harness import check, digest, failures, fresh_directory, mpi_env, mpirun, rank_pids, run_with_timeout  # noqa: E402
+from harness import (check, digest, failures, fresh_directory, mpi_env, mpirun, rank_pids, run_with_timeout,  # noqa: E402
+                     wait_until_gone)
 
 ENV = mpi_env(SOURCE_DATE_EPOCH="1767225600")
 ENV.pop("ATTNBATCH_FAULT", None)
@@ -79,6 +80,7 @@ class Job:
             env["ATTNBATCH_FAULT"] = fault
         start = time.monotonic()
         run = run_with_timeout(self.command(ranks, io, schedule, extra), TIMEOUT_S, cwd=directory or self.dir, env=env)
+        check(wait_until_gone(self.binary, directory or self.dir), "ranks still running 30 s after mpirun exited")
         if run is None:
             check(False, "attempt with %d ranks, fault %s: no exit within %d s (a hang)" % (ranks, fault, TIMEOUT_S))
             return None, "", "", TIMEOUT_S
@@ -180,6 +182,7 @@ def kill_at(job, ranks, io, schedule, victim, moment):
         reader.join()
         check(False, "attempt with %d ranks, SIGKILL of rank %d at %.2f s: no exit within %d s (a hang)" %
               (ranks, victim, moment, TIMEOUT_S))
+    check(wait_until_gone(job.binary, job.dir), "ranks still running 30 s after mpirun exited")
     return process.returncode, time.monotonic() - start, killed
 
 

@@ -49,7 +49,7 @@ import h5py
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from harness import (catches, check, digest, failures, fresh_directory, mpi_env, mpirun, rank_pids,  # noqa: E402
-                     run_with_timeout)
+                     run_with_timeout, wait_until_gone)
 
 ENV = mpi_env(SOURCE_DATE_EPOCH="1767225600")
 ENV.pop("ATTNBATCH_FAULT", None)
@@ -326,6 +326,7 @@ def plain_attempt(job, extra_env=None, prefix=(), extra=()):
     job.watching = True
     run = run_with_timeout(command, TIMEOUT_S, cwd=job.dir, env=dict(ENV, **(extra_env or {})))
     job.watching = False
+    check(wait_until_gone(job.binary, job.dir), "ranks still running 30 s after mpirun exited")
     if run is None:
         check(False, "%s: no exit within %d s (a hang)" % (command, TIMEOUT_S))
         return None, "", ""
@@ -363,6 +364,7 @@ def usr1_to_mpirun(job, aim):
     process.send_signal(signal.SIGUSR1)
     out, err = process.communicate(timeout=TIMEOUT_S)
     job.watching = False
+    check(wait_until_gone(job.binary, job.dir), "ranks still running 30 s after mpirun exited")
     expect_stop(job, "SIGUSR1 to mpirun during %s" % aim, (process.returncode, out, err), aim, "SIGUSR1")
 
 

@@ -11,6 +11,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import time
 
 failures = []
 
@@ -84,3 +85,15 @@ def catches(pid, signal_number):
     except OSError:
         pass
     return False
+
+
+def wait_until_gone(binary, directory, timeout=30.0):
+    """Waits until no process runs `binary` in `directory`: mpirun may exit while a rank it
+    killed is still going (and holding its files); a scheduler cleans up a job's step before
+    a requeue, and a test reads the files only then. True when they are gone."""
+    deadline = time.monotonic() + timeout
+    while rank_pids(binary, directory):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
