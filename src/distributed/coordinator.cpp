@@ -176,7 +176,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     settle(nullptr, nullptr);
     enter_phase(Phase::publish);
     io.finish(io_times);
-    enter_phase(Phase::published);
+    enter_phase(Phase::shut_down);
     mine.exposed += io_total() - io_before_end;  // nothing left to overlap the last write with
 
     mine.wall = wall_seconds() - t_start;

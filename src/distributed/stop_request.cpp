@@ -31,7 +31,7 @@ extern "C" void on_stop_signal(int signal) {
     if (first_signal.load() != 0) {
         // At once: no flush, no destructors (async-signal-safe). The file keeps what its last
         // flush recorded; once OUTPUT is published there is nothing left to interrupt.
-        _exit(phase_now.load() == static_cast<int>(Phase::published) ? exit_ok : exit_interrupted);
+        _exit(phase_now.load() == static_cast<int>(Phase::shut_down) ? exit_ok : exit_interrupted);
     }
     phase_at_signal.store(phase_now.load());
     first_signal.store(signal);
@@ -51,7 +51,7 @@ const char* name_of(Phase phase) noexcept {
         case Phase::rounds: return "rounds";
         case Phase::final_flush: return "final flush";
         case Phase::publish: return "publish";
-        case Phase::published: return "after publishing";
+        case Phase::shut_down: return "shut-down";
     }
     return "?";
 }
@@ -68,7 +68,7 @@ const char* key_of(Phase phase) noexcept {
         case Phase::rounds: return "rounds";
         case Phase::final_flush: return "final_flush";
         case Phase::publish: return "publish";
-        case Phase::published: return "published";
+        case Phase::shut_down: return "shut_down";
     }
     return "?";
 }

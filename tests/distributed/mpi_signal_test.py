@@ -5,14 +5,14 @@ exit 5 and one line naming the phase, or with 0 when OUTPUT was already publishe
 usage: mpi_signal_test.py ATTNBATCH MPIEXEC WORKDIR CASE
 
 CASE
-  sweep    One resumed 2-rank run (its OUTPUT.partial about 60% done), measured uninterrupted
+  sweep    One resumed 2-rank run (its OUTPUT.partial about 75% done), measured uninterrupted
            first: its length and, from --report, when each phase began. Then SIGTERM to both
            ranks, as a scheduler sends it, at MOMENTS or more moments counted from when both
            ranks have started: 0 and 0.05 s (start-up, before MPI_Init), the middle of every
            measured phase (start-up after MPI_Init, validation, lengths, resume verification,
            planning, value scan, output creation, rounds at 10, 50 and 90%, final flush,
-           publish, after publishing), 30% and 70% of the run's length, past its exit, and at
-           OUTPUT's appearance. Every attempt starts from the same .partial; every
+           publish, shut-down), 30% and 70% of the run's length, past its exit, at OUTPUT's
+           appearance and 0.05 s after. Every attempt starts from the same .partial; every
            stopped one is resumed to the end (unless it left the .partial byte for byte as it
            was: the measured run resumed that state already). A table of moment, phase and
            exit codes is printed. The long phases must have been hit (a missed one is aimed
@@ -176,40 +176,46 @@ def per_rank_command(job, work_rc):
 
 
 PUBLISHED = "at OUTPUT's appearance"
+PUBLISHED_LATER = "0.05 s after OUTPUT's appearance"
 
 
 def signalled_attempt(job, moment, report=None):
     """Starts an attempt from the base .partial and, `moment` seconds after both ranks have
     started (their handlers exist), sends SIGTERM to every rank; with moment PUBLISHED, as soon
-    as OUTPUT appears. Returns a dict: codes (per rank), stdout, stderr, started (Unix time),
+    as OUTPUT appears, with PUBLISHED_LATER 0.05 s after. Returns a dict: codes (per rank), stdout, stderr, started (Unix time),
     sent and exited (seconds after the start; sent None when no rank was left)."""
     job.restore()
     for name in os.listdir(job.work):
         if name.startswith("rc."):
             os.remove(os.path.join(job.work, name))
     command = per_rank_command(job, job.work) + (["--report", report] if report else [])
-    job.watching = moment != PUBLISHED
+    job.watching = moment not in (PUBLISHED, PUBLISHED_LATER)
     launch = time.monotonic()
     process = subprocess.Popen(command, cwd=job.dir, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     output = {}
     reader = threading.Thread(target=lambda: output.update(zip(("stdout", "stderr"), process.communicate())))
     reader.start()
-    sent = start = started_unix = None
+    sent = start = started_unix = appeared = None
     while process.poll() is None and time.monotonic() - launch < TIMEOUT_S:
         pids = rank_pids(job.binary, job.dir)
         if start is None and len(pids) == RANKS and all(catches(pid, signal.SIGTERM) for pid in pids):
             start, started_unix = time.monotonic(), time.time()
             if moment is None:
                 break
+        if moment in (PUBLISHED, PUBLISHED_LATER) and appeared is None and os.path.exists(job.output):
+            appeared = time.monotonic()
         due = start is not None and moment is not None and (
-            os.path.exists(job.output) if moment == PUBLISHED else time.monotonic() - start >= moment)
+            time.monotonic() - start >= moment if moment not in (PUBLISHED, PUBLISHED_LATER) else
+            appeared is not None and time.monotonic() - appeared >= (0.05 if moment == PUBLISHED_LATER else 0.0))
         if due:
+            delivered = 0
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGTERM)
+                    delivered += 1
                 except ProcessLookupError:
                     pass
-            sent = time.monotonic() - start
+            sent = time.monotonic() - start if delivered else None
             break
         time.sleep(0.0005)
     reader.join(TIMEOUT_S)
@@ -229,8 +235,10 @@ def signalled_attempt(job, moment, report=None):
 
 def measure(job):
     """The run uninterrupted, from the base .partial: when each phase began and when it exited,
-    in seconds after both ranks had started."""
+    in seconds after both ranks had started. The second of two runs: the first finds the
+    files' pages cold, the attempts after it warm."""
     report = os.path.join(job.work, "baseline.json")
+    signalled_attempt(job, None)
     run = signalled_attempt(job, None, report=report)
     if run["codes"][0] != 0 or run["started"] is None:
         raise SystemExit("the uninterrupted resumed run failed (%s): %s" % (run["codes"], run["stderr"]))
@@ -241,13 +249,14 @@ def measure(job):
     return {name: offset + seconds for name, seconds in data["phase_starts"].items()}, run["exited"]
 
 
-ORDER = PHASES + ["after publishing"]
+ORDER = PHASES + ["shut-down"]
 KEYS = ["start_up", "validation", "lengths", "resume_verification", "planning", "value_scan", "output_creation", "rounds",
-        "final_flush", "publish", "published"]
+        "final_flush", "publish", "shut_down"]
 # Long enough here for a timed signal to land in them: aimed at again, a little earlier or
 # later, when the machine's load moved them. The short phases are the `phases` case's.
 AIMED_AGAIN = {"resume verification", "value scan", "rounds"}
-MUST_SEE = {"start-up", "resume verification", "value scan", "rounds", "after publishing", "after the exit"}
+PUBLISHED_SEEN = "exit 0 once OUTPUT was published"
+MUST_SEE = {"start-up", "resume verification", "value scan", "rounds", PUBLISHED_SEEN, "after the exit"}
 
 
 def sweep_moments(starts, end):
@@ -263,7 +272,7 @@ def sweep_moments(starts, end):
         moments += [(first + f * (last - first), ORDER[KEYS.index(key)]) for f in fractions]
     moments += [(f * end, "%.0f%% of the run" % (f * 100)) for f in (0.3, 0.7)]
     moments.append((end + 0.5, "after the exit"))
-    return sorted(moments) + [(PUBLISHED, "after publishing")]
+    return sorted(moments) + [(PUBLISHED, "publish"), (PUBLISHED_LATER, "shut-down")]
 
 
 def case_sweep(job):
@@ -277,18 +286,26 @@ def case_sweep(job):
     check(len(moments) >= MOMENTS, "only %d moments" % len(moments))
     table, seen = [], set()
     queue = [(moment, aim, 0) for moment, aim in moments]
+    # The load of the machine moves the phases from one attempt to the next: a long phase that
+    # was missed is aimed at again, bisecting between the moments that fell before and after.
+    earlier, later = {}, {}
+    order = ORDER + ["after the exit"]
     while queue:
         moment, aim, tries = queue.pop(0)
-        shown = moment if moment == PUBLISHED else "%.3f" % moment
+        if tries > 0 and aim in seen:
+            continue  # hit meanwhile, by another moment
+        shown = moment if isinstance(moment, str) else "%.3f" % moment
         label = "SIGTERM at %s (%s)" % (shown, aim)
         run = signalled_attempt(job, moment)
         code = run["codes"][0]
+        detail = ""
         check(len(set(run["codes"].values())) == 1 and code in (0, 5),
               "%s: rank exit codes %s, expected all 5 or all 0; stderr: %s" % (label, run["codes"], run["stderr"].strip()[-500:]))
         if code == 5:
             phase = check_stopped(job, label, code, run["stdout"], run["stderr"], job.base_done) or "?"
-            check(run["exited"] - run["sent"] < BOUND_S, "%s: exit %.1f s after the signal, bound %.0f s" %
-                  (label, run["exited"] - run["sent"], BOUND_S))
+            if check(run["sent"] is not None, "%s: exit 5, yet no signal was sent" % label):
+                check(run["exited"] - run["sent"] < BOUND_S, "%s: exit %.1f s after the signal, bound %.0f s" %
+                      (label, run["exited"] - run["sent"], BOUND_S))
             # Stopped before it changed a byte of the .partial, the attempt left the state the
             # measured run resumed to the reference's bytes: resuming it again proves nothing.
             if not os.path.exists(job.partial) or digest(job.partial) != job.base_digest:
@@ -296,15 +313,24 @@ def case_sweep(job):
         else:
             job.expect_reference(label)
             note = LATE_NOTE.search(run["stdout"])
-            phase = "after the exit" if run["sent"] is None else "after publishing"
-            check(note is None or note.group(2) in ("publish", "after publishing"),
+            check(note is None or note.group(2) in ("publish", "shut-down"),
                   "%s: exit 0, yet the signal came during %s" % (label, note and note.group(2)))
+            # Where: the note rank 0 prints, or none once it had printed its last line.
+            phase = "after the exit" if run["sent"] is None else note.group(2) if note else "shut-down"
+            if run["sent"] is not None:
+                seen.add(PUBLISHED_SEEN)
+                detail = "" if note else " (after the last line)"
         seen.add(phase)
         sent = "%.3f" % run["sent"] if run["sent"] is not None else "not sent: no rank left"
-        table.append((shown, aim, sent, phase, run["codes"]))
-        if aim in AIMED_AGAIN and phase != aim and phase in ORDER and tries < 3:
-            step = max(0.03, 0.5 * durations.get(aim, 0.1))
-            queue.append((max(0.0, moment + (step if ORDER.index(phase) < ORDER.index(aim) else -step)), aim, tries + 1))
+        table.append((shown, aim, sent, phase + detail, run["codes"]))
+        if aim in AIMED_AGAIN and phase != aim and phase in order and tries < 5:
+            if order.index(phase) < order.index(aim):
+                earlier[aim] = max(earlier.get(aim, 0.0), moment)
+            else:
+                later[aim] = min(later.get(aim, moment), moment)
+            low = earlier.get(aim, 0.0)
+            high = later.get(aim, low + 2 * max(0.05, durations.get(aim, 0.1)))
+            queue.append(((low + high) / 2, aim, tries + 1))
     print("\n| moment (s after the ranks started) | aimed at | SIGTERM sent at (s) | phase | exit codes of the ranks |")
     print("| --- | --- | --- | --- | --- |")
     for shown, aim, sent, phase, codes in table:
@@ -417,10 +443,11 @@ def case_phases(job):
 
 CASES = {
     # 2000 sequences of 64 tokens, d = 256, every attention map stored: 130 MB in, 265 MB out;
-    # the .partial holds about 60% of it, so a resumed run verifies 160 MB, scans 50 MB and
-    # computes 800 sequences: about 1 s here, its long phases a tenth of a second or more.
+    # the .partial holds about 75% of it, so a resumed run verifies 200 MB and, with --io
+    # gather (rank 0 reads and writes for both), scans all 130 MB and computes 500 sequences:
+    # about 1.5 s here, its long phases a tenth to half a second each.
     "sweep": (case_sweep, ["--num-seqs", "2000", "--seq-len", "64", "--dim", "256", "--min-len", "48", "--seed", "3"],
-              ["--heads", "4", "--threads", "1", "--unit-sequences", "16", "--progress", "never"], 1200),
+              ["--heads", "4", "--threads", "1", "--unit-sequences", "16", "--progress", "never", "--io", "gather"], 1500),
     "phases": (case_phases, ["--num-seqs", "160", "--seq-len", "32", "--dim", "32", "--min-len", "4", "--seed", "8"],
                ["--heads", "2", "--threads", "1", "--unit-sequences", "4", "--save-weights", "mean"], 10),
 }

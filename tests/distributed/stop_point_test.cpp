@@ -90,7 +90,7 @@ TEST_F(StopDeathTest, ASecondSignalOncePublishedEndsWithZero) {
     EXPECT_EXIT(
         {
             install_stop_handlers();
-            enter_phase(Phase::published);
+            enter_phase(Phase::shut_down);
             std::raise(SIGINT);
             std::raise(SIGINT);
             std::_Exit(43);

@@ -26,12 +26,12 @@ enum class Phase : int {
     rounds,               // computing and writing
     final_flush,          // the last round's results written and recorded
     publish,              // complete = 1, close, fsync and rename: past the last stop point
-    published,            // OUTPUT exists; nothing is left to stop
+    shut_down,            // OUTPUT is published: the summary, MPI_Finalize, exit; nothing left to stop
 };
-inline constexpr int kPhaseCount = static_cast<int>(Phase::published) + 1;
+inline constexpr int kPhaseCount = static_cast<int>(Phase::shut_down) + 1;
 
 // "start-up", "validation", "lengths", "resume verification", "planning", "value scan",
-// "output creation", "rounds", "final flush", "publish", "after publishing".
+// "output creation", "rounds", "final flush", "publish", "shut-down".
 const char* name_of(Phase phase) noexcept;
 // The same with underscores ("value_scan"): for ATTNBATCH_FAULT sites and --report keys.
 const char* key_of(Phase phase) noexcept;
