@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <pthread.h>
 #include <initializer_list>
 #include <unistd.h>
 
@@ -75,17 +76,15 @@ const char* key_of(Phase phase) noexcept {
 
 void install_stop_handlers() noexcept {
     struct sigaction action {};
-    action.sa_handler = on_stop_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;  // blocking reads and writes go on; the flag is read at stop points
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
-    for (int signal : {SIGTERM, SIGUSR1, SIGINT}) {
-        sigaction(signal, &action, nullptr);
-        sigaddset(&stop_signals, signal);
-    }
+    for (int signal : {SIGTERM, SIGUSR1, SIGINT}) sigaddset(&stop_signals, signal);
+    action.sa_handler = on_stop_signal;
+    action.sa_mask = stop_signals;  // one handler at a time: of two signals, the second is the second
+    action.sa_flags = SA_RESTART;   // blocking reads and writes go on; the flag is read at stop points
+    for (int signal : {SIGTERM, SIGUSR1, SIGINT}) sigaction(signal, &action, nullptr);
     // Handled from here on: a signal that was blocked and pending arrives now, as a request.
-    sigprocmask(SIG_UNBLOCK, &stop_signals, nullptr);
+    pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
     if (!installed.exchange(true)) entered_at[static_cast<int>(Phase::start_up)].store(unix_seconds());
 }
 
