@@ -14,6 +14,7 @@
 #include "attnbatch/distributed/agreement.hpp"
 #include "attnbatch/distributed/job.hpp"
 #include "attnbatch/distributed/mpi_session.hpp"
+#include "attnbatch/distributed/stop_request.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "json_writer.hpp"
@@ -202,7 +203,17 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
             .key("io_hidden_fraction").value(t.hidden_fraction())
             .end_object();
     }
-    json.end_array().end_object();
+    json.end_array();
+    // When each phase of this process began, in seconds from the start of main(): where the
+    // time before and after the rounds went (start-up, validation, resume verification...).
+    const double started = dist::phase_entered_at(dist::Phase::start_up);
+    json.key("started_at_unix_seconds").value(started).key("phase_starts").begin_object();
+    for (int p = 0; p < dist::kPhaseCount; ++p) {
+        const auto phase = static_cast<dist::Phase>(p);
+        const double entered = dist::phase_entered_at(phase);
+        if (entered > 0) json.key(dist::key_of(phase)).value(entered - started);
+    }
+    json.end_object().end_object();
     std::ofstream out(path);
     out << json.text() << '\n';
     if (!out) throw Error(exit_io, "--report: cannot write '" + path + "'");
@@ -249,6 +260,15 @@ void check_report_path(const std::string& report) {
     }
 }
 
+// A stop signal after the last stop point: the run went on to publish OUTPUT (or had
+// nothing left to do) and exits 0, saying so.
+void note_late_stop() {
+    const int signal = dist::stop_signal();
+    if (signal == 0) return;
+    std::cout << "  note: " << dist::signal_name(signal) << " arrived during " << dist::name_of(dist::stop_phase())
+              << ", when nothing was left to interrupt\n";
+}
+
 int run(dist::Comm& comm, const std::vector<std::string>& args) {
     const RunOptions o = parse_options_everywhere(comm, args);
     if (o.stop) return exit_ok;
@@ -256,6 +276,7 @@ int run(dist::Comm& comm, const std::vector<std::string>& args) {
     dist::agreed(comm, root, [&] { check_report_path(o.report); });
     dist::Job job = dist::prepare_job(comm, o.job);
     if (root && !job.resume.summary.empty() && job.nothing_to_do()) std::cout << "  " << job.resume.summary << '\n';
+    if (root && job.nothing_to_do()) note_late_stop();
     if (job.nothing_to_do()) return exit_ok;
     if (root) {
         for (const std::string& warning : job.warnings) std::cerr << "attnbatch run: warning: " << warning << '\n';
@@ -271,6 +292,7 @@ int run(dist::Comm& comm, const std::vector<std::string>& args) {
             for (const std::string& note : job.notes) std::cout << "  " << note << '\n';
             std::cout << "  dry run: every check of the real run passed except the value scan (NaN/inf: it reads all "
                          "the data); nothing written\n";
+            note_late_stop();
         }
         return exit_ok;
     }
@@ -286,6 +308,7 @@ int run(dist::Comm& comm, const std::vector<std::string>& args) {
     if (!root) return exit_ok;
     if (!o.report.empty()) write_report(o.report, job, result);
     print_summary(job, result);
+    note_late_stop();
     return exit_ok;
 }
 
@@ -297,8 +320,11 @@ int run_command(const std::vector<std::string>& args) {
     try {
         return run(*comm, args);
     } catch (const dist::AgreedFailure& failure) {
-        // Every rank is here with the same code; rank 0 speaks for them.
-        if (comm->is_root()) throw Error(failure.exit_code(), failure.what());
+        // Every rank is here with the same code; rank 0 speaks for them, and before MPI ends:
+        // mpirun ends the whole job as soon as one rank exits non-zero, so the others leave
+        // only once the line is written (a rank 0 still unwinding would be killed unheard).
+        if (comm->is_root()) std::cerr << "attnbatch run: error: " << failure.what() << std::endl;
+        comm->barrier();
         return failure.exit_code();
     } catch (const Error& e) {
         if (mpi.size() == 1) throw;

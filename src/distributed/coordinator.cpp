@@ -5,6 +5,7 @@
 
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/fault_injection.hpp"
+#include "attnbatch/distributed/stop_point.hpp"
 #include "attnbatch/distributed/stop_request.hpp"
 #include "background_worker.hpp"
 #include "wall_clock.hpp"
@@ -93,9 +94,10 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         }
         fail_if_any();
         io.abandon();
-        throw AgreedFailure(exit_interrupted, std::string("interrupted by ") + signal_name(signal) + " after " +
-                                                  std::to_string(stored_sequences) + " sequences were written; " +
-                                                  "the partial output is kept with complete = 0");
+        // This rank's own signal and the phase it came in, when it had one.
+        const bool own = stop_signal() != 0;
+        throw AgreedFailure(exit_interrupted, stop_message(own ? stop_signal() : signal, own ? stop_phase() : current_phase(),
+                                                           stored_sequences));
     };
 
     BackgroundWorker worker;
@@ -163,13 +165,18 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         current = std::move(next);
         ++result.rounds;
     }
+    enter_phase(Phase::final_flush);
     const double io_before_end = io_total();
     if (have_previous) {
         Slot& last = slots[(result.rounds + 1) % 2];
         io.store(previous, last.has_output ? &last.output : nullptr, io_times, failure);
+        stored_sequences += sequences_in(previous);
     }
-    fail_if_any();
+    // The last stop point: from here on the output is published whatever comes.
+    settle(nullptr, nullptr);
+    enter_phase(Phase::publish);
     io.finish(io_times);
+    enter_phase(Phase::shut_down);
     mine.exposed += io_total() - io_before_end;  // nothing left to overlap the last write with
 
     mine.wall = wall_seconds() - t_start;

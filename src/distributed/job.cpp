@@ -17,6 +17,7 @@
 #include "attnbatch/distributed/schedule.hpp"
 #include "attnbatch/distributed/spec_codec.hpp"
 #include "attnbatch/distributed/step_io.hpp"
+#include "attnbatch/distributed/stop_point.hpp"
 #include "attnbatch/distributed/stop_request.hpp"
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/fault_injection.hpp"
@@ -37,6 +38,9 @@ constexpr int kMinRounds = 8;
 // per thread, so that a stop signal is answered within about one step.
 constexpr double kMaxStepSeconds = 10.0;
 constexpr double kAssumedFlopsPerThread = 20e9;
+// The long phases go in slices of this many bytes per rank, a fraction of a second each even
+// from a slow file system, with a stop point after each.
+constexpr std::uint64_t kSliceBytes = std::uint64_t{64} << 20;
 
 // The output must be a new file path, never the input or the weights (--force would otherwise
 // replace them) and never a directory (found out only at the final rename, after the work).
@@ -154,11 +158,17 @@ void describe(Job& job) {
             io::select_sequences(job.spec, first, last);
         }
         if (job.spec.weights) job.weights = io::read_weights(*job.spec.weights);
-        io::InputReader lengths_reader(job.spec);
-        job.lengths = lengths_reader.read_all_lengths();
     });
     broadcast_spec(comm, job.spec, 0);
     broadcast_weights(comm, job.weights, 0);
+}
+
+void read_lengths(Job& job) {
+    Comm& comm = job.comm;
+    agreed(comm, comm.is_root(), [&] {
+        io::InputReader lengths_reader(job.spec);
+        job.lengths = lengths_reader.read_all_lengths();
+    });
     broadcast_vector(comm, job.lengths, 0);
 }
 
@@ -212,9 +222,8 @@ void lay_out(Job& job) {
     });
 }
 
-// Units sized by the memory bound and formed the same way whatever the number of ranks; a
-// resumed job takes over the units of its journal instead.
-void form_job_units(Job& job) {
+// The step size from the memory bound, and the journal's identity of this job.
+void size_steps(Job& job) {
     const JobSettings& s = job.settings;
     Comm& comm = job.comm;
     const int in_flight = job.io == IoMode::gather && job.plan_ranks > 1 ? 3 : 2;
@@ -244,8 +253,6 @@ void form_job_units(Job& job) {
     job.split.max_piece_cost = max_step_cost(job);
     job.split.padded_rows = job.spec.packed ? 0 : job.spec.len;
     job.split.memory = rows;
-    const CostModel cost = cost_model_for(job.spec, s.causal);
-
     // The journal's identity: rank 0 reads the files' metadata, every rank records the same.
     if (comm.is_root()) {
         job.identity = job_identity(job.spec, job.weights, job.lengths, job.attention, job.layout);
@@ -255,13 +262,49 @@ void form_job_units(Job& job) {
         }
     }
     broadcast_string(comm, job.identity, 0);
-    if (s.resume) {
-        agreed(comm, comm.is_root(),
-               [&] { job.resume = inspect_for_resume(s.output, s.force, job.layout, job.identity, s.dry_run); });
-        broadcast_resume(comm, job.resume);
-    }
-    if (job.resume.state == ResumeState::complete) return;
+}
 
+// --resume: rank 0 inspects the partial output in slices, the other ranks wait in the stop
+// points between them.
+void inspect_partial(Job& job) {
+    const JobSettings& s = job.settings;
+    Comm& comm = job.comm;
+    std::unique_ptr<ResumeInspection> inspection;
+    agreed_in_slices(comm, comm.is_root(), [&] {
+        if (!inspection) {
+            inspection = std::make_unique<ResumeInspection>(s.output, s.force, job.layout, job.identity, s.dry_run);
+        }
+        return inspection->verify_some(kSliceBytes);
+    });
+    if (inspection) job.resume = inspection->result();
+    broadcast_resume(comm, job.resume);
+}
+
+// With --resume, a stop agreed on before the inspection: if OUTPUT is already complete
+// (what the inspection would have found) there is nothing to interrupt.
+bool already_complete(Job& job) {
+    const JobSettings& s = job.settings;
+    std::int64_t complete = 0;
+    if (job.comm.is_root()) {
+        struct stat status {};
+        const bool output = ::lstat(s.output.c_str(), &status) == 0;
+        const bool partial = ::lstat(io::OutputFile::partial_path_for(s.output).c_str(), &status) == 0;
+        complete = output && !(partial && s.force) ? 1 : 0;
+    }
+    job.comm.broadcast(&complete, sizeof complete, 0);
+    if (complete != 0) {
+        job.resume.state = ResumeState::complete;
+        job.resume.summary = s.output + " is already complete; nothing to resume";
+    }
+    return complete != 0;
+}
+
+// Units sized by the memory bound and formed the same way whatever the number of ranks; a
+// resumed job takes over the units of its journal instead.
+void form_job_units(Job& job) {
+    const JobSettings& s = job.settings;
+    Comm& comm = job.comm;
+    const CostModel cost = cost_model_for(job.spec, s.causal);
     if (job.resume.state != ResumeState::partial) {
         job.all_units = form_units(job.lengths, cost, job.max_sequences, job.split);
         job.units = job.all_units;
@@ -300,14 +343,31 @@ void check_free_space(Job& job) {
     });
 }
 
-// Every value checked before any compute: in parallel each rank scans its own share.
+std::int64_t input_bytes_per_sequence(const io::InputSpec& spec) {
+    const std::int64_t element = spec.dtype == io::DataType::float64 ? 8 : 4;
+    const std::int64_t width = spec.mode == io::InputMode::embeddings ? spec.d : spec.heads * (2 * spec.d_k + spec.d_v);
+    return std::max<std::int64_t>(1, spec.len * width * element);
+}
+
+// Every value checked before any compute: in parallel each rank scans its own share. In
+// slices, with the weights last, so that the first bad value named is the one a single
+// pass over the data and then the weights would name.
 void scan_values(Job& job) {
     Comm& comm = job.comm;
     const bool parallel = job.io == IoMode::parallel;
-    agreed(comm, comm.is_root() || parallel, [&] {
-        io::ValueScan scan{0, job.spec.n, comm.is_root(), job.settings.input.scan_bytes};
-        if (parallel) std::tie(scan.first, scan.last) = share_span(job.units, job.plan.ranks[static_cast<std::size_t>(comm.rank())]);
-        io::check_values(job.spec, scan);
+    io::ValueScan share{0, job.spec.n, comm.is_root(), job.settings.input.scan_bytes};
+    if (parallel) std::tie(share.first, share.last) = share_span(job.units, job.plan.ranks[static_cast<std::size_t>(comm.rank())]);
+    const std::int64_t per_slice =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(kSliceBytes) / input_bytes_per_sequence(job.spec));
+    std::int64_t next = share.first;
+    agreed_in_slices(comm, comm.is_root() || parallel, [&] {
+        io::ValueScan slice = share;
+        slice.first = next;
+        slice.last = std::min(share.last, next + per_slice);
+        slice.weights = share.weights && slice.last >= share.last;
+        io::check_values(job.spec, slice);
+        next = slice.last;
+        return next >= share.last;
     });
 }
 
@@ -439,14 +499,30 @@ Job prepare_job(Comm& comm, const JobSettings& settings) {
     Job job(comm);
     job.settings = settings;
     job.started_at = wall_seconds();
-    install_stop_handlers();
+    install_stop_handlers();  // main() did it for the binary; a library caller gets it here
+    const bool resuming = settings.resume;
     agreed(comm, true, [&] { io::arm_fault_from_environment(comm.rank()); });
-    agreed(comm, comm.is_root(), [&] { check_output_path(job.settings); });
-    assess_resources(job);
-    describe(job);
-    lay_out(job);
+    try {
+        begin_phase(comm, Phase::validation);
+        agreed(comm, comm.is_root(), [&] { check_output_path(job.settings); });
+        assess_resources(job);
+        describe(job);
+        begin_phase(comm, Phase::lengths);
+        read_lengths(job);
+        lay_out(job);
+        size_steps(job);
+        if (resuming) {
+            begin_phase(comm, Phase::resume_verification);
+            inspect_partial(job);
+        }
+    } catch (const AgreedFailure& failure) {
+        if (failure.exit_code() != exit_interrupted || !resuming || !already_complete(job)) throw;
+        return job;
+    }
+    if (job.nothing_to_do()) return job;
+    begin_phase(comm, Phase::planning);
     form_job_units(job);
-    if (!job.nothing_to_do()) plan_job(job);
+    plan_job(job);
     return job;
 }
 
@@ -472,8 +548,16 @@ void preflight(Job& job) {
 JobResult run_job(Job& job, const RoundCallback& on_round) {
     Comm& comm = job.comm;
     preflight(job);
+    begin_phase(comm, Phase::value_scan);
     scan_values(job);
+    begin_phase(comm, Phase::output_creation);
     std::unique_ptr<StepIo> step_io = open_step_io(job);
+    try {
+        begin_phase(comm, Phase::rounds);
+    } catch (const AgreedFailure&) {
+        step_io->abandon();  // created, and closed resumable like any interrupted output
+        throw;
+    }
 
     const double step_cost = max_step_cost(job);
     RunResult rounds;

@@ -39,51 +39,91 @@ void expect_complete_output_of_this_job(const std::string& output, const std::st
 
 }  // namespace
 
-ResumeState inspect_for_resume(const std::string& output, bool force, const io::OutputLayout& layout,
-                               const std::string& identity, bool dry_run) {
-    ResumeState resume;
+ResumeInspection::ResumeInspection(const std::string& output, bool force, const io::OutputLayout& layout,
+                                   const std::string& identity, bool dry_run)
+    : layout_(layout), dry_run_(dry_run) {
     const std::string partial = io::OutputFile::partial_path_for(output);
     const bool have_partial = exists(partial);
     if (exists(output) && !(have_partial && force)) {
         expect_complete_output_of_this_job(output, identity);
-        resume.summary = output + " is already complete (same input and options); nothing to resume";
-        resume.state = ResumeState::complete;
-        return resume;
+        resume_.summary = output + " is already complete (same input and options); nothing to resume";
+        resume_.state = ResumeState::complete;
+        return;
     }
     if (!have_partial) {
-        resume.summary = "resume: no " + partial + " to continue; starting afresh";
-        return resume;
+        resume_.summary = "resume: no " + partial + " to continue; starting afresh";
+        return;
     }
     const std::string differences = io::identity_differences(io::read_journal_identity(partial), identity);
     if (!differences.empty()) {
         throw Error(exit_usage, partial + " was written from other input or options (" + differences +
                                     "); hint: resume with the original ones, or --force to start afresh");
     }
-    const io::OutputFile file =
-        io::OutputFile::reopen(output, layout, {}, dry_run ? io::FileMode::read_only : io::FileMode::read_write);
-    const io::JournalState state = file.journal_state();
-    resume.state = ResumeState::partial;
-    resume.unit_bounds = state.plan.unit_bounds;
-    resume.unit_rows = state.plan.unit_rows;
-    resume.done = state.done;
-    const std::int64_t units = static_cast<std::int64_t>(state.done.size());
-    if (dry_run) {
-        resume.summary = "resume: " + std::to_string(state.done_units()) + " of " + std::to_string(units) +
+    file_ = std::make_unique<io::OutputFile>(
+        io::OutputFile::reopen(output, layout, {}, dry_run ? io::FileMode::read_only : io::FileMode::read_write));
+    journal_ = file_->journal_state();
+    resume_.state = ResumeState::partial;
+    resume_.unit_bounds = journal_.plan.unit_bounds;
+    resume_.unit_rows = journal_.plan.unit_rows;
+    resume_.done = journal_.done;
+    if (dry_run) file_.reset();
+}
+
+ResumeInspection::~ResumeInspection() = default;
+
+bool ResumeInspection::verify_some(std::uint64_t bytes) {
+    if (!file_) return true;
+    const std::size_t units = journal_.done.size();
+    const std::uint64_t row = static_cast<std::uint64_t>(layout_.len) *
+                              static_cast<std::uint64_t>(layout_.d_out + layout_.heads) * 4 + 4;
+    const std::uint64_t map = static_cast<std::uint64_t>(layout_.weights_heads()) * static_cast<std::uint64_t>(layout_.len) *
+                              static_cast<std::uint64_t>(layout_.len) * (layout_.weights_dtype == io::WeightsDtype::f16 ? 2 : 4);
+    std::size_t last = next_unit_;
+    std::uint64_t taken = 0;
+    while (last < units && (last == next_unit_ || taken < bytes)) {
+        const std::int64_t first = resume_.unit_bounds[last], end = resume_.unit_bounds[last + 1];
+        const auto [w_begin, w_end] = layout_.weights_range(first, end);
+        if (journal_.done[last]) {
+            taken += static_cast<std::uint64_t>(end - first) * row + static_cast<std::uint64_t>(w_end - w_begin) * map;
+        }
+        ++last;
+    }
+    const std::vector<std::int64_t> failing = file_->units_failing_checksum(journal_, next_unit_, last);
+    failing_.insert(failing_.end(), failing.begin(), failing.end());
+    next_unit_ = last;
+    if (next_unit_ < units) return false;
+    file_.reset();  // closed before the run reopens it
+    return true;
+}
+
+ResumeState ResumeInspection::result() const {
+    ResumeState resume = resume_;
+    if (resume.state != ResumeState::partial) return resume;
+    const std::int64_t units = static_cast<std::int64_t>(journal_.done.size());
+    if (dry_run_) {
+        resume.summary = "resume: " + std::to_string(journal_.done_units()) + " of " + std::to_string(units) +
                          " units done (their checksums are re-read by the real run, not by a dry run)";
         return resume;
     }
-    const std::vector<std::int64_t> failing = file.units_failing_checksum(state);
-    for (std::int64_t u : failing) resume.done[static_cast<std::size_t>(u)] = 0;
+    for (std::int64_t u : failing_) resume.done[static_cast<std::size_t>(u)] = 0;
     std::ostringstream summary;
-    summary << "resume: " << state.done_units() - static_cast<std::int64_t>(failing.size()) << " of " << units
+    summary << "resume: " << journal_.done_units() - static_cast<std::int64_t>(failing_.size()) << " of " << units
             << " units done and verified";
-    if (!failing.empty()) {
-        summary << "; " << failing.size() << " failed their checksum (first: unit " << failing.front()
-                << ", sequences [" << resume.unit_bounds[static_cast<std::size_t>(failing.front())] << ", "
-                << resume.unit_bounds[static_cast<std::size_t>(failing.front()) + 1] << ")) and are computed again";
+    if (!failing_.empty()) {
+        summary << "; " << failing_.size() << " failed their checksum (first: unit " << failing_.front()
+                << ", sequences [" << resume.unit_bounds[static_cast<std::size_t>(failing_.front())] << ", "
+                << resume.unit_bounds[static_cast<std::size_t>(failing_.front()) + 1] << ")) and are computed again";
     }
     resume.summary = summary.str();
     return resume;
+}
+
+ResumeState inspect_for_resume(const std::string& output, bool force, const io::OutputLayout& layout,
+                               const std::string& identity, bool dry_run) {
+    ResumeInspection inspection(output, force, layout, identity, dry_run);
+    while (!inspection.verify_some(std::uint64_t{1} << 30)) {
+    }
+    return inspection.result();
 }
 
 void broadcast_resume(Comm& comm, ResumeState& resume) {

@@ -23,7 +23,10 @@ struct Fault {
 
 Fault armed;
 
-const char* const kSites[] = {"after_unit", "before_flush", "after_flush", "before_rename"};
+const char* const kSites[] = {"after_unit", "before_flush", "after_flush", "before_rename",
+                              // the phases of a run, struck on entering them (distributed/stop_request.hpp)
+                              "validation", "lengths", "resume_verification", "planning", "value_scan",
+                              "output_creation", "rounds", "final_flush", "publish"};
 
 std::vector<std::string> split(const std::string& text, char separator) {
     std::vector<std::string> parts;
@@ -38,8 +41,10 @@ std::vector<std::string> split(const std::string& text, char separator) {
 
 [[noreturn]] void malformed(const std::string& value, const std::string& what) {
     throw Error(exit_usage, "ATTNBATCH_FAULT='" + value + "': " + what +
-                                "; expected RANK:SITE[:K]:ACTION with SITE after_unit, before_flush, after_flush or "
-                                "before_rename and ACTION throw, exit, kill or signal");
+                                "; expected RANK:SITE[:K]:ACTION with SITE after_unit, before_flush, after_flush, "
+                                "before_rename or a phase (validation, lengths, resume_verification, planning, "
+                                "value_scan, output_creation, rounds, final_flush, publish) and ACTION throw, exit, "
+                                "kill or signal");
 }
 
 std::int64_t parse_count(const std::string& value, const std::string& text) {

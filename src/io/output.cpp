@@ -199,8 +199,20 @@ OutputLayout output_layout_for(const InputSpec& spec) {
     return layout;
 }
 
+// OutputFile::create writes the new file under this name and renames it to OUTPUT.partial
+// once it is whole: a run killed while creating it (a second stop signal, SIGKILL) leaves
+// this, never a .partial that --resume cannot read.
+std::string staging_path_for(const std::string& output_path) { return OutputFile::partial_path_for(output_path) + ".new"; }
+
 void check_output_target(const std::string& output_path, bool force, bool continuing) {
     const std::string partial = OutputFile::partial_path_for(output_path);
+    const std::string staging = staging_path_for(output_path);
+    // A staging file is never resumable, so it is removed without --force (prepare_output_path);
+    // unless a run is creating it right now.
+    if (exists(staging) && held_by_a_writer(staging)) {
+        usage(staging + " is being created by another process (it holds the file's lock); hint: wait for that "
+                        "run or stop it first");
+    }
     if (!force && exists(output_path)) {
         usage(output_path + ": the output file exists; hint: --force replaces it once the new run is complete, or "
                             "choose another --output");
@@ -233,6 +245,10 @@ void check_output_target(const std::string& output_path, bool force, bool contin
 
 void prepare_output_path(const std::string& output_path, bool force) {
     check_output_target(output_path, force);
+    const std::string staging = staging_path_for(output_path);
+    if (::unlink(staging.c_str()) != 0 && errno != ENOENT) {
+        throw Error(exit_io, staging + ": cannot remove the output a killed run left half created: " + std::strerror(errno));
+    }
     const std::string partial = OutputFile::partial_path_for(output_path);
     if (exists(partial) && ::unlink(partial.c_str()) != 0) {
         throw Error(exit_io, partial + ": cannot remove the stale partial output: " + std::strerror(errno));
@@ -246,50 +262,65 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
     check_layout(layout, output_path);
     if (!options.paths_prepared) prepare_output_path(output_path, options.force);
     const std::string partial = partial_path_for(output_path);
+    const std::string staging = staging_path_for(output_path);
 
     OutputFile out;
     out.layout_ = layout;
     out.path_ = output_path;
     out.force_ = options.force;
     try {
-        out.file_ = File::create(partial, options.access);
+        out.file_ = File::create(staging, options.access);
         if (layout.packed) {
             out.create_packed(options);
             write_provenance(out.file_, layout, provenance);
             set_text_attribute(out.file_, attribute::sequence_layout, "packed");
             if (options.journal) out.create_journal(*options.journal);
             out.file_.flush();
-            return out;
+        } else {
+            out.create_padded(provenance, options);
         }
-        const auto n = static_cast<hsize_t>(layout.n);
-        const auto len = static_cast<hsize_t>(layout.len);
-        const auto heads = static_cast<hsize_t>(layout.heads);
-        out.output_ = make_dataset(out.file_, dataset::output, Datatype::float32(), {n, len, static_cast<hsize_t>(layout.d_out)},
-                                   4, layout, {"N", "L", "D"});
-        out.sequences_per_chunk_ = static_cast<std::int64_t>(out.output_->chunk()[0]);
-        if (layout.save_weights != SaveWeights::none) {
-            const bool half = layout.weights_dtype == WeightsDtype::f16;
-            out.attention_ = make_dataset(
-                out.file_, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
-                {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
-                half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"});
-            set_int_attribute(*out.attention_, attribute::first_sequence, layout.first_sequence + layout.weights_first);
-            set_int_attribute(*out.attention_, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
-        }
-        // NaN and -1 mark sequences not yet written (see the header).
-        out.lse_ = make_dataset(out.file_, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
-                                std::numeric_limits<double>::quiet_NaN());
-        out.lengths_ = make_dataset(out.file_, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, -1.0);
-        attach_dimension_scales(out.file_, layout, *out.output_, *out.lse_, *out.lengths_, out.attention_);
-        write_provenance(out.file_, layout, provenance);
-        if (options.journal) out.create_journal(*options.journal);
-        out.file_.flush();
     } catch (const H5Error& error) {
         out = OutputFile();  // close every handle before removing the file
-        ::unlink(partial.c_str());
+        ::unlink(staging.c_str());
         throw Error(exit_io, partial + ": cannot create the output: " + error.what());
     }
+    // Whole and flushed: now under the name --resume looks for. Under MPI every rank renames;
+    // the first one does it and the others find it done (the flush before was collective).
+    if (::rename(staging.c_str(), partial.c_str()) != 0 && !(errno == ENOENT && exists(partial))) {
+        const int saved = errno;
+        out = OutputFile();
+        ::unlink(staging.c_str());
+        throw Error(exit_io, partial + ": cannot create the output: cannot rename " + staging + " to it: " +
+                                 std::strerror(saved));
+    }
     return out;
+}
+
+void OutputFile::create_padded(const Provenance& provenance, const OutputOptions& options) {
+    const OutputLayout& layout = layout_;
+    const auto n = static_cast<hsize_t>(layout.n);
+    const auto len = static_cast<hsize_t>(layout.len);
+    const auto heads = static_cast<hsize_t>(layout.heads);
+    output_ = make_dataset(file_, dataset::output, Datatype::float32(), {n, len, static_cast<hsize_t>(layout.d_out)}, 4,
+                           layout, {"N", "L", "D"});
+    sequences_per_chunk_ = static_cast<std::int64_t>(output_->chunk()[0]);
+    if (layout.save_weights != SaveWeights::none) {
+        const bool half = layout.weights_dtype == WeightsDtype::f16;
+        attention_ = make_dataset(
+            file_, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
+            {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
+            half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"});
+        set_int_attribute(*attention_, attribute::first_sequence, layout.first_sequence + layout.weights_first);
+        set_int_attribute(*attention_, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
+    }
+    // NaN and -1 mark sequences not yet written (see the header).
+    lse_ = make_dataset(file_, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
+                        std::numeric_limits<double>::quiet_NaN());
+    lengths_ = make_dataset(file_, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, -1.0);
+    attach_dimension_scales(file_, layout, *output_, *lse_, *lengths_, attention_);
+    write_provenance(file_, layout, provenance);
+    if (options.journal) create_journal(*options.journal);
+    file_.flush();
 }
 
 void OutputFile::create_packed(const OutputOptions& options) {

@@ -212,7 +212,8 @@ JournalState OutputFile::journal_state() const {
     return state;
 }
 
-std::vector<std::int64_t> OutputFile::units_failing_checksum(const JournalState& state) const {
+std::vector<std::int64_t> OutputFile::units_failing_checksum(const JournalState& state, std::size_t first_unit,
+                                                             std::size_t last_unit) const {
     std::vector<std::int64_t> failing;
     std::vector<float> output, lse, attention_f32;
     std::vector<std::int32_t> lengths;
@@ -220,7 +221,7 @@ std::vector<std::int64_t> OutputFile::units_failing_checksum(const JournalState&
     const auto size = [](std::int64_t v) { return static_cast<std::size_t>(v); };
     const auto rows = [](std::int64_t v) { return static_cast<hsize_t>(v); };
     const std::size_t len = size(layout_.len);
-    for (std::size_t u = 0; u < state.done.size(); ++u) {
+    for (std::size_t u = first_unit; u < std::min(last_unit, state.done.size()); ++u) {
         if (!state.done[u]) continue;
         const OutputSpan span = unit_span(u);
         if (layout_.packed || span.piece()) {

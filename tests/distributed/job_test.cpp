@@ -377,6 +377,39 @@ TEST_F(SplitJobTest, KeysAndValuesThatDoNotFitNameTheSequence) {
     EXPECT_NE(message.find("--max-memory"), std::string::npos) << message;
 }
 
+TEST_F(JobTest, TheResumeInspectionInSlicesFindsWhatItFindsAtOnce) {
+    JobSettings s = settings("sliced.h5");
+    std::once_flag stopped;
+    ASSERT_EQ(run(2, s, [&](const RoundProgress& progress) {
+                  if (progress.rounds == 3) std::call_once(stopped, [] { request_stop(SIGTERM); });
+              }),
+              exit_interrupted);
+    clear_stop_request();
+    io::OutputLayout layout;
+    std::string identity;
+    s.resume = true;
+    run_ranks(1, [&](Comm& comm) {
+        const Job job = prepare_job(comm, s);
+        layout = job.layout;
+        identity = job.identity;
+    });
+    const ResumeState whole = inspect_for_resume(s.output, false, layout, identity);
+    ResumeInspection inspection(s.output, false, layout, identity);
+    int slices = 1;
+    while (!inspection.verify_some(1)) ++slices;  // one unit at a time
+    const ResumeState sliced = inspection.result();
+    EXPECT_EQ(sliced.state, ResumeState::partial);
+    EXPECT_EQ(sliced.done, whole.done);
+    EXPECT_EQ(sliced.unit_bounds, whole.unit_bounds);
+    EXPECT_EQ(sliced.summary, whole.summary);
+    // One done unit per slice (the units not done cost nothing to check).
+    std::int64_t done_units = 0;
+    for (std::int64_t d : whole.done) done_units += d;
+    EXPECT_GE(done_units, 2);
+    EXPECT_GE(slices, done_units);
+    EXPECT_LE(slices, done_units + 1);
+}
+
 TEST_F(JobTest, AFailureOnRankZeroEndsEveryRankWithItsCode) {
     JobSettings s = settings("out.h5");
     s.input.input_path = dir_.file("missing.h5");

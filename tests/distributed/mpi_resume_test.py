@@ -4,9 +4,10 @@
 usage: mpi_resume_test.py ATTNBATCH MPIEXEC WORKDIR CASE
 
 CASE
-  kill     5 cycles: SIGKILL of one random rank after a random number of units
-           (ATTNBATCH_FAULT=R:after_unit:K:kill), each attempt with a random number of
-           ranks (1-3), --io and --schedule, then a final --resume
+  kill     20 consecutive cycles, each a --resume with one random rank killed (SIGKILL) at a
+           random moment from the launch to past the end of the run (the first after its
+           10th unit, by fault injection), each attempt with a random number of ranks (1-3),
+           --io and --schedule; then a final --resume
   sigterm  5 cycles of SIGTERM: injected on one random rank, or sent from outside to every
            rank (as Slurm does) once the run has printed progress, or twice to one rank (the
            immediate stop); every attempt must exit 5 within BOUND_S of the signal
@@ -34,7 +35,8 @@ import time
 import h5py
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from harness import check, digest, failures, fresh_directory, mpi_env, mpirun, run_with_timeout  # noqa: E402
+from harness import (check, digest, failures, fresh_directory, mpi_env, mpirun, rank_pids, run_with_timeout,  # noqa: E402
+                     wait_until_gone)
 
 ENV = mpi_env(SOURCE_DATE_EPOCH="1767225600")
 ENV.pop("ATTNBATCH_FAULT", None)
@@ -42,6 +44,7 @@ ENV.pop("ATTNBATCH_FAULT", None)
 # compute (run_command.cpp), here they take milliseconds. The bound leaves room for mpirun.
 BOUND_S = 15.0
 TIMEOUT_S = 120
+CYCLES = 20
 
 
 class Job:
@@ -66,7 +69,7 @@ class Job:
         self.output = os.path.join(self.dir, "out.h5")
         self.partial = self.output + ".partial"
         # As the first attempt will be run: the file records the options it was created with.
-        code, out, err, _ = self.attempt(2, io="parallel", extra=["--resume"], directory=self.ref_dir)
+        code, out, err, self.reference_seconds = self.attempt(2, io="parallel", extra=["--resume"], directory=self.ref_dir)
         if code != 0:
             raise SystemExit("reference run failed (%d): %s" % (code, err))
         self.reference = os.path.join(self.ref_dir, "out.h5")
@@ -85,6 +88,7 @@ class Job:
             env["ATTNBATCH_FAULT"] = fault
         start = time.monotonic()
         run = run_with_timeout(self.command(ranks, io, schedule, extra), TIMEOUT_S, cwd=directory or self.dir, env=env)
+        check(wait_until_gone(self.binary, directory or self.dir), "ranks still running 30 s after mpirun exited")
         if run is None:
             check(False, "attempt with %d ranks, fault %s: no exit within %d s (a hang)" % (ranks, fault, TIMEOUT_S))
             return None, "", "", TIMEOUT_S
@@ -146,34 +150,99 @@ def random_layout(rng):
     return ranks, io, rng.choice(["static", "dynamic"])
 
 
+def rank_of(pid):
+    """The MPI rank of a process mpirun started (OMPI_COMM_WORLD_RANK), None if gone."""
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            for item in f.read().split(b"\0"):
+                if item.startswith(b"OMPI_COMM_WORLD_RANK="):
+                    return int(item.split(b"=", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def kill_at(job, ranks, io, schedule, victim, moment):
+    """An attempt with --resume in which rank `victim` gets SIGKILL `moment` seconds after the
+    launch (once it exists). Returns (exit code, seconds, whether the kill was sent)."""
+    command = job.command(ranks, io, schedule, ["--resume"])
+    start = time.monotonic()
+    process = subprocess.Popen(command, cwd=job.dir, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    errors = []
+    reader = threading.Thread(target=lambda: errors.append(process.communicate()[1]))
+    reader.start()
+    killed = False
+    while process.poll() is None and time.monotonic() - start < TIMEOUT_S:
+        if time.monotonic() - start >= moment:
+            targets = [pid for pid in rank_pids(job.binary, job.dir) if rank_of(pid) == victim]
+            for pid in targets:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed = True
+                except ProcessLookupError:
+                    pass
+            if killed:
+                break
+        time.sleep(0.0005)
+    reader.join(TIMEOUT_S)
+    if reader.is_alive():
+        process.kill()
+        reader.join()
+        check(False, "attempt with %d ranks, SIGKILL of rank %d at %.2f s: no exit within %d s (a hang)" %
+              (ranks, victim, moment, TIMEOUT_S))
+    check(wait_until_gone(job.binary, job.dir), "ranks still running 30 s after mpirun exited")
+    return process.returncode, time.monotonic() - start, killed
+
+
 def case_kill(job, rng):
-    job.watching = True
+    """CYCLES consecutive attempts, each with --resume and one rank killed (SIGKILL) at a random
+    moment from the launch to the uninterrupted run's length: in start-up, while the
+    .partial is created or verified, between checkpoints, after OUTPUT is published. An attempt
+    that finds no .partial starts afresh with the reference's ranks and --io (which the file
+    records); one that published OUTPUT before the kill must have written the reference's
+    bytes, and the next cycle starts afresh. The first cycle dies by fault injection after its
+    tenth unit, so that some cycle always resumes recorded work whatever the seed."""
+    length = job.reference_seconds
     previous = 0
-    for cycle in range(5):
-        ranks, io, schedule = (2, "parallel", "static") if cycle == 0 else random_layout(rng)
-        victim, units = rng.randrange(ranks), rng.randint(1, 6)
-        fault = "%d:after_unit:%d:kill" % (victim, units)
-        label = "kill cycle %d (%d ranks, %s, %s, %s)" % (cycle + 1, ranks, io, schedule, fault)
-        job.interrupted(label, job.attempt(ranks, io, schedule, fault, ["--resume"]))
+    resumed_work = False
+    for cycle in range(CYCLES):
+        fresh = not os.path.exists(job.partial)
+        resumed_work = resumed_work or (not fresh and job.done_units() > 0)
+        ranks, io, schedule = (2, "parallel", "static") if fresh else random_layout(rng)
+        victim = rng.randrange(ranks)
+        job.early_output = []
+        job.watching = True
+        if cycle == 0:
+            moment = "after its 10th unit"
+            code, out, err, elapsed = job.attempt(ranks, io, schedule, "%d:after_unit:10:kill" % victim, ["--resume"])
+            killed = True
+        else:
+            at = rng.uniform(0.0, 1.0) * length
+            moment = "at %.2f s" % at
+            code, elapsed, killed = kill_at(job, ranks, io, schedule, victim, at)
+        job.watching = False
         done = job.done_units()
-        check(done >= previous, "%s: done units went from %d to %d" % (label, previous, done))
-        previous = done
-    check(previous > 0, "kill: no unit was ever recorded as done")
-    job.finish("kill")
-
-
-def rank_pids(binary, directory):
-    """The attnbatch processes running in `directory` (the ranks, not mpirun)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        label = "kill cycle %d (%d ranks, %s, %s, rank %d %s%s)" % (cycle + 1, ranks, io, schedule, victim, moment,
+                                                                  "" if killed else ", exited first")
+        print("%s: exit %s in %.2f s, %d units done" % (label, code, elapsed, done), flush=True)
+        if os.path.exists(job.output):
+            # Published before the kill (or no kill at all): the whole file, already.
+            check(code == 0 or killed, "%s: OUTPUT published, exit %s" % (label, code))
+            check(not os.path.exists(job.partial), "%s: .partial left beside OUTPUT" % label)
+            check(digest(job.output) == digest(job.reference), "%s: OUTPUT differs from the uninterrupted run" % label)
+            job.reset()
+            previous = 0
             continue
-        try:
-            if os.readlink("/proc/%s/exe" % entry) == binary and os.readlink("/proc/%s/cwd" % entry) == directory:
-                pids.append(int(entry))
-        except OSError:
-            pass
-    return pids
+        check(code not in (0, None), "%s: exit %s without OUTPUT" % (label, code))
+        check(not job.early_output, "%s: OUTPUT existed during the attempt, yet is gone" % label)
+        if fresh and done < 0:
+            continue  # killed before it created OUTPUT.partial: the next attempt starts afresh too
+        check(done >= 0, "%s: OUTPUT.partial is gone or unreadable" % label)
+        check(done >= previous, "%s: done units went from %d to %d" % (label, previous, done))
+        previous = max(done, 0)
+    check(resumed_work, "kill: no attempt ever resumed recorded units")
+    job.watching = True
+    job.finish("kill")
 
 
 def signal_from_outside(job, ranks, io, schedule, times):

@@ -11,6 +11,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import time
 
 failures = []
 
@@ -55,3 +56,44 @@ def mpirun(mpiexec, ranks, command, options=()):
     """`command` on `ranks` ranks: oversubscribed and unbound, as the ranks outnumber the
     cores; `options` go to mpiexec."""
     return [mpiexec, "-np", str(ranks), "--oversubscribe", "--bind-to", "none", *options, *command]
+
+
+def rank_pids(binary, directory):
+    """The processes running `binary` with `directory` as their working directory (the ranks of
+    a job started there, not mpirun)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink("/proc/%s/exe" % entry) == binary and os.readlink("/proc/%s/cwd" % entry) == directory:
+                pids.append(int(entry))
+        except OSError:
+            pass
+    return pids
+
+
+def catches(pid, signal_number):
+    """Whether process `pid` has a handler for `signal_number` (SigCgt in /proc/PID/status):
+    for attnbatch run, whether it has started (the dynamic loader is done and its stop
+    handlers exist). False once the process is gone."""
+    try:
+        with open("/proc/%d/status" % pid) as status:
+            for line in status:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (signal_number - 1) & 1)
+    except OSError:
+        pass
+    return False
+
+
+def wait_until_gone(binary, directory, timeout=30.0):
+    """Waits until no process runs `binary` in `directory`: mpirun may exit while a rank it
+    killed is still going (and holding its files); a scheduler cleans up a job's step before
+    a requeue, and a test reads the files only then. True when they are gone."""
+    deadline = time.monotonic() + timeout
+    while rank_pids(binary, directory):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "attnbatch/distributed/comm.hpp"
 #include "attnbatch/distributed/plan.hpp"
+#include "attnbatch/io/journal.hpp"
 #include "attnbatch/io/output.hpp"
 
 namespace attnbatch::distributed {
@@ -21,12 +23,41 @@ struct ResumeState {
     std::string summary;                    // one line for the user, rank 0 only ("" when fresh without --resume)
 };
 
-// Rank 0. complete: OUTPUT exists (and force does not ask to finish a .partial beside it)
-// and was made with the same `identity`; partial: OUTPUT.partial exists, was written with the
-// same `identity` and its done units were re-checked; fresh otherwise. Either file made with
-// another identity is an Error (exit 2) naming what differs, and nothing is changed.
-// `dry_run`: the .partial is opened read-only and its checksums are left to the real run
-// (re-reading them reads every unit done).
+// Rank 0's look at what a --resume continues, in slices: the re-reading of every done unit
+// is the one part that grows with the output (minutes at scale), so it goes a bounded
+// number of bytes at a time and the ranks can agree on a stop in between (stop_point.hpp).
+class ResumeInspection {
+public:
+    // Decides at once: complete when OUTPUT exists (and force does not ask to finish a
+    // .partial beside it) and was made with the same `identity`; partial when OUTPUT.partial
+    // exists and was written with the same `identity`, its journal read; fresh otherwise.
+    // Either file made with another identity is an Error (exit 2) naming what differs, and
+    // nothing is changed. `dry_run`: the .partial is opened read-only and its checksums are
+    // left to the real run (re-reading them reads every unit done).
+    ResumeInspection(const std::string& output, bool force, const io::OutputLayout& layout, const std::string& identity,
+                     bool dry_run = false);
+    ~ResumeInspection();
+    ResumeInspection(const ResumeInspection&) = delete;
+    ResumeInspection& operator=(const ResumeInspection&) = delete;
+
+    // Re-reads the next done units, about `bytes` of their data (at least one unit), and
+    // checks their checksums. True once every done unit is checked.
+    bool verify_some(std::uint64_t bytes);
+    // What was found, once verify_some() returned true: units failing their checksum are
+    // not done.
+    ResumeState result() const;
+
+private:
+    ResumeState resume_;
+    io::OutputLayout layout_;
+    std::unique_ptr<io::OutputFile> file_;  // the partial output, while it is being checked
+    io::JournalState journal_;
+    bool dry_run_ = false;
+    std::size_t next_unit_ = 0;
+    std::vector<std::int64_t> failing_;
+};
+
+// All of ResumeInspection at once (rank 0).
 ResumeState inspect_for_resume(const std::string& output, bool force, const io::OutputLayout& layout,
                                const std::string& identity, bool dry_run = false);
 

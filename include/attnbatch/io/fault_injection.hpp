@@ -8,6 +8,9 @@
 //   before_flush    before a checkpoint's flush of written data
 //   after_flush     after that flush, before the journal records the units as done
 //   before_rename   before OUTPUT.partial becomes OUTPUT
+//   validation, lengths, resume_verification, planning, value_scan, output_creation, rounds,
+//   final_flush, publish
+//                   on entering that phase of a run (distributed/stop_request.hpp)
 // ACTION is `throw` (an exception, as from a bug), `exit` (_exit(1), as from a crash that
 // still returns a code), `kill` (SIGKILL to itself) or `signal` (SIGTERM to itself: the clean,
 // resumable stop).

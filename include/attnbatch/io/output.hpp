@@ -210,8 +210,10 @@ public:
     // The journal as stored (serial: reads with the default transfer).
     JournalState journal_state() const;
     // The units marked done whose data no longer match their checksum, read back unit by
-    // unit (memory: one unit's data).
-    std::vector<std::int64_t> units_failing_checksum(const JournalState& state) const;
+    // unit (memory: one unit's data); only units [first_unit, last_unit) when given, so that
+    // a caller can check a large file in slices.
+    std::vector<std::int64_t> units_failing_checksum(const JournalState& state, std::size_t first_unit = 0,
+                                                     std::size_t last_unit = SIZE_MAX) const;
     // complete = 1, flush, close every object and the file. Collective under MPI-IO.
     void close_complete();
     // Flush and close, complete stays 0: the end of a failed or interrupted run, called on
@@ -230,6 +232,7 @@ private:
     void remember_checksums(std::int64_t first, std::int64_t last, const OutputBlock& block);
     void remember_span_checksums(const OutputSpan& span, const OutputBlock& block);
     void open_journal();
+    void create_padded(const Provenance& provenance, const OutputOptions& options);
     void create_packed(const OutputOptions& options);
     // The journal's units [begin, end) making up a span (std::logic_error when it is not whole units).
     std::pair<std::size_t, std::size_t> units_of(const OutputSpan& span) const;
