@@ -1,0 +1,17 @@
+// What `attnbatch run` prints on rank 0, on stdout.
+#pragma once
+#include "attnbatch/distributed/job.hpp"
+
+namespace attnbatch::cli {
+
+// The input, the settings and the resources the job resolved.
+void print_header(const distributed::Job& job);
+// The plan: units, steps and each rank's share (under several ranks, and for --dry-run).
+void print_plan(const distributed::Job& job);
+// The `done:` line and the PERFORMANCE line.
+void print_summary(const distributed::Job& job, const distributed::JobResult& result);
+// A stop signal after the last stop point: the run went on to publish OUTPUT (or had
+// nothing left to do) and exits 0, saying so.
+void note_late_stop();
+
+}  // namespace attnbatch::cli

@@ -1,0 +1,95 @@
+// `run --report FILE.json`: the run's figures, per rank, in JSON.
+#include "run_report.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "attnbatch/distributed/stop_request.hpp"
+#include "attnbatch/error.hpp"
+#include "json_writer.hpp"
+
+namespace attnbatch::cli {
+
+namespace dist = attnbatch::distributed;
+
+// The --report file is written last: a directory that is missing or not writable is found
+// before the run rather than after it (a dry run asks the same).
+void check_report_path(const std::string& report) {
+    if (report.empty()) return;
+    const std::filesystem::path path(report);
+    const std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+        throw Error(exit_usage, "--report " + report + " is a directory, expected a file path; hint: e.g. " + report + "/run.json");
+    }
+    if (!std::filesystem::is_directory(directory, error)) {
+        throw Error(exit_io, "--report " + report + ": directory " + directory.string() +
+                                 " does not exist; hint: create it or fix --report");
+    }
+    if (::access(directory.c_str(), W_OK | X_OK) != 0) {
+        throw Error(exit_io, "--report " + report + ": directory " + directory.string() + " is not writable: " +
+                                 std::strerror(errno) + "; hint: choose another --report");
+    }
+}
+
+void write_report(const std::string& path, const dist::Job& job, const dist::JobResult& result) {
+    JsonWriter json;
+    json.begin_object()
+        .key("ranks").value(result.rounds.ranks.size())
+        .key("threads").value(job.attention.kernel.threads)
+        .key("precision").value(kernels::precision_name(job.attention.kernel.precision))
+        .key("io").value(dist::name_of(job.io))
+        .key("schedule").value(dist::name_of(job.settings.schedule))
+        .key("output").value(job.settings.output)
+        .key("wall_seconds").value(result.wall_seconds)
+        .key("units").value(job.units.size())
+        .key("rounds").value(result.rounds.rounds)
+        .key("max_sequences_per_step").value(job.max_sequences)
+        .key("imbalance").value(result.imbalance)
+        .key("predicted_imbalance").value(job.predicted.imbalance)
+        .key("io_hidden_fraction").value(result.io_hidden)
+        .key("collective_fallback").value(result.rounds.collective_fallback)
+        .key("per_rank").begin_array();
+    for (std::size_t r = 0; r < result.rounds.ranks.size(); ++r) {
+        const dist::RankTimes& t = result.rounds.ranks[r];
+        const double flops = t.attention_flops + t.projection_flops;
+        json.begin_object()
+            .key("rank").value(r)
+            .key("wall").value(t.wall)
+            .key("read").value(t.read)
+            .key("compute").value(t.compute)
+            .key("communicate").value(t.communicate)
+            .key("write").value(t.write)
+            .key("idle").value(t.idle)
+            .key("units").value(t.units)
+            .key("steps").value(t.steps)
+            .key("sequences").value(t.sequences)
+            .key("tokens").value(t.tokens)
+            .key("attention_gflop").value(t.attention_flops * 1e-9)
+            .key("projection_gflop").value(t.projection_flops * 1e-9)
+            .key("compute_gflops").value(t.compute > 0 ? flops / t.compute * 1e-9 : 0.0)
+            .key("io_exposed").value(t.exposed)
+            .key("io_hidden_fraction").value(t.hidden_fraction())
+            .end_object();
+    }
+    json.end_array();
+    // When each phase of this process began, in seconds from the start of main(): where the
+    // time before and after the rounds went (start-up, validation, resume verification...).
+    const double started = dist::phase_entered_at(dist::Phase::start_up);
+    json.key("started_at_unix_seconds").value(started).key("phase_starts").begin_object();
+    for (int p = 0; p < dist::kPhaseCount; ++p) {
+        const auto phase = static_cast<dist::Phase>(p);
+        const double entered = dist::phase_entered_at(phase);
+        if (entered > 0) json.key(dist::key_of(phase)).value(entered - started);
+    }
+    json.end_object().end_object();
+    std::ofstream out(path);
+    out << json.text() << '\n';
+    if (!out) throw Error(exit_io, "--report: cannot write '" + path + "'");
+}
+
+}  // namespace attnbatch::cli

@@ -1,0 +1,13 @@
+// `run --report FILE.json`: the run's figures, per rank, in JSON.
+#pragma once
+#include <string>
+
+#include "attnbatch/distributed/job.hpp"
+
+namespace attnbatch::cli {
+
+// Error (exit 2 or 4) when FILE could not be written at the end of the run: checked before it.
+void check_report_path(const std::string& report);
+void write_report(const std::string& path, const distributed::Job& job, const distributed::JobResult& result);
+
+}  // namespace attnbatch::cli
