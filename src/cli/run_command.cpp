@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -162,7 +163,26 @@ void print_plan(const dist::Job& job) {
     std::cout.unsetf(std::ios::floatfield);
 }
 
-void write_report(const std::string& path, const dist::Job& job, const dist::JobResult& result) {
+void write_phases(JsonWriter& json, const dist::PhaseTimes& p, double mpi_init) {
+    json.key("start_up_seconds").value(mpi_init + p.before_rounds())
+        .key("shut_down_seconds").value(p.after_rounds())
+        .key("phase_seconds").begin_object()
+        .key("mpi_init").value(mpi_init)
+        .key("describe").value(p.describe)
+        .key("lengths").value(p.lengths)
+        .key("plan").value(p.plan)
+        .key("preflight").value(p.preflight)
+        .key("value_scan").value(p.value_scan)
+        .key("output_creation").value(p.output_creation)
+        .key("first_read").value(p.first_read)
+        .key("rounds").value(p.rounds)
+        .key("last_write").value(p.last_write)
+        .key("close").value(p.close)
+        .key("publish").value(p.publish)
+        .end_object();
+}
+
+void write_report(const std::string& path, const dist::Job& job, const dist::JobResult& result, double mpi_init) {
     JsonWriter json;
     json.begin_object()
         .key("ranks").value(result.rounds.ranks.size())
@@ -178,8 +198,9 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
         .key("imbalance").value(result.imbalance)
         .key("predicted_imbalance").value(job.predicted.imbalance)
         .key("io_hidden_fraction").value(result.io_hidden)
-        .key("collective_fallback").value(result.rounds.collective_fallback)
-        .key("per_rank").begin_array();
+        .key("collective_fallback").value(result.rounds.collective_fallback);
+    write_phases(json, result.phases, mpi_init);
+    json.key("per_rank").begin_array();
     for (std::size_t r = 0; r < result.rounds.ranks.size(); ++r) {
         const dist::RankTimes& t = result.rounds.ranks[r];
         const double flops = t.attention_flops + t.projection_flops;
@@ -249,7 +270,8 @@ void check_report_path(const std::string& report) {
     }
 }
 
-int run(dist::Comm& comm, const std::vector<std::string>& args) {
+// `mpi_init`: this rank's seconds in MPI_Init.
+int run(dist::Comm& comm, const std::vector<std::string>& args, double mpi_init) {
     const RunOptions o = parse_options_everywhere(comm, args);
     if (o.stop) return exit_ok;
     const bool root = comm.is_root();
@@ -283,8 +305,9 @@ int run(dist::Comm& comm, const std::vector<std::string>& args) {
     progress.resumed_from(job.done_before);
     const dist::JobResult result = dist::run_job(job, [&progress](const dist::RoundProgress& p) { progress.update(p); });
     progress.finish();
+    mpi_init = comm.max(mpi_init);
     if (!root) return exit_ok;
-    if (!o.report.empty()) write_report(o.report, job, result);
+    if (!o.report.empty()) write_report(o.report, job, result, mpi_init);
     print_summary(job, result);
     return exit_ok;
 }
@@ -292,10 +315,12 @@ int run(dist::Comm& comm, const std::vector<std::string>& args) {
 }  // namespace
 
 int run_command(const std::vector<std::string>& args) {
+    const auto started = std::chrono::steady_clock::now();
     const dist::MpiSession mpi;
+    const double mpi_init = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::unique_ptr<dist::Comm> comm = mpi.world();
     try {
-        return run(*comm, args);
+        return run(*comm, args, mpi_init);
     } catch (const dist::AgreedFailure& failure) {
         // Every rank is here with the same code; rank 0 speaks for them.
         if (comm->is_root()) throw Error(failure.exit_code(), failure.what());

@@ -104,6 +104,8 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     io.fetch(current, slots[0].input, io_times, failure);
     mine.exposed += io_total();  // nothing to overlap the first read with
     settle(nullptr, nullptr);
+    const double t_rounds = wall_seconds();
+    result.phases.first_read = t_rounds - t_start;
     Round previous;
     bool have_previous = false;
     for (std::size_t k = 0; !round_is_empty(current); ++k) {
@@ -164,12 +166,17 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         ++result.rounds;
     }
     const double io_before_end = io_total();
+    const double t_last_write = wall_seconds();
+    result.phases.rounds = t_last_write - t_rounds;
     if (have_previous) {
         Slot& last = slots[(result.rounds + 1) % 2];
         io.store(previous, last.has_output ? &last.output : nullptr, io_times, failure);
     }
     fail_if_any();
+    result.phases.last_write = wall_seconds() - t_last_write;
     io.finish(io_times);
+    result.phases.close = io_times.close;
+    result.phases.publish = io_times.publish;
     mine.exposed += io_total() - io_before_end;  // nothing left to overlap the last write with
 
     mine.wall = wall_seconds() - t_start;

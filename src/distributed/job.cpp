@@ -76,6 +76,14 @@ CostModel cost_model_for(const io::InputSpec& spec, bool causal) {
     return model;
 }
 
+// Adds the wall time `work` takes to `seconds`.
+template <class Work>
+void timed(double& seconds, Work&& work) {
+    const double start = wall_seconds();
+    work();
+    seconds += wall_seconds() - start;
+}
+
 int resolved_threads(int threads) {
 #if defined(_OPENMP)
     return threads > 0 ? threads : omp_get_max_threads();
@@ -154,12 +162,14 @@ void describe(Job& job) {
             io::select_sequences(job.spec, first, last);
         }
         if (job.spec.weights) job.weights = io::read_weights(*job.spec.weights);
-        io::InputReader lengths_reader(job.spec);
-        job.lengths = lengths_reader.read_all_lengths();
+        timed(job.phases.lengths, [&] {
+            io::InputReader lengths_reader(job.spec);
+            job.lengths = lengths_reader.read_all_lengths();
+        });
     });
     broadcast_spec(comm, job.spec, 0);
     broadcast_weights(comm, job.weights, 0);
-    broadcast_vector(comm, job.lengths, 0);
+    timed(job.phases.lengths, [&] { broadcast_vector(comm, job.lengths, 0); });
 }
 
 void lay_out(Job& job) {
@@ -422,6 +432,23 @@ JobResult summarize(RunResult rounds, double wall) {
     return result;
 }
 
+// Each phase's time on the rank that took longest: the job's phases from `job` and the
+// rounds' from `rounds`, gathered from every rank.
+PhaseTimes slowest_phases(Comm& comm, const PhaseTimes& job, const PhaseTimes& rounds) {
+    PhaseTimes mine = job;
+    mine.first_read = rounds.first_read;
+    mine.rounds = rounds.rounds;
+    mine.last_write = rounds.last_write;
+    mine.close = rounds.close;
+    mine.publish = rounds.publish;
+    const std::vector<double> all = comm.all_gather(mine.pack());
+    PhaseTimes slowest;
+    for (int r = 0; r < comm.size(); ++r) {
+        slowest = PhaseTimes::slowest(slowest, PhaseTimes::unpack(all.data() + static_cast<std::size_t>(r) * PhaseTimes::fields));
+    }
+    return slowest;
+}
+
 }  // namespace
 
 const char* name_of(IoMode mode) {
@@ -441,12 +468,17 @@ Job prepare_job(Comm& comm, const JobSettings& settings) {
     job.started_at = wall_seconds();
     install_stop_handlers();
     agreed(comm, true, [&] { io::arm_fault_from_environment(comm.rank()); });
-    agreed(comm, comm.is_root(), [&] { check_output_path(job.settings); });
-    assess_resources(job);
-    describe(job);
-    lay_out(job);
-    form_job_units(job);
-    if (!job.nothing_to_do()) plan_job(job);
+    timed(job.phases.describe, [&] {
+        agreed(comm, comm.is_root(), [&] { check_output_path(job.settings); });
+        assess_resources(job);
+        describe(job);
+    });
+    job.phases.describe -= job.phases.lengths;  // timed on its own inside describe()
+    timed(job.phases.plan, [&] {
+        lay_out(job);
+        form_job_units(job);
+        if (!job.nothing_to_do()) plan_job(job);
+    });
     return job;
 }
 
@@ -471,9 +503,10 @@ void preflight(Job& job) {
 
 JobResult run_job(Job& job, const RoundCallback& on_round) {
     Comm& comm = job.comm;
-    preflight(job);
-    scan_values(job);
-    std::unique_ptr<StepIo> step_io = open_step_io(job);
+    timed(job.phases.preflight, [&] { preflight(job); });
+    timed(job.phases.value_scan, [&] { scan_values(job); });
+    std::unique_ptr<StepIo> step_io;
+    timed(job.phases.output_creation, [&] { step_io = open_step_io(job); });
 
     const double step_cost = max_step_cost(job);
     RunResult rounds;
@@ -498,7 +531,9 @@ JobResult run_job(Job& job, const RoundCallback& on_round) {
         // the other ranks would never join.
         abort_job(comm, error ? error->exit_code() : exit_internal, (error ? "" : "internal error: ") + std::string(e.what()));
     }
-    return summarize(std::move(rounds), wall_seconds() - job.started_at);
+    JobResult result = summarize(std::move(rounds), wall_seconds() - job.started_at);
+    result.phases = slowest_phases(comm, job.phases, result.rounds.phases);
+    return result;
 }
 
 }  // namespace attnbatch::distributed

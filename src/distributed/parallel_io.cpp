@@ -43,15 +43,20 @@ public:
 
     void finish(IoTimes& times) override {
         const double t0 = wall_seconds();
+        double t1 = t0;
         try {
             output_->close_complete();
             comm_.barrier();
+            t1 = wall_seconds();
             if (comm_.is_root()) io::publish_output(output_->path(), force_);
         } catch (const std::exception& e) {
             abort_collective(e.what());
         }
         comm_.barrier();  // OUTPUT exists on every rank's return
-        times.write += wall_seconds() - t0;
+        const double t2 = wall_seconds();
+        times.close += t1 - t0;
+        times.publish += t2 - t1;
+        times.write += t2 - t0;
     }
 
     void abandon() override {

@@ -189,6 +189,7 @@ public:
     const OutputLayout& layout() const noexcept { return layout_; }
     const std::string& path() const noexcept { return path_; }  // the final OUTPUT
     std::string partial_path() const { return partial_path_for(path_); }
+    bool force() const noexcept { return force_; }  // publishing may replace an existing OUTPUT
     // Sequences per /output chunk: work units that are multiples of it write whole chunks.
     std::int64_t sequences_per_chunk() const noexcept { return sequences_per_chunk_; }
     File& file() noexcept { return file_; }
