@@ -254,6 +254,13 @@ void prepare_output_path(const std::string& output_path, bool force) {
 
 std::string OutputFile::partial_path_for(const std::string& output_path) { return output_path + ".partial"; }
 
+void discard_partial_output(const std::string& output_path) {
+    const std::string partial = OutputFile::partial_path_for(output_path);
+    if (::unlink(partial.c_str()) != 0 && errno != ENOENT) {
+        throw Error(exit_io, partial + ": cannot remove the partial output: " + std::strerror(errno));
+    }
+}
+
 OutputFile OutputFile::create(const std::string& output_path, const OutputLayout& layout,
                               const Provenance& provenance, const OutputOptions& options) {
     check_layout(layout, output_path);

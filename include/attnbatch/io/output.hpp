@@ -264,6 +264,10 @@ std::string read_journal_identity(const std::string& partial_path);
 // has none (an output of an older version). Error exit 4 when the file cannot be read.
 std::optional<std::string> read_output_identity(const std::string& output_path);
 
+// Removes OUTPUT.partial, closed, of a run that can never complete (its input holds a bad
+// value); nothing when it does not exist. Error (exit 4) when it cannot be removed.
+void discard_partial_output(const std::string& output_path);
+
 // fsync OUTPUT.partial, rename it to OUTPUT (replacing an existing OUTPUT only with force),
 // fsync the directory. Under MPI only one rank calls it, after close_complete().
 void publish_output(const std::string& output_path, bool force);
