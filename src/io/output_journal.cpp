@@ -6,6 +6,7 @@
 #include "attnbatch/io/output.hpp"
 #include "attnbatch/io/schema_names.hpp"
 #include "h5_check.hpp"
+#include "writeback.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -175,6 +176,9 @@ void OutputFile::checkpoint(hid_t transfer) {
         pending_.clear();
         if (checkpoint_flushes_) flush();
     }
+    // The rows written so far start on their way to the disk while the next round computes:
+    // left to the fsync before publication, 640 MiB took 0.2 s there, after the last compute.
+    start_writeback(partial_path());
 }
 
 std::string read_journal_identity(const std::string& partial_path) {
