@@ -16,7 +16,7 @@ struct PhaseTimes {
     double lengths = 0;          // rank 0: /lengths; broadcast
     double plan = 0;             // layout, memory model, units, resume inspection, plan
     double preflight = 0;        // output target and free space
-    double value_scan = 0;       // NaN/inf checked before the output is created
+    double value_scan = 0;       // NaN/inf checked before the output is created (the weights alone when the reads check the data)
     double output_creation = 0;  // OUTPUT.partial created (datasets allocated) or reopened
     double first_read = 0;       // the first round's input, read before any compute can start
     double rounds = 0;           // computing, with the I/O of the other rounds behind it
