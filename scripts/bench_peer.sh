@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
 # End-to-end benchmark against the script a user would write instead of attnbatch
-# (/work/shared/peers/attn_mpi_h5.py: mpi4py + h5py + numpy), on the same input, same ranks,
+# (attn_mpi_h5.py: mpi4py + h5py + numpy, kept outside this repository), on the same input, same ranks,
 # in one sitting, runs interleaved (peer, attnbatch, peer, ...) so that the machine's noise
 # hits both alike. Times are whole commands (mpirun start to exit), medians of REPEAT.
 #
-#   scripts/bench_peer.sh [--repeat R] [--num-seqs N] [--seq-len L] [--dim D] [--out DIR]
+#   scripts/bench_peer.sh --peers DIR [--repeat R] [--num-seqs N] [--seq-len L] [--dim D] [--out DIR]
+#
+# --peers DIR (or PEERS=DIR in the environment, required): the directory holding the peer
+# scripts attn_mpi_h5.py and gen_input.py. scripts/bench_e2e.sh measures the same cases
+# against the limit and with the peer's BLAS both as installed and forced.
 #
 # Prints a table: peer vs attnbatch at np=2 (1 thread per rank) without and with --proj and
 # --weights, the speedup, attnbatch's np=1 vs np=2 strong-scaling efficiency, and the share
 # of I/O hidden behind compute from attnbatch's --report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-repeat=3 n=2048 len=256 dim=64 out=/tmp/attnbatch-bench-peer
+peers=${PEERS:-} repeat=3 n=2048 len=256 dim=64 out=/tmp/attnbatch-bench-peer
 while [[ $# -gt 0 ]]; do
   case $1 in
+    --peers) peers=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
     --num-seqs) n=$2; shift 2 ;;
     --seq-len) len=$2; shift 2 ;;
     --dim) dim=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "bench_peer.sh: unknown option $1 (expected --repeat --num-seqs --seq-len --dim --out)" >&2; exit 2 ;;
+    *) echo "bench_peer.sh: unknown option $1 (expected --peers --repeat --num-seqs --seq-len --dim --out)" >&2; exit 2 ;;
   esac
 done
 bin=${BIN:-$PWD/build/attnbatch}
-peers=${PEERS:-/work/shared/peers}
+if [[ -z $peers || ! -f $peers/attn_mpi_h5.py || ! -f $peers/gen_input.py ]]; then
+  echo "bench_peer.sh: the peer scripts' directory is required (--peers DIR or PEERS=DIR), holding attn_mpi_h5.py and gen_input.py" >&2
+  exit 2
+fi
 python=/usr/bin/python3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out"

@@ -1,5 +1,6 @@
 // `attnbatch run`: options to JobSettings, then the distributed layer's job (job.hpp) does
 // the work; rank 0 prints what the job found and did (run_printing) and writes the --report.
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -47,7 +48,8 @@ RunOptions parse_options_everywhere(dist::Comm& comm, const std::vector<std::str
     return o;
 }
 
-int run(dist::Comm& comm, const std::vector<std::string>& args) {
+// `mpi_init`: this rank's seconds in MPI_Init.
+int run(dist::Comm& comm, const std::vector<std::string>& args, double mpi_init) {
     const RunOptions o = parse_options_everywhere(comm, args);
     if (o.stop) return exit_ok;
     const bool root = comm.is_root();
@@ -83,8 +85,9 @@ int run(dist::Comm& comm, const std::vector<std::string>& args) {
     progress.resumed_from(job.done_before);
     const dist::JobResult result = dist::run_job(job, [&progress](const dist::RoundProgress& p) { progress.update(p); });
     progress.finish();
+    mpi_init = comm.max(mpi_init);
     if (!root) return exit_ok;
-    if (!o.report.empty()) write_report(o.report, job, result);
+    if (!o.report.empty()) write_report(o.report, job, result, mpi_init);
     print_summary(job, result);
     note_late_stop();
     return exit_ok;
@@ -93,10 +96,12 @@ int run(dist::Comm& comm, const std::vector<std::string>& args) {
 }  // namespace
 
 int run_command(const std::vector<std::string>& args) {
+    const auto started = std::chrono::steady_clock::now();
     const dist::MpiSession mpi;
+    const double mpi_init = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::unique_ptr<dist::Comm> comm = mpi.world();
     try {
-        return run(*comm, args);
+        return run(*comm, args, mpi_init);
     } catch (const dist::AgreedFailure& failure) {
         // Every rank is here with the same code; rank 0 speaks for them, and before MPI ends:
         // mpirun ends the whole job as soon as one rank exits non-zero, so the others leave

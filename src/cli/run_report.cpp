@@ -36,7 +36,31 @@ void check_report_path(const std::string& report) {
     }
 }
 
-void write_report(const std::string& path, const dist::Job& job, const dist::JobResult& result) {
+namespace {
+
+// Where the wall time went outside the rounds, the slowest rank's each (phase_times.hpp).
+void write_phases(JsonWriter& json, const dist::PhaseTimes& p, double mpi_init) {
+    json.key("start_up_seconds").value(mpi_init + p.before_rounds())
+        .key("shut_down_seconds").value(p.after_rounds())
+        .key("phase_seconds").begin_object()
+        .key("mpi_init").value(mpi_init)
+        .key("describe").value(p.describe)
+        .key("lengths").value(p.lengths)
+        .key("plan").value(p.plan)
+        .key("preflight").value(p.preflight)
+        .key("value_scan").value(p.value_scan)
+        .key("output_creation").value(p.output_creation)
+        .key("first_read").value(p.first_read)
+        .key("rounds").value(p.rounds)
+        .key("last_write").value(p.last_write)
+        .key("close").value(p.close)
+        .key("publish").value(p.publish)
+        .end_object();
+}
+
+}  // namespace
+
+void write_report(const std::string& path, const dist::Job& job, const dist::JobResult& result, double mpi_init) {
     JsonWriter json;
     json.begin_object()
         .key("ranks").value(result.rounds.ranks.size())
@@ -52,8 +76,9 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
         .key("imbalance").value(result.imbalance)
         .key("predicted_imbalance").value(job.predicted.imbalance)
         .key("io_hidden_fraction").value(result.io_hidden)
-        .key("collective_fallback").value(result.rounds.collective_fallback)
-        .key("per_rank").begin_array();
+        .key("collective_fallback").value(result.rounds.collective_fallback);
+    write_phases(json, result.phases, mpi_init);
+    json.key("per_rank").begin_array();
     for (std::size_t r = 0; r < result.rounds.ranks.size(); ++r) {
         const dist::RankTimes& t = result.rounds.ranks[r];
         const double flops = t.attention_flops + t.projection_flops;

@@ -106,6 +106,8 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     io.fetch(current, slots[0].input, io_times, failure);
     mine.exposed += io_total();  // nothing to overlap the first read with
     settle(nullptr, nullptr);
+    const double t_rounds = wall_seconds();
+    result.phases.first_read = t_rounds - t_start;
     Round previous;
     bool have_previous = false;
     for (std::size_t k = 0; !round_is_empty(current); ++k) {
@@ -167,6 +169,8 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     }
     enter_phase(Phase::final_flush);
     const double io_before_end = io_total();
+    const double t_last_write = wall_seconds();
+    result.phases.rounds = t_last_write - t_rounds;
     if (have_previous) {
         Slot& last = slots[(result.rounds + 1) % 2];
         io.store(previous, last.has_output ? &last.output : nullptr, io_times, failure);
@@ -174,8 +178,11 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     }
     // The last stop point: from here on the output is published whatever comes.
     settle(nullptr, nullptr);
+    result.phases.last_write = wall_seconds() - t_last_write;
     enter_phase(Phase::publish);
     io.finish(io_times);
+    result.phases.close = io_times.close;
+    result.phases.publish = io_times.publish;
     enter_phase(Phase::shut_down);
     mine.exposed += io_total() - io_before_end;  // nothing left to overlap the last write with
 

@@ -163,8 +163,13 @@ public:
     void finish(IoTimes& times) override {
         if (!comm_.is_root()) return;
         const double t0 = wall_seconds();
-        output_->finalize();
-        times.write += wall_seconds() - t0;
+        output_->close_complete();
+        const double t1 = wall_seconds();
+        io::publish_output(output_->path(), output_->force());
+        const double t2 = wall_seconds();
+        times.close += t1 - t0;
+        times.publish += t2 - t1;
+        times.write += t2 - t0;
     }
 
     void abandon() override {

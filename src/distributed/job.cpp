@@ -80,6 +80,14 @@ CostModel cost_model_for(const io::InputSpec& spec, bool causal) {
     return model;
 }
 
+// Adds the wall time `work` takes to `seconds`.
+template <class Work>
+void timed(double& seconds, Work&& work) {
+    const double start = wall_seconds();
+    work();
+    seconds += wall_seconds() - start;
+}
+
 int resolved_threads(int threads) {
 #if defined(_OPENMP)
     return threads > 0 ? threads : omp_get_max_threads();
@@ -371,6 +379,48 @@ void scan_values(Job& job) {
     });
 }
 
+// Whether the rounds' reads check the values instead of a scan of their own before the
+// output is created: a second read of every input byte, 0.1-0.3 s per 100 MiB here, before
+// the first compute. The reads see every value as stored when the data is float32 or
+// narrower and every unit is whole sequences (padding included); a piece reads only its
+// rows, and float64 beyond float32's range is no longer itself once read as float32, so those
+// jobs keep the scan.
+bool scan_in_reads(const Job& job) {
+    if (job.spec.dtype == io::DataType::float64) return false;
+    return std::none_of(job.units.begin(), job.units.end(), [](const Unit& unit) { return unit.piece(); });
+}
+
+// The value check before the rounds: the whole scan, or only the projection weights (rank 0)
+// when the reads check the data. Bad weights then get the whole scan too, so that the value
+// named is the one the whole scan would name (the data come before the weights).
+void check_values_before_rounds(Job& job) {
+    if (!scan_in_reads(job)) return scan_values(job);
+    try {
+        agreed(job.comm, job.comm.is_root(), [&] {
+            io::check_values(job.spec, io::ValueScan{0, 0, true, job.settings.input.scan_bytes});
+        });
+    } catch (const AgreedFailure& failure) {
+        if (failure.exit_code() != exit_invalid_input) throw;
+        scan_values(job);
+        throw;
+    }
+}
+
+// A bad value found by the rounds' reads (exit 3, the output created and closed): the
+// output of a fresh run is removed, as the run never completes with this input, and the
+// whole scan names the first bad value, the one a scan before the rounds would have named.
+void name_first_bad_value(Job& job) {
+    if (job.resume.state != ResumeState::partial && job.comm.is_root()) {
+        try {
+            io::discard_partial_output(job.settings.output);
+        } catch (const Error&) {
+            // Left behind, it is refused as stale by the next run, which names it; the bad
+            // value is what this run must report.
+        }
+    }
+    scan_values(job);
+}
+
 // `path` from the root, so that verify and weights find it from any directory: its real path,
 // as the journal's identity names it (two runs of one file through different symbolic links
 // record the same), else absolute.
@@ -438,6 +488,7 @@ std::unique_ptr<StepIo> open_step_io(Job& job) {
         agreed(comm, root, [&] {
             output = open_output(output_options.access);
             reader = std::make_unique<io::InputReader>(job.spec);
+            reader->check_values(scan_in_reads(job));
         });
         return make_gather_io(comm, job.spec, job.layout, std::move(reader), std::move(output));
     }
@@ -453,7 +504,10 @@ std::unique_ptr<StepIo> open_step_io(Job& job) {
     const AgreedError created = agree(comm, failure.code, failure.message);
     if (created.code != 0 && output) abort_job(comm, created.code, created.message);
     if (created.code != 0) throw AgreedFailure(created.code, created.message);
-    agreed(comm, true, [&] { reader = std::make_unique<io::InputReader>(job.spec); });
+    agreed(comm, true, [&] {
+        reader = std::make_unique<io::InputReader>(job.spec);
+        reader->check_values(scan_in_reads(job));
+    });
     return make_parallel_io(comm, std::move(reader), std::move(output), s.force);
 }
 
@@ -482,6 +536,23 @@ JobResult summarize(RunResult rounds, double wall) {
     return result;
 }
 
+// Each phase's time on the rank that took longest: the job's phases from `job` and the
+// rounds' from `rounds`, gathered from every rank.
+PhaseTimes slowest_phases(Comm& comm, const PhaseTimes& job, const PhaseTimes& rounds) {
+    PhaseTimes mine = job;
+    mine.first_read = rounds.first_read;
+    mine.rounds = rounds.rounds;
+    mine.last_write = rounds.last_write;
+    mine.close = rounds.close;
+    mine.publish = rounds.publish;
+    const std::vector<double> all = comm.all_gather(mine.pack());
+    PhaseTimes slowest;
+    for (int r = 0; r < comm.size(); ++r) {
+        slowest = PhaseTimes::slowest(slowest, PhaseTimes::unpack(all.data() + static_cast<std::size_t>(r) * PhaseTimes::fields));
+    }
+    return slowest;
+}
+
 }  // namespace
 
 const char* name_of(IoMode mode) {
@@ -504,25 +575,31 @@ Job prepare_job(Comm& comm, const JobSettings& settings) {
     agreed(comm, true, [&] { io::arm_fault_from_environment(comm.rank()); });
     try {
         begin_phase(comm, Phase::validation);
-        agreed(comm, comm.is_root(), [&] { check_output_path(job.settings); });
-        assess_resources(job);
-        describe(job);
+        timed(job.phases.describe, [&] {
+            agreed(comm, comm.is_root(), [&] { check_output_path(job.settings); });
+            assess_resources(job);
+            describe(job);
+        });
         begin_phase(comm, Phase::lengths);
-        read_lengths(job);
-        lay_out(job);
-        size_steps(job);
-        if (resuming) {
-            begin_phase(comm, Phase::resume_verification);
-            inspect_partial(job);
-        }
+        timed(job.phases.lengths, [&] { read_lengths(job); });
+        timed(job.phases.plan, [&] {
+            lay_out(job);
+            size_steps(job);
+            if (resuming) {
+                begin_phase(comm, Phase::resume_verification);
+                inspect_partial(job);
+            }
+        });
     } catch (const AgreedFailure& failure) {
         if (failure.exit_code() != exit_interrupted || !resuming || !already_complete(job)) throw;
         return job;
     }
     if (job.nothing_to_do()) return job;
     begin_phase(comm, Phase::planning);
-    form_job_units(job);
-    plan_job(job);
+    timed(job.phases.plan, [&] {
+        form_job_units(job);
+        plan_job(job);
+    });
     return job;
 }
 
@@ -547,11 +624,12 @@ void preflight(Job& job) {
 
 JobResult run_job(Job& job, const RoundCallback& on_round) {
     Comm& comm = job.comm;
-    preflight(job);
+    timed(job.phases.preflight, [&] { preflight(job); });
     begin_phase(comm, Phase::value_scan);
-    scan_values(job);
+    timed(job.phases.value_scan, [&] { check_values_before_rounds(job); });
     begin_phase(comm, Phase::output_creation);
-    std::unique_ptr<StepIo> step_io = open_step_io(job);
+    std::unique_ptr<StepIo> step_io;
+    timed(job.phases.output_creation, [&] { step_io = open_step_io(job); });
     try {
         begin_phase(comm, Phase::rounds);
     } catch (const AgreedFailure&) {
@@ -571,8 +649,13 @@ JobResult run_job(Job& job, const RoundCallback& on_round) {
         context.on_round = on_round;
         rounds = run_rounds(comm, context, *scheduler, *step_io);
         step_io.reset();
-    } catch (const AgreedFailure&) {
-        throw;  // every rank closed the output together and leaves together
+    } catch (const AgreedFailure& failure) {
+        // Every rank closed the output together and leaves together.
+        if (failure.exit_code() == exit_invalid_input && scan_in_reads(job)) {
+            step_io.reset();
+            name_first_bad_value(job);
+        }
+        throw;
     } catch (const std::exception& e) {
         // An Error at the end (the final flush or rename on a full disk) keeps its exit code;
         // anything else is a bug.
@@ -582,7 +665,9 @@ JobResult run_job(Job& job, const RoundCallback& on_round) {
         // the other ranks would never join.
         abort_job(comm, error ? error->exit_code() : exit_internal, (error ? "" : "internal error: ") + std::string(e.what()));
     }
-    return summarize(std::move(rounds), wall_seconds() - job.started_at);
+    JobResult result = summarize(std::move(rounds), wall_seconds() - job.started_at);
+    result.phases = slowest_phases(comm, job.phases, result.rounds.phases);
+    return result;
 }
 
 }  // namespace attnbatch::distributed

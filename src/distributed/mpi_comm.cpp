@@ -3,7 +3,9 @@
 #include "attnbatch/io/mpi_io.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <thread>
 
 namespace attnbatch::distributed {
 
@@ -11,6 +13,23 @@ namespace {
 
 // MPI counts are int: large buffers go in pieces of at most 1 GiB.
 constexpr std::size_t kPiece = std::size_t{1} << 30;
+
+// Completes `request` without spinning on a core. A rank that reaches a collective first
+// waits there for the others, often for a whole step of their compute; MPI's blocking calls
+// poll all that time (yield_when_idle only turns the poll into sched_yield calls), which on a
+// node with as many compute threads as cores takes the core from a compute thread. So: a
+// short spin for the common quick case, then sleeps growing to 1 ms, which wake a compute
+// thread's core at most a thousand times a second and delay the wait's end by at most 1 ms.
+void wait_patiently(MPI_Request& request) {
+    int done = 0;
+    for (int spin = 0; spin < 64 && !done; ++spin) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    auto pause = std::chrono::microseconds(20);
+    while (!done) {
+        std::this_thread::sleep_for(pause);
+        pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(1));
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    }
+}
 
 class MpiComm final : public Comm {
 public:
@@ -27,45 +46,45 @@ public:
     }
     int rank() const override { return rank_; }
     int size() const override { return size_; }
-    void barrier() override { MPI_Barrier(comm_); }
+    void barrier() override {
+        MPI_Request request;
+        MPI_Ibarrier(comm_, &request);
+        wait_patiently(request);
+    }
     void broadcast(void* data, std::size_t bytes, int root) override {
         auto* p = static_cast<char*>(data);
         for (std::size_t done = 0; done < bytes; done += kPiece) {
-            MPI_Bcast(p + done, static_cast<int>(std::min(kPiece, bytes - done)), MPI_BYTE, root, comm_);
+            MPI_Request request;
+            MPI_Ibcast(p + done, static_cast<int>(std::min(kPiece, bytes - done)), MPI_BYTE, root, comm_, &request);
+            wait_patiently(request);
         }
     }
-    std::int64_t max(std::int64_t value) override {
-        std::int64_t result = 0;
-        MPI_Allreduce(&value, &result, 1, MPI_INT64_T, MPI_MAX, comm_);
-        return result;
-    }
-    double max(double value) override {
-        double result = 0;
-        MPI_Allreduce(&value, &result, 1, MPI_DOUBLE, MPI_MAX, comm_);
-        return result;
-    }
-    double sum(double value) override {
-        double result = 0;
-        MPI_Allreduce(&value, &result, 1, MPI_DOUBLE, MPI_SUM, comm_);
-        return result;
-    }
+    std::int64_t max(std::int64_t value) override { return reduce(value, MPI_INT64_T, MPI_MAX); }
+    double max(double value) override { return reduce(value, MPI_DOUBLE, MPI_MAX); }
+    double sum(double value) override { return reduce(value, MPI_DOUBLE, MPI_SUM); }
     std::vector<double> all_gather(const std::vector<double>& values) override {
         std::vector<double> all(values.size() * static_cast<std::size_t>(size_));
-        MPI_Allgather(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, all.data(),
-                      static_cast<int>(values.size()), MPI_DOUBLE, comm_);
+        MPI_Request request;
+        MPI_Iallgather(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, all.data(),
+                       static_cast<int>(values.size()), MPI_DOUBLE, comm_, &request);
+        wait_patiently(request);
         return all;
     }
     void send(const void* data, std::size_t bytes, int destination, int tag) override {
         const auto* p = static_cast<const char*>(data);
         for (std::size_t done = 0; done < bytes; done += kPiece) {
-            MPI_Send(p + done, static_cast<int>(std::min(kPiece, bytes - done)), MPI_BYTE, destination, tag, comm_);
+            MPI_Request request;
+            MPI_Isend(p + done, static_cast<int>(std::min(kPiece, bytes - done)), MPI_BYTE, destination, tag, comm_,
+                      &request);
+            wait_patiently(request);
         }
     }
     void recv(void* data, std::size_t bytes, int source, int tag) override {
         auto* p = static_cast<char*>(data);
         for (std::size_t done = 0; done < bytes; done += kPiece) {
-            MPI_Recv(p + done, static_cast<int>(std::min(kPiece, bytes - done)), MPI_BYTE, source, tag, comm_,
-                     MPI_STATUS_IGNORE);
+            MPI_Request request;
+            MPI_Irecv(p + done, static_cast<int>(std::min(kPiece, bytes - done)), MPI_BYTE, source, tag, comm_, &request);
+            wait_patiently(request);
         }
     }
     [[noreturn]] void abort(int code) override {
@@ -76,6 +95,15 @@ public:
     int ranks_on_node() const override { return ranks_on_node_; }
 
 private:
+    template <class T>
+    T reduce(T value, MPI_Datatype type, MPI_Op op) {
+        T result{};
+        MPI_Request request;
+        MPI_Iallreduce(&value, &result, 1, type, op, comm_, &request);
+        wait_patiently(request);
+        return result;
+    }
+
     MPI_Comm comm_;
     int rank_ = 0, size_ = 1, ranks_on_node_ = 1;
 };

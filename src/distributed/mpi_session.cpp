@@ -3,6 +3,9 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "attnbatch/io/mpi_io.hpp"
 #include "mpi_comm.hpp"
@@ -39,6 +42,43 @@ private:
     std::unique_ptr<Comm> serial_;
 };
 
+// Whether an Open MPI parameter file (the user's or Debian's system one) selects a pml; an
+// exclusion ("pml = ^ucx", as Debian ships) selects none.
+bool pml_chosen_in_parameter_files() {
+    std::vector<std::string> files = {"/etc/openmpi/openmpi-mca-params.conf"};
+    if (const char* home = std::getenv("HOME")) files.push_back(std::string(home) + "/.openmpi/mca-params.conf");
+    for (const std::string& path : files) {
+        std::ifstream file(path);
+        std::string line;
+        while (std::getline(file, line)) {
+            const std::size_t start = line.find_first_not_of(" \t");
+            if (start == std::string::npos || line.compare(start, 3, "pml") != 0) continue;
+            const std::size_t equals = line.find('=', start + 3);
+            if (equals == std::string::npos || line.find_first_not_of(" \t", start + 3) != equals) continue;
+            const std::size_t value = line.find_first_not_of(" \t", equals + 1);
+            if (value != std::string::npos && line[value] != '^') return true;
+        }
+    }
+    return false;
+}
+
+// Open MPI's messaging layer for a job whose ranks all share this node: ob1 over shared
+// memory, named rather than found by MPI_Init's probe of every layer, which here spent 0.2 s
+// of a 0.26-0.45 s MPI_Init loading the PSM and PSM2 libraries to look for their hardware.
+// Known before MPI_Init for a job started by Open MPI's mpirun (it says how many ranks the job
+// and this node have) and for a process started alone (a singleton); a job started otherwise
+// (srun) keeps Open MPI's choice. Only a default: OMPI_MCA_pml (the user's, or mpirun --mca
+// pml) or a pml chosen in a parameter file wins.
+void prefer_shared_memory_messaging() {
+    if (std::getenv("OMPI_MCA_pml") != nullptr) return;
+    const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+    const char* on_node = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const bool one_node = size != nullptr && on_node != nullptr && std::string(size) == on_node;
+    const bool alone = size == nullptr && std::getenv("PMIX_RANK") == nullptr && std::getenv("PMI_RANK") == nullptr &&
+                       std::getenv("SLURM_PROCID") == nullptr;
+    if ((one_node || alone) && !pml_chosen_in_parameter_files()) ::setenv("OMPI_MCA_pml", "ob1", 0);
+}
+
 }  // namespace
 
 MpiSession::MpiSession() {
@@ -48,6 +88,7 @@ MpiSession::MpiSession() {
         // The main thread waits in MPI while the compute thread works: waiting must yield the
         // core rather than spin on it. Only a default; the user's setting wins.
         ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+        prefer_shared_memory_messaging();
         int provided = 0;
         MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
         owned_ = true;

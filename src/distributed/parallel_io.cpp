@@ -32,7 +32,7 @@ public:
         static const io::OutputBlock nothing{};
         const bool have = block != nullptr && !mine.empty();
         try {
-            output_->write_span(have ? span_of(mine) : io::OutputSpan{}, have ? *block : nothing, transfer_.id());
+            output_->write_span(have ? span_of(mine) : io::OutputSpan{}, have ? *block : nothing, data_transfer());
             output_->checkpoint(transfer_.id());
         } catch (const std::exception& e) {
             abort_collective(e.what());
@@ -43,15 +43,20 @@ public:
 
     void finish(IoTimes& times) override {
         const double t0 = wall_seconds();
+        double t1 = t0;
         try {
             output_->close_complete();
             comm_.barrier();
+            t1 = wall_seconds();
             if (comm_.is_root()) io::publish_output(output_->path(), force_);
         } catch (const std::exception& e) {
             abort_collective(e.what());
         }
         comm_.barrier();  // OUTPUT exists on every rank's return
-        times.write += wall_seconds() - t0;
+        const double t2 = wall_seconds();
+        times.close += t1 - t0;
+        times.publish += t2 - t1;
+        times.write += t2 - t0;
     }
 
     void abandon() override {
@@ -68,6 +73,14 @@ private:
     [[noreturn]] void abort_collective(const std::string& what) {
         abort_job(comm_, exit_io, what + " (inside a collective write: aborting every rank)");
     }
+
+    // The data of an uncompressed output, allocated at creation, is written by each rank
+    // independently: nothing in the file's metadata changes, and each rank's rows go straight
+    // to the file. A collective write funnelled them through MPI-IO's aggregators (two-phase
+    // collective buffering): with 2 ranks, N=2048 L=256 with all weights, 1.85 s against
+    // 1.46 s (medians of 5, interleaved). Compressed chunks are allocated as they are written,
+    // which parallel HDF5 does only in collective writes.
+    hid_t data_transfer() const { return output_->layout().gzip_level == 0 ? H5P_DEFAULT : transfer_.id(); }
 
     void note_fallback() {
         if (fallback_.empty()) fallback_ = transfer_.fallback_cause();

@@ -131,6 +131,7 @@ Dataset Dataset::create(const File& file, const std::string& path, const Datatyp
         H5_CALL(H5Pset_fill_value, where, dcpl.id(), H5T_NATIVE_DOUBLE, &creation.fill_value);
     }
     if (creation.allocate_early) H5_CALL(H5Pset_alloc_time, where, dcpl.id(), H5D_ALLOC_TIME_EARLY);
+    if (creation.fill_never) H5_CALL(H5Pset_fill_time, where, dcpl.id(), H5D_FILL_TIME_NEVER);
     const PropertyListHandle lcpl = intermediate_groups(where);
     const hid_t id = H5_CALL(H5Dcreate2, where, file.id(), where.object.c_str(), type.id(), space.id(), lcpl.id(),
                              dcpl.id(), H5P_DEFAULT);

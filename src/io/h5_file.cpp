@@ -36,6 +36,15 @@ File File::open(const std::string& path, FileMode mode, const FileAccess& access
 
 void File::flush() { H5_CALL(H5Fflush, where_, id(), H5F_SCOPE_GLOBAL); }
 
+bool File::uses_mpi_io() const {
+#if defined(H5_HAVE_PARALLEL)
+    const PropertyListHandle fapl(H5_CALL(H5Fget_access_plist, where_, id()));
+    return H5_CALL(H5Pget_driver, where_, fapl.id()) == H5FD_MPIO;
+#else
+    return false;
+#endif
+}
+
 void File::close() {
     if (!handle_.valid()) return;
     // With the default (weak) close degree HDF5 would keep the file open behind our back

@@ -1,11 +1,14 @@
 // Reading blocks of validated input as float32, and the projection weights.
 #include "attnbatch/io/input_reader.hpp"
 
+#include "attnbatch/error.hpp"
 #include "attnbatch/io/h5_error.hpp"
 #include "attnbatch/io/schema_names.hpp"
 #include "input_files.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 
 namespace attnbatch::io {
@@ -36,7 +39,32 @@ void read_sequences(const Dataset& dataset, std::int64_t first, std::int64_t cou
     read_slab(dataset, rows, MemType::f32, out.data(), out.size());
 }
 
+// Whether every value is finite: a float is not when its exponent bits are all set.
+bool all_finite(const std::vector<float>& values) {
+    std::uint32_t non_finite = 0;
+    for (const float value : values) {
+        std::uint32_t bits;
+        std::memcpy(&bits, &value, sizeof bits);
+        non_finite |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    return non_finite == 0;
+}
+
 }  // namespace
+
+void InputReader::expect_finite(const InputBlock& block, std::int64_t first, std::int64_t last) const {
+    const std::vector<const std::vector<float>*> arrays =
+        spec_.mode == InputMode::embeddings ? std::vector<const std::vector<float>*>{&block.x}
+                                            : std::vector<const std::vector<float>*>{&block.q, &block.k, &block.v};
+    for (std::size_t i = 0; i < arrays.size(); ++i) {
+        if (all_finite(*arrays[i])) continue;
+        throw Error(exit_invalid_input, spec_.path + ":" + data_[i].path() + " has a non-finite value in sequences [" +
+                                            std::to_string(spec_.first_sequence + first) + ", " +
+                                            std::to_string(spec_.first_sequence + last) +
+                                            "), expected finite values everywhere, padding included; hint: replace them, "
+                                            "e.g. numpy.nan_to_num");
+    }
+}
 
 std::int64_t InputBlock::query_rows() const noexcept {
     if (!piece() || lengths.empty()) return 0;
@@ -69,7 +97,11 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
     const std::int64_t stored = spec_.first_sequence + first;  // the row in the file
     block.row_first = block.row_last = block.key_rows = 0;
     block.offsets.clear();
-    if (spec_.packed) return read_packed(first, last, block);
+    if (spec_.packed) {
+        read_packed(first, last, block);
+        if (check_values_) expect_finite(block, first, last);
+        return;
+    }
     try {
         if (spec_.mode == InputMode::embeddings) {
             read_sequences(data_[0], stored, block.count, block.x);
@@ -88,6 +120,7 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);
     }
+    if (check_values_) expect_finite(block, first, last);
 }
 
 std::vector<std::int32_t> InputReader::read_all_lengths() {

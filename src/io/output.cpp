@@ -66,9 +66,20 @@ void check_layout(const OutputLayout& layout, const std::string& path) {
     }
 }
 
+// What a dataset's storage holds before the run writes there: a marker of unwritten
+// sequences (NaN in /lse, -1 in /lengths: see the header), zeros where the run leaves some
+// elements unwritten for good (the packed layout's maps past a sequence's length), or nothing
+// at all where the run writes every element (filling it at allocation would write it twice).
+struct Fill {
+    enum Kind { zeros, marker, none } kind = zeros;
+    double value = 0.0;  // the marker
+};
+constexpr Fill kWrittenWhole{Fill::none, 0.0};
+Fill marker(double value) { return Fill{Fill::marker, value}; }
+
 Dataset make_dataset(const File& file, const std::string& path, const Datatype& type, const Dims& dims,
                      std::size_t element_size, const OutputLayout& layout, const std::vector<std::string>& labels,
-                     std::optional<double> fill = std::nullopt) {
+                     Fill fill = {}) {
     DatasetCreation creation;
     creation.chunk = chunk_shape(dims, element_size, layout.chunk_bytes);
     creation.gzip_level = layout.gzip_level;
@@ -77,10 +88,12 @@ Dataset make_dataset(const File& file, const std::string& path, const Datatype& 
     // cannot leave chunk-index updates half written. (Compressed chunks are sized only when
     // written, so they cannot be placed early.)
     creation.allocate_early = layout.gzip_level == 0;
-    if (fill) {
+    if (fill.kind == Fill::marker) {
         creation.has_fill = true;
-        creation.fill_value = *fill;
+        creation.fill_value = fill.value;
     }
+    // Compressed chunks are allocated as they are written, with no fill to skip.
+    creation.fill_never = fill.kind == Fill::none && creation.allocate_early;
     Dataset dataset = Dataset::create(file, path, type, dims, creation);
     set_dimension_labels(dataset, labels);
     return dataset;
@@ -257,6 +270,13 @@ void prepare_output_path(const std::string& output_path, bool force) {
 
 std::string OutputFile::partial_path_for(const std::string& output_path) { return output_path + ".partial"; }
 
+void discard_partial_output(const std::string& output_path) {
+    const std::string partial = OutputFile::partial_path_for(output_path);
+    if (::unlink(partial.c_str()) != 0 && errno != ENOENT) {
+        throw Error(exit_io, partial + ": cannot remove the partial output: " + std::strerror(errno));
+    }
+}
+
 OutputFile OutputFile::create(const std::string& output_path, const OutputLayout& layout,
                               const Provenance& provenance, const OutputOptions& options) {
     check_layout(layout, output_path);
@@ -279,6 +299,7 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
         } else {
             out.create_padded(provenance, options);
         }
+        out.prepare_checkpoints();
     } catch (const H5Error& error) {
         out = OutputFile();  // close every handle before removing the file
         ::unlink(staging.c_str());
@@ -302,21 +323,21 @@ void OutputFile::create_padded(const Provenance& provenance, const OutputOptions
     const auto len = static_cast<hsize_t>(layout.len);
     const auto heads = static_cast<hsize_t>(layout.heads);
     output_ = make_dataset(file_, dataset::output, Datatype::float32(), {n, len, static_cast<hsize_t>(layout.d_out)}, 4,
-                           layout, {"N", "L", "D"});
+                           layout, {"N", "L", "D"}, kWrittenWhole);
     sequences_per_chunk_ = static_cast<std::int64_t>(output_->chunk()[0]);
     if (layout.save_weights != SaveWeights::none) {
         const bool half = layout.weights_dtype == WeightsDtype::f16;
         attention_ = make_dataset(
             file_, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
             {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
-            half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"});
+            half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"}, kWrittenWhole);
         set_int_attribute(*attention_, attribute::first_sequence, layout.first_sequence + layout.weights_first);
         set_int_attribute(*attention_, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
     }
     // NaN and -1 mark sequences not yet written (see the header).
     lse_ = make_dataset(file_, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
-                        std::numeric_limits<double>::quiet_NaN());
-    lengths_ = make_dataset(file_, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, -1.0);
+                        marker(std::numeric_limits<double>::quiet_NaN()));
+    lengths_ = make_dataset(file_, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
     attach_dimension_scales(file_, layout, *output_, *lse_, *lengths_, attention_);
     write_provenance(file_, layout, provenance);
     if (options.journal) create_journal(*options.journal);
@@ -328,7 +349,7 @@ void OutputFile::create_packed(const OutputOptions& options) {
     const auto n = static_cast<hsize_t>(layout.n), len = static_cast<hsize_t>(layout.len);
     const auto tokens = static_cast<hsize_t>(layout.tokens()), heads = static_cast<hsize_t>(layout.heads);
     output_ = make_dataset(file_, dataset::output, Datatype::float32(), {tokens, static_cast<hsize_t>(layout.d_out)}, 4, layout,
-                           {"T", "D"});
+                           {"T", "D"}, kWrittenWhole);
     sequences_per_chunk_ = 1;
     if (layout.save_weights != SaveWeights::none) {
         const bool half = layout.weights_dtype == WeightsDtype::f16;
@@ -340,8 +361,8 @@ void OutputFile::create_packed(const OutputOptions& options) {
         set_int_attribute(*attention_, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
     }
     lse_ = make_dataset(file_, dataset::lse, Datatype::float32(), {heads, tokens}, 4, layout, {"H", "T"},
-                        std::numeric_limits<double>::quiet_NaN());
-    lengths_ = make_dataset(file_, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, -1.0);
+                        marker(std::numeric_limits<double>::quiet_NaN()));
+    lengths_ = make_dataset(file_, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
     offsets_ = make_dataset(file_, dataset::offsets, Datatype::int64(), {n + 1}, 8, layout, {"N+1"});
     // Each writer its own rows: a collective creation by thousands of ranks writes them once.
     const auto total = static_cast<std::uint64_t>(n + 1);

@@ -6,6 +6,7 @@
 #include "attnbatch/io/output.hpp"
 #include "attnbatch/io/schema_names.hpp"
 #include "h5_check.hpp"
+#include "writeback.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -131,6 +132,7 @@ OutputFile OutputFile::reopen(const std::string& output_path, const OutputLayout
         out.lse_ = expect(Dataset::open(out.file_, dataset::lse), layout.packed ? Dims{heads, tokens} : Dims{n, heads, len});
         out.lengths_ = expect(Dataset::open(out.file_, dataset::lengths), {n});
         out.open_journal();
+        out.prepare_checkpoints();
     } catch (const H5Error& error) {
         throw cannot_continue(partial, error.what());
     } catch (const std::invalid_argument& error) {  // a shape that is not the layout's
@@ -157,18 +159,26 @@ void OutputFile::remember_checksums(std::int64_t first, std::int64_t last, const
     }
 }
 
+void OutputFile::prepare_checkpoints() {
+    checkpoint_flushes_ = layout_.gzip_level != 0 || !file_.uses_mpi_io();
+}
+
 void OutputFile::checkpoint(hid_t transfer) {
     fault_point("before_flush");
-    flush();
-    if (!journal_progress_) return;
-    fault_point("after_flush");
-    try {
-        write_progress_rows(*journal_progress_, pending_, transfer);
-    } catch (const H5Error& error) {
-        throw Error(exit_io, partial_path() + ": cannot record progress: " + error.what());
+    if (checkpoint_flushes_) flush();
+    if (journal_progress_) {
+        fault_point("after_flush");
+        try {
+            write_progress_rows(*journal_progress_, pending_, transfer);
+        } catch (const H5Error& error) {
+            throw Error(exit_io, partial_path() + ": cannot record progress: " + error.what());
+        }
+        pending_.clear();
+        if (checkpoint_flushes_) flush();
     }
-    pending_.clear();
-    flush();
+    // The rows written so far start on their way to the disk while the next round computes:
+    // left to the fsync before publication, 640 MiB took 0.2 s there, after the last compute.
+    start_writeback(partial_path());
 }
 
 std::string read_journal_identity(const std::string& partial_path) {

@@ -34,5 +34,33 @@ TEST(RunReport, IsValidJsonWithQuotesAndBackslashesInThePaths) {
     EXPECT_EQ(parsed.out, "ok\n") << parsed.out;
 }
 
+// The start-up and shut-down breakdown: every phase present, none negative, and the two sums
+// made of exactly their phases (a phase left out of a sum, or timed twice, shows here).
+TEST(RunReport, PhasesAddUpToStartUpAndShutDown) {
+    const TempDir dir;
+    const std::string input = dir.file("in.h5"), output = dir.file("out.h5"), report = dir.file("report.json");
+    const Outcome generated = attnbatch({"generate", "--output", input, "--num-seqs", "6", "--seq-len", "8", "--dim", "8",
+                                         "--seed", "4"});
+    ASSERT_EQ(generated.status, 0) << generated.err;
+    const Outcome run = attnbatch({"run", "--input", input, "--output", output, "--save-weights", "all", "--unit-sequences", "2",
+                                   "--progress", "never", "--report", report},
+                                  kMpiEnv);
+    ASSERT_EQ(run.status, 0) << run.err;
+    const Outcome parsed = python(
+        "import json, sys\n"
+        "r = json.load(open(sys.argv[1]))\n"
+        "p = r['phase_seconds']\n"
+        "before = ['describe', 'lengths', 'plan', 'preflight', 'value_scan', 'output_creation', 'first_read']\n"
+        "after = ['last_write', 'close', 'publish']\n"
+        "assert sorted(p) == sorted(['mpi_init', 'rounds'] + before + after), sorted(p)\n"
+        "assert all(v >= 0 for v in p.values()), p\n"
+        "assert abs(r['start_up_seconds'] - p['mpi_init'] - sum(p[k] for k in before)) < 1e-6, r\n"
+        "assert abs(r['shut_down_seconds'] - sum(p[k] for k in after)) < 1e-6, r\n"
+        "assert p['rounds'] > 0 and p['output_creation'] > 0 and p['publish'] > 0, p\n"
+        "print('ok')\n",
+        {report});
+    EXPECT_EQ(parsed.out, "ok\n") << parsed.out;
+}
+
 }  // namespace
 }  // namespace attnbatch::testing

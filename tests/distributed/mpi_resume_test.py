@@ -115,11 +115,19 @@ class Job:
     def done_units(self):
         if not os.path.exists(self.partial):
             return -1
-        try:
-            with h5py.File(self.partial, "r") as f:
-                return int(f["journal/progress"][:, 0].sum())
-        except (OSError, KeyError):
-            return -1
+        # A killed rank can hold the file's lock for a moment after it no longer shows as
+        # running (seen under the sanitizers, whose large mappings take long to tear down).
+        deadline = time.monotonic() + 10.0
+        while True:
+            try:
+                with h5py.File(self.partial, "r") as f:
+                    return int(f["journal/progress"][:, 0].sum())
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return -1
+                time.sleep(0.05)
+            except (OSError, KeyError):
+                return -1
 
     def finish(self, label, ranks=2):
         """The final --resume: exit 0, OUTPUT complete and byte-identical to the reference."""

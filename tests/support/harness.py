@@ -61,12 +61,23 @@ def mpirun(mpiexec, ranks, command, options=()):
 def rank_pids(binary, directory):
     """The processes running `binary` with `directory` as their working directory (the ranks of
     a job started there, not mpirun)."""
+    # A rank that is exiting loses its /proc/PID/exe first (with its memory, which takes a
+    # while for a sanitizer build's large mappings) and closes its files, releasing the HDF5
+    # file lock, only later: its name and working directory last until then.
+    name = os.path.basename(binary)[:15]
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            if os.readlink("/proc/%s/exe" % entry) == binary and os.readlink("/proc/%s/cwd" % entry) == directory:
+            if os.readlink("/proc/%s/cwd" % entry) != directory:
+                continue
+            try:
+                running = os.readlink("/proc/%s/exe" % entry) == binary
+            except OSError:
+                with open("/proc/%s/comm" % entry) as comm:
+                    running = comm.read().strip() == name
+            if running:
                 pids.append(int(entry))
         except OSError:
             pass

@@ -12,6 +12,7 @@
 
 #include "attnbatch/distributed/agreement.hpp"
 #include "attnbatch/distributed/comm.hpp"
+#include "attnbatch/distributed/phase_times.hpp"
 #include "attnbatch/distributed/plan.hpp"
 #include "attnbatch/distributed/schedule.hpp"
 #include "attnbatch/distributed/step_io.hpp"
@@ -38,6 +39,7 @@ struct RunResult {
     std::vector<RankTimes> ranks;  // every rank's, on every rank
     std::int64_t rounds = 0;
     std::string collective_fallback;  // why collective writes went independent, if they did
+    PhaseTimes phases;  // this rank's: first_read, rounds, last_write, close, publish
 };
 
 // Cumulative over every rank, after each round (rounds end together on all ranks).

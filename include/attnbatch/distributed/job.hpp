@@ -35,6 +35,7 @@
 #include "attnbatch/distributed/coordinator.hpp"
 #include "attnbatch/distributed/memory_model.hpp"
 #include "attnbatch/distributed/node_resources.hpp"
+#include "attnbatch/distributed/phase_times.hpp"
 #include "attnbatch/distributed/plan.hpp"
 #include "attnbatch/distributed/resume.hpp"
 #include "attnbatch/distributed/step_computer.hpp"
@@ -107,6 +108,7 @@ struct Job {
     std::string identity;         // the journal's identity of this job
     ResumeState resume;
     std::vector<std::string> notes;  // what the preflight found worth saying; rank 0 prints them
+    PhaseTimes phases;               // this rank's, so far (prepare_job's and run_job's phases)
 
     explicit Job(Comm& c) : comm(c) {}
     bool nothing_to_do() const { return resume.state == ResumeState::complete; }
@@ -133,6 +135,7 @@ struct JobResult {
     double slowest_compute = 0;
     double imbalance = 0;        // max rank compute / mean - 1
     double io_hidden = 1;        // of all I/O, the fraction done while compute ran
+    PhaseTimes phases;           // each phase's time on its slowest rank
     double flops() const { return sum.attention_flops + sum.projection_flops; }
 };
 

@@ -32,6 +32,11 @@ struct DatasetCreation {
     // Storage placed at creation rather than at first write: later writes then change no
     // metadata, and where everything lies no longer depends on the order of the writes.
     bool allocate_early = false;
+    // No fill value is ever written (H5D_FILL_TIME_NEVER): for datasets whose every element
+    // the writer stores, where filling early storage would write every byte twice. Elements
+    // never written read as whatever the file holds there (zeros in a new file's unwritten
+    // space).
+    bool fill_never = false;
 };
 
 class Dataset {

@@ -36,6 +36,9 @@ public:
     const Where& where() const noexcept { return where_; }
 
     void flush();  // H5Fflush, global scope: everything written so far survives a crash
+    // Opened through MPI-IO (FileAccess from mpi_io_access), where flush() also syncs the
+    // file to its device (MPI_File_sync) on every rank.
+    bool uses_mpi_io() const;
     // Checked H5Fclose. Every dataset and attribute of the file must be closed first, else
     // HDF5 would silently keep the file open; that is a std::logic_error.
     void close();

@@ -47,6 +47,10 @@ public:
                     InputBlock& block);
     // Every sequence's valid-token count (L for all without a lengths dataset): what plans need.
     std::vector<std::int32_t> read_all_lengths();
+    // From now on read() also checks that every value it read is finite: Error (exit 3) naming
+    // the dataset and the sequences otherwise. For float32, float16 and bfloat16 data, whose
+    // values arrive as stored (float64 beyond float32's range needs the scan of input.hpp).
+    void check_values(bool on) noexcept { check_values_ = on; }
 
     const InputSpec& spec() const noexcept { return spec_; }
 
@@ -56,6 +60,8 @@ private:
     std::vector<Dataset> data_;  // x, or q, k, v
     std::optional<Dataset> lengths_;
     std::vector<std::int64_t> offsets_;  // packed layout: N + 1
+    bool check_values_ = false;
+    void expect_finite(const InputBlock& block, std::int64_t first, std::int64_t last) const;
     std::int32_t length_of(std::int64_t sequence);
     void read_packed(std::int64_t first, std::int64_t last, InputBlock& block);
 };

@@ -24,7 +24,9 @@
 //
 // Progress for resuming is the journal (journal.hpp): units are recorded as done, with a
 // checksum, by checkpoint() once their data is flushed. /lengths is also filled with -1 and
-// /lse with NaN at creation, so a reader sees unwritten sequences as such.
+// /lse with NaN at creation, so a reader sees unwritten sequences as such; /output and (but in
+// the packed layout) /attention, which the run writes whole, are never filled: filling them
+// at creation would write every byte of the output twice.
 #pragma once
 
 #include "attnbatch/io/chunking.hpp"
@@ -189,6 +191,7 @@ public:
     const OutputLayout& layout() const noexcept { return layout_; }
     const std::string& path() const noexcept { return path_; }  // the final OUTPUT
     std::string partial_path() const { return partial_path_for(path_); }
+    bool force() const noexcept { return force_; }  // publishing may replace an existing OUTPUT
     // Sequences per /output chunk: work units that are multiples of it write whole chunks.
     std::int64_t sequences_per_chunk() const noexcept { return sequences_per_chunk_; }
     File& file() noexcept { return file_; }
@@ -205,8 +208,16 @@ public:
 
     void flush();
     // Flush, record the units written since the last checkpoint as done, flush again.
-    // Collective under MPI-IO (every rank, the same number of times).
+    // Collective under MPI-IO (every rank, the same number of times). Under MPI-IO, an
+    // uncompressed output is not flushed here: see checkpoint_flushes().
     void checkpoint(hid_t transfer = H5P_DEFAULT);
+    // Whether checkpoint() flushes. Under MPI-IO a flush syncs the file to its device on every
+    // rank, a wait for the disk each round. An uncompressed output needs no flush to be
+    // resumable: every dataset is placed at creation (whose flush wrote all the metadata), so
+    // no write changes metadata, and MPI-IO caches no data, so a write is in the file once it
+    // returns and survives the process being killed. (Writes still in the operating system's
+    // cache when a node crashes fail their checksum on --resume and are computed again.)
+    bool checkpoint_flushes() const noexcept { return checkpoint_flushes_; }
     // The journal as stored (serial: reads with the default transfer).
     JournalState journal_state() const;
     // The units marked done whose data no longer match their checksum, read back unit by
@@ -244,6 +255,8 @@ private:
     std::optional<Dataset> journal_progress_;
     std::vector<std::int64_t> unit_bounds_, unit_rows_;
     std::vector<std::pair<std::int64_t, std::int64_t>> pending_;  // (unit, checksum) written, not yet recorded
+    bool checkpoint_flushes_ = true;
+    void prepare_checkpoints();  // after create or reopen
 };
 
 // The identity recorded in a partial output's journal (journal.hpp), read without opening
@@ -253,6 +266,10 @@ std::string read_journal_identity(const std::string& partial_path);
 // The identity a complete OUTPUT records in the journal it keeps (journal.hpp); nullopt when it
 // has none (an output of an older version). Error exit 4 when the file cannot be read.
 std::optional<std::string> read_output_identity(const std::string& output_path);
+
+// Removes OUTPUT.partial, closed, of a run that can never complete (its input holds a bad
+// value); nothing when it does not exist. Error (exit 4) when it cannot be removed.
+void discard_partial_output(const std::string& output_path);
 
 // fsync OUTPUT.partial, rename it to OUTPUT (replacing an existing OUTPUT only with force),
 // fsync the directory. Under MPI only one rank calls it, after close_complete().
