@@ -357,6 +357,24 @@ std::int64_t input_bytes_per_sequence(const io::InputSpec& spec) {
     return std::max<std::int64_t>(1, spec.len * width * element);
 }
 
+// Where a slice of the value scan that starts at sequence `first` ends: about kSliceBytes of
+// input, at least one sequence. A padded sequence reads all its L rows; a packed one only its
+// own, so that a heavy-tailed packed set (L the longest of thousands) is not scanned a few
+// short sequences at a time, each slice an agreement of every rank.
+std::int64_t slice_end(const Job& job, std::int64_t first, std::int64_t last) {
+    const std::int64_t sequence_bytes = input_bytes_per_sequence(job.spec);
+    if (!job.spec.packed) {
+        return std::min(last, first + std::max<std::int64_t>(1, static_cast<std::int64_t>(kSliceBytes) / sequence_bytes));
+    }
+    const std::int64_t row_bytes = std::max<std::int64_t>(1, sequence_bytes / std::max<std::int64_t>(1, job.spec.len));
+    std::int64_t end = first, bytes = 0;
+    while (end < last && (end == first || bytes < static_cast<std::int64_t>(kSliceBytes))) {
+        bytes += job.lengths[static_cast<std::size_t>(end)] * row_bytes;
+        ++end;
+    }
+    return end;
+}
+
 // Every value checked before any compute: in parallel each rank scans its own share. In
 // slices, with the weights last, so that the first bad value named is the one a single
 // pass over the data and then the weights would name.
@@ -365,13 +383,11 @@ void scan_values(Job& job) {
     const bool parallel = job.io == IoMode::parallel;
     io::ValueScan share{0, job.spec.n, comm.is_root(), job.settings.input.scan_bytes};
     if (parallel) std::tie(share.first, share.last) = share_span(job.units, job.plan.ranks[static_cast<std::size_t>(comm.rank())]);
-    const std::int64_t per_slice =
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(kSliceBytes) / input_bytes_per_sequence(job.spec));
     std::int64_t next = share.first;
     agreed_in_slices(comm, comm.is_root() || parallel, [&] {
         io::ValueScan slice = share;
         slice.first = next;
-        slice.last = std::min(share.last, next + per_slice);
+        slice.last = slice_end(job, next, share.last);
         slice.weights = share.weights && slice.last >= share.last;
         io::check_values(job.spec, slice);
         next = slice.last;
