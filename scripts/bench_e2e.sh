@@ -84,14 +84,8 @@ mpi=(mpirun -np 2 --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 -x OM
 IFS=, read -r -a coretype_list <<<"$coretypes"
 IFS=, read -r -a case_list <<<"$cases"
 
-# seconds of one command, to stdout; its output to $out/last.log
-timed() {
-  local start end
-  start=$EPOCHREALTIME
-  "$@" >"$out/last.log" 2>&1 || { echo "command failed: $*" >&2; cat "$out/last.log" >&2; exit 1; }
-  end=$EPOCHREALTIME
-  awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f\n", b - a }'
-}
+# shellcheck source=scripts/bench_timing.sh
+source scripts/bench_timing.sh
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 

@@ -38,14 +38,8 @@ mkdir -p "$out"
 input=$out/in.h5
 [[ -f $input ]] || "$python" "$peers/gen_input.py" "$input" "$n" "$len" "$dim" >/dev/null
 
-# seconds of one command, to stdout; its own output to $out/last.log
-timed() {
-  local start end
-  start=$EPOCHREALTIME
-  "$@" >"$out/last.log" 2>&1 || { echo "command failed: $*" >&2; cat "$out/last.log" >&2; exit 1; }
-  end=$EPOCHREALTIME
-  awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f\n", b - a }'
-}
+# shellcheck source=scripts/bench_timing.sh
+source scripts/bench_timing.sh
 
 mpi=(mpirun --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
 results=$out/results.csv
