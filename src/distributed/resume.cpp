@@ -74,8 +74,15 @@ ResumeInspection::~ResumeInspection() = default;
 bool ResumeInspection::verify_some(std::uint64_t bytes) {
     if (!file_) return true;
     const std::size_t units = journal_.done.size();
-    const std::uint64_t row = static_cast<std::uint64_t>(layout_.len) *
-                              static_cast<std::uint64_t>(layout_.d_out + layout_.heads) * 4 + 4;
+    // A token's bytes in /output and /lse; a packed unit holds its sequences' own tokens, a
+    // padded one L per sequence (sizing packed units by L made heavy-tailed sets re-read a
+    // few short sequences per slice).
+    const std::uint64_t token = static_cast<std::uint64_t>(layout_.d_out + layout_.heads) * 4;
+    const auto tokens_of = [&](std::int64_t first, std::int64_t end) {
+        std::uint64_t rows = 0;
+        for (std::int64_t sequence = first; sequence < end; ++sequence) rows += static_cast<std::uint64_t>(layout_.rows_of(sequence));
+        return rows;
+    };
     const std::uint64_t map = static_cast<std::uint64_t>(layout_.weights_heads()) * static_cast<std::uint64_t>(layout_.len) *
                               static_cast<std::uint64_t>(layout_.len) * (layout_.weights_dtype == io::WeightsDtype::f16 ? 2 : 4);
     std::size_t last = next_unit_;
@@ -84,7 +91,8 @@ bool ResumeInspection::verify_some(std::uint64_t bytes) {
         const std::int64_t first = resume_.unit_bounds[last], end = resume_.unit_bounds[last + 1];
         const auto [w_begin, w_end] = layout_.weights_range(first, end);
         if (journal_.done[last]) {
-            taken += static_cast<std::uint64_t>(end - first) * row + static_cast<std::uint64_t>(w_end - w_begin) * map;
+            taken += tokens_of(first, end) * token + static_cast<std::uint64_t>(end - first) * 4 +
+                     static_cast<std::uint64_t>(w_end - w_begin) * map;
         }
         ++last;
     }
