@@ -65,8 +65,9 @@ void print_header(const dist::Job& job) {
               << (job.layout.gzip_level ? " before gzip" : "") << "; " << job.plan_ranks
               << (job.plan_ranks == 1 ? " rank" : " ranks") << (job.plan_ranks != ranks ? " (simulated)" : "") << " x "
               << counted(job.attention.kernel.threads, "thread") << ", io " << dist::name_of(job.io) << ", steps of at most "
-              << counted(job.max_sequences, "sequence")
+              << counted(job.step_sequences, "sequence")
               << (job.max_step_bytes > 0 ? " and " + dist::format_bytes(static_cast<double>(job.max_step_bytes)) + " of data" : "")
+              << (job.step_sequences < job.max_sequences ? " (sized for the cache; " + counted(job.max_sequences, "sequence") + ")" : "")
               << " under --max-memory "
               << dist::format_bytes(static_cast<double>(s.max_memory)) << " per rank\n";
 }
