@@ -270,7 +270,9 @@ void size_steps(Job& job) {
         if (whole_fits) rows.budget = 0;
         else check_sequences_fit(job.lengths, memory, rows, s.max_memory);
         if (s.unit_sequences > 0) job.max_sequences = std::min<std::int64_t>(job.max_sequences, s.unit_sequences);
-        job.step_sequences = std::min(job.max_sequences, cache_sized_step(memory, in_flight));
+        // Only padded whole sequences: packed steps and pieces are measured in bytes, and a
+        // packed set's per-sequence model is its longest sequence's.
+        job.step_sequences = whole_fits ? std::min(job.max_sequences, cache_sized_step(memory, in_flight)) : job.max_sequences;
     });
     job.max_step_bytes = rows.budget;
     job.split.ranks = job.plan_ranks;
