@@ -76,7 +76,8 @@ TEST(RunReport, StepsAreSizedForTheCache) {
                                    "--report", report},
                                   kMpiEnv);
     ASSERT_EQ(run.status, 0) << run.err;
-    EXPECT_NE(run.out.find("(sized for the cache; 64 sequences)"), std::string::npos) << run.out;
+    EXPECT_NE(run.out.find(" sequences (cache-sized; --max-memory "), std::string::npos) << run.out;
+    EXPECT_NE(run.out.find(" per rank allows 64)"), std::string::npos) << run.out;
     const Outcome parsed = python(
         "import json, sys\n"
         "r = json.load(open(sys.argv[1]))\n"
