@@ -257,7 +257,7 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
             const int full_panels = imin(imax(row_keys[r0] - k0, 0), kw) / kNR;
             Vec row_max[kMR];
             for (int m = 0; m < kMR; ++m) row_max[m] = splat(kNegInf);
-            const int scanned = compute_scores(t, query_blocks, blk, k0, block_count, full_panels, row_max);
+            const int scanned = compute_scores(t, query_blocks, blk, last - r0 + 1, k0, block_count, full_panels, row_max);
             for (int r = r0; r < r0 + kMR; ++r) {
                 float* srow = s.s_tile + static_cast<std::size_t>(r - r0) * layout.bk;
                 const int count = r < rows ? imin(imax(row_keys[r] - k0, 0), kw) : 0;
@@ -275,7 +275,7 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
                                 sizeof(float) * count);
                 }
             }
-            accumulate_values(t, r0, k0, block_count);
+            accumulate_values(t, r0, last - r0 + 1, k0, block_count);
         }
     }
     for (int r = 0; r < bq; ++r) {
