@@ -71,6 +71,13 @@
 //              is its file, that header, a table row and a CMake line. fp32 outputs
 //              byte-identical to version 10; bf16 at about 1.6x the fp32 rate on AVX512-BF16
 //              (an AMD Zen 5 here, no AMX), B = 8, H = 8, L = 512, d = 64, one thread.
+//  12 adccd60  fp32: a causal row block's last key panel computed half wide (MR x NR/2) when
+//              the block needs at most half of it, and a row block of at most 8 valid rows (the
+//              last of 512 in blocks of 12) on an 8-row micro-tile (micro_kernels.hpp templates):
+//              the Q K^T work past the causal triangle from 9.3% to 4.6%, P V's from 3.9% to
+//              2.3%. Outputs byte-identical. A/B (bench_kernel.sh 7): causal x1.019 at L = 512
+//              and x1.018 at L = 2048, full x1.004; causal / full still 0.82-0.87 at L = 512 (1
+//              and 2 threads, noisy sittings): the rest of the gap is not the diagonal's FLOPs.
 #pragma once
 
 #include <cstddef>
