@@ -229,8 +229,8 @@ inline void scores_8x32(const Operand* q, int dkp, int depth_pairs, const Operan
 
 // The S strip of row block `blk` against the key tile at k0 (see fp32_products.hpp). On tiles
 // the row max is left to softmax_row (it would mean reading the strip back here).
-int compute_scores(const Task& t, const QueryBlocks& q, int blk, int k0, int block_count, int full_panels,
-                   Vec* row_max) {
+int compute_scores(const Task& t, const QueryBlocks& q, int blk, int /*block_rows*/, int k0, int block_count,
+                   int full_panels, Vec* row_max) {
     Scratch& s = t.s;
     const int dkp = t.layout.dkp, bk = t.layout.bk;
     const Operand* qb = q.rows(blk);
@@ -310,7 +310,7 @@ inline void values_8x16(float* o, int ldo, const float* alpha, const Operand* pb
 
 // O rows [r0, r0 + MR) = O * alpha + P V over keys [k0, k0 + block_count): P (the block's strip
 // in s_tile, zero past each row's visible keys up to a whole panel) rounded into p_pack first.
-void accumulate_values(const Task& t, int r0, int k0, int block_count) {
+void accumulate_values(const Task& t, int r0, int /*block_rows*/, int k0, int block_count) {
     Scratch& s = t.s;
     const int dvp = t.layout.dvp, bk = t.layout.bk;
     const int width = static_cast<int>(round_up(block_count, kNR));

@@ -126,37 +126,60 @@ QueryBlocks stage_queries(const Task& t, int b, int h, int i0, int /*rows*/, int
     return q;
 }
 
-// S strip of row block `blk` (MR x block_count, zero-padded to whole panels) against the key
-// tile at k0, over the panels some row of the block can see. Panels every row of the block sees
-// whole (the first `full_panels`) also take the row max on the fly into row_max. Returns the
-// columns row_max covers: softmax_row scans the rest.
-int compute_scores(const Task& t, const QueryBlocks& q, int blk, int k0, int block_count, int full_panels,
-                   Vec* row_max) {
+// The S strip of one row block on micro-tiles of kRows rows. A last panel of which the block
+// needs at most half (the diagonal of a causal mask, or the end of the keys) is computed half
+// wide: the softmax reads no column of it past the block's last visible key.
+template <int kRows>
+int scores_strip(const Task& t, const float* qb, std::ptrdiff_t ldq, int k0, int block_count, int full_panels,
+                 Vec* row_max) {
     Scratch& s = t.s;
     const int dk = t.p.dim_k;
-    const float* qb = q.rows(blk);
-    const std::ptrdiff_t ldq = q.stride(blk);
     for (int panel = 0; panel * kNR < block_count; ++panel) {
         const float* kp = s.k_pack + static_cast<std::size_t>(k0 / kNR + panel) * dk * kNR;
+        float* strip = s.s_tile + panel * kNR;
         s.prefetch.step();
         if (panel < full_panels) {
-            micro_qk<true>(qb, ldq, kp, dk, s.s_tile + panel * kNR, t.layout.bk, row_max);
+            micro_qk<true, kRows>(qb, ldq, kp, dk, strip, t.layout.bk, row_max);
+        } else if (kNV % 2 == 0 && block_count - panel * kNR <= kNR / 2) {
+            micro_qk<false, kRows, kNV / 2>(qb, ldq, kp, dk, strip, t.layout.bk);
         } else {
-            micro_qk(qb, ldq, kp, dk, s.s_tile + panel * kNR, t.layout.bk);
+            micro_qk<false, kRows>(qb, ldq, kp, dk, strip, t.layout.bk);
         }
     }
     return full_panels * kNR;
 }
 
-// O rows [r0, r0 + MR) = O * alpha + P V over keys [k0, k0 + block_count), P the row block's
-// strip in s_tile (zero past each row's visible keys).
-void accumulate_values(const Task& t, int r0, int k0, int block_count) {
+// S strip of row block `blk` (MR x block_count, zero-padded to whole panels) against the key
+// tile at k0, over the panels some row of the block can see. Panels every row of the block sees
+// whole (the first `full_panels`) also take the row max on the fly into row_max. Returns the
+// columns row_max covers: softmax_row scans the rest. Only the block's first `block_rows` rows
+// are valid queries: the strip's other rows hold no scores.
+int compute_scores(const Task& t, const QueryBlocks& q, int blk, int block_rows, int k0, int block_count,
+                   int full_panels, Vec* row_max) {
+    const float* qb = q.rows(blk);
+    const std::ptrdiff_t ldq = q.stride(blk);
+    if (block_rows <= kTailRows) return scores_strip<kTailRows>(t, qb, ldq, k0, block_count, full_panels, row_max);
+    return scores_strip<kMR>(t, qb, ldq, k0, block_count, full_panels, row_max);
+}
+
+template <int kRows>
+void values_strip(const Task& t, int r0, int k0, int block_count) {
     Scratch& s = t.s;
     const int dvp = t.layout.dvp;
     for (int c0 = 0; c0 < dvp; c0 += kNRpv) {
         s.prefetch.step();
-        micro_pv(s.o_acc + static_cast<std::size_t>(r0) * dvp + c0, dvp, s.alpha + r0, s.s_tile, t.layout.bk,
-                 s.v_pack + static_cast<std::size_t>(k0) * dvp + c0, dvp, block_count);
+        micro_pv<kRows>(s.o_acc + static_cast<std::size_t>(r0) * dvp + c0, dvp, s.alpha + r0, s.s_tile, t.layout.bk,
+                        s.v_pack + static_cast<std::size_t>(k0) * dvp + c0, dvp, block_count);
+    }
+}
+
+// O rows [r0, r0 + MR) = O * alpha + P V over keys [k0, k0 + block_count), P the row block's
+// strip in s_tile (zero past each row's visible keys); rows past `block_rows` are left alone.
+void accumulate_values(const Task& t, int r0, int block_rows, int k0, int block_count) {
+    if (block_rows <= kTailRows) {
+        values_strip<kTailRows>(t, r0, k0, block_count);
+    } else {
+        values_strip<kMR>(t, r0, k0, block_count);
     }
 }
 

@@ -20,49 +20,57 @@ constexpr int kNR = kNV * kLanes;            // columns per micro-tile
 constexpr int kNVpv = ATTNBATCH_NV_PV;       // vectors per row of the P.V micro-tile
 constexpr int kNRpv = kNVpv * kLanes;        // value columns per P.V micro-tile
 
+// Rows of the smaller micro-tile for a row block whose last rows lie past the valid queries
+// (e.g. the last 8 of 512 rows in blocks of 12): those rows are left out rather than computed
+// and dropped.
+constexpr int kTailRows = kMR - kMR / 3;
+
 // c[MR x NR] = a[MR x dk] . b[dk x NR]   (a: query rows, lda apart; b: packed key panel)
 // The MR broadcasts per step read MR rows side by side, which L1 serves as well as a
 // transposed copy would, and the queries need no transpose. With kRowMax, also
 // row_max[m] = max(row_max[m], c[m][:]) lane-wise while the tile is still in registers.
-template <bool kRowMax = false>
+// kRows < MR or kCols < NV compute only the first kRows rows or kCols vectors of the tile
+// (each element by the same operations in the same order as the whole tile).
+template <bool kRowMax = false, int kRows = kMR, int kCols = kNV>
 inline void micro_qk(const float* __restrict a, std::ptrdiff_t lda, const float* __restrict b, int dk,
                      float* __restrict c, int ldc, Vec* __restrict row_max = nullptr) {
-    Vec acc[kMR][kNV];
+    Vec acc[kRows][kCols];
 #pragma GCC unroll 16
-    for (int m = 0; m < kMR; ++m)
+    for (int m = 0; m < kRows; ++m)
 #pragma GCC unroll 8
-        for (int n = 0; n < kNV; ++n) acc[m][n] = Vec{};
+        for (int n = 0; n < kCols; ++n) acc[m][n] = Vec{};
     for (int kk = 0; kk < dk; ++kk) {
-        Vec bv[kNV];
+        Vec bv[kCols];
 #pragma GCC unroll 8
-        for (int n = 0; n < kNV; ++n) bv[n] = load(b + kk * kNR + n * kLanes);
+        for (int n = 0; n < kCols; ++n) bv[n] = load(b + kk * kNR + n * kLanes);
 #pragma GCC unroll 16
-        for (int m = 0; m < kMR; ++m) {
+        for (int m = 0; m < kRows; ++m) {
             const Vec am = splat(a[m * lda + kk]);
 #pragma GCC unroll 8
-            for (int n = 0; n < kNV; ++n) acc[m][n] += am * bv[n];
+            for (int n = 0; n < kCols; ++n) acc[m][n] += am * bv[n];
         }
     }
 #pragma GCC unroll 16
-    for (int m = 0; m < kMR; ++m) {
+    for (int m = 0; m < kRows; ++m) {
 #pragma GCC unroll 8
-        for (int n = 0; n < kNV; ++n) store(c + m * ldc + n * kLanes, acc[m][n]);
+        for (int n = 0; n < kCols; ++n) store(c + m * ldc + n * kLanes, acc[m][n]);
         if constexpr (kRowMax) {
             Vec mx = row_max[m];
 #pragma GCC unroll 8
-            for (int n = 0; n < kNV; ++n) mx = acc[m][n] > mx ? acc[m][n] : mx;
+            for (int n = 0; n < kCols; ++n) mx = acc[m][n] > mx ? acc[m][n] : mx;
             row_max[m] = mx;
         }
     }
 }
 
-// o[MR x NRpv] = o * alpha[m] + p[MR x count] . v[count x NRpv]
+// o[MR x NRpv] = o * alpha[m] + p[MR x count] . v[count x NRpv]   (the first kRows rows)
+template <int kRows = kMR>
 inline void micro_pv(float* __restrict o, int ldo, const float* __restrict alpha,
                      const float* __restrict p, int ldp, const float* __restrict v, int ldv,
                      int count) {
-    Vec acc[kMR][kNVpv];
+    Vec acc[kRows][kNVpv];
 #pragma GCC unroll 16
-    for (int m = 0; m < kMR; ++m) {
+    for (int m = 0; m < kRows; ++m) {
         const Vec am = splat(alpha[m]);
 #pragma GCC unroll 8
         for (int n = 0; n < kNVpv; ++n) acc[m][n] = load(o + m * ldo + n * kLanes) * am;
@@ -72,14 +80,14 @@ inline void micro_pv(float* __restrict o, int ldo, const float* __restrict alpha
 #pragma GCC unroll 8
         for (int n = 0; n < kNVpv; ++n) bv[n] = load(v + j * ldv + n * kLanes);
 #pragma GCC unroll 16
-        for (int m = 0; m < kMR; ++m) {
+        for (int m = 0; m < kRows; ++m) {
             const Vec pm = splat(p[m * ldp + j]);
 #pragma GCC unroll 8
             for (int n = 0; n < kNVpv; ++n) acc[m][n] += pm * bv[n];
         }
     }
 #pragma GCC unroll 16
-    for (int m = 0; m < kMR; ++m)
+    for (int m = 0; m < kRows; ++m)
 #pragma GCC unroll 8
         for (int n = 0; n < kNVpv; ++n) store(o + m * ldo + n * kLanes, acc[m][n]);
 }
