@@ -65,11 +65,10 @@ void print_header(const dist::Job& job) {
               << (job.layout.gzip_level ? " before gzip" : "") << "; " << job.plan_ranks
               << (job.plan_ranks == 1 ? " rank" : " ranks") << (job.plan_ranks != ranks ? " (simulated)" : "") << " x "
               << counted(job.attention.kernel.threads, "thread") << ", io " << dist::name_of(job.io) << ", steps of at most "
-              << counted(job.step_sequences, "sequence")
+              << counted(job.max_sequences, "sequence")
               << (job.max_step_bytes > 0 ? " and " + dist::format_bytes(static_cast<double>(job.max_step_bytes)) + " of data" : "")
-              << (job.step_sequences < job.max_sequences ? " (cache-sized; --max-memory " : " under --max-memory ")
-              << dist::format_bytes(static_cast<double>(s.max_memory)) << " per rank"
-              << (job.step_sequences < job.max_sequences ? " allows " + std::to_string(job.max_sequences) + ")" : "") << "\n";
+              << " under --max-memory "
+              << dist::format_bytes(static_cast<double>(s.max_memory)) << " per rank\n";
 }
 
 void print_plan(const dist::Job& job) {

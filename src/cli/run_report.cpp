@@ -73,7 +73,6 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
         .key("units").value(job.units.size())
         .key("rounds").value(result.rounds.rounds)
         .key("max_sequences_per_step").value(job.max_sequences)
-        .key("step_sequences").value(job.step_sequences)
         .key("imbalance").value(result.imbalance)
         .key("predicted_imbalance").value(job.predicted.imbalance)
         .key("io_hidden_fraction").value(result.io_hidden)

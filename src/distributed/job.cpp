@@ -41,9 +41,6 @@ constexpr double kAssumedFlopsPerThread = 20e9;
 // The long phases go in slices of this many bytes per rank, a fraction of a second each even
 // from a slow file system, with a stop point after each.
 constexpr std::uint64_t kSliceBytes = std::uint64_t{64} << 20;
-// A step's buffers (inputs, projections, outputs, attention maps) are kept near this size,
-// below --max-memory's bound when that allows more; see cache_sized_step.
-constexpr std::size_t kStepCacheBytes = std::size_t{8} << 20;
 
 // The output must be a new file path, never the input or the weights (--force would otherwise
 // replace them) and never a directory (found out only at the final rename, after the work).
@@ -233,18 +230,6 @@ void lay_out(Job& job) {
     });
 }
 
-// The most sequences a step may hold so that its buffers stay about kStepCacheBytes: the
-// outputs are then still in the last-level cache when the I/O thread copies them into the page
-// cache and hashes them for the journal, and the two steps in flight reuse the same pages
-// instead of faulting in fresh ones. At least one sequence. With 2 ranks on 2 cores, N = 2048,
-// L = 256, projections and all weights (577 KiB a sequence): 0.67 s against 0.74 s for steps
-// of 128 sequences, medians of 7 interleaved; 12 and 16 MiB gave 0.72 and 0.71 s; with
-// N = 256, L = 1024 and all weights (4.5 MiB a sequence, so 1 a step), 0.95 against 1.03 s.
-std::int64_t cache_sized_step(const MemoryModel& memory, int in_flight) {
-    const std::size_t one = (memory.per_sequence + memory.per_weights_sequence) / static_cast<std::size_t>(std::max(1, in_flight));
-    return std::max<std::int64_t>(1, static_cast<std::int64_t>(kStepCacheBytes / std::max<std::size_t>(one, 1)));
-}
-
 // The step size from the memory bound, and the journal's identity of this job.
 void size_steps(Job& job) {
     const JobSettings& s = job.settings;
@@ -270,9 +255,6 @@ void size_steps(Job& job) {
         if (whole_fits) rows.budget = 0;
         else check_sequences_fit(job.lengths, memory, rows, s.max_memory);
         if (s.unit_sequences > 0) job.max_sequences = std::min<std::int64_t>(job.max_sequences, s.unit_sequences);
-        // Only padded whole sequences: packed steps and pieces are measured in bytes, and a
-        // packed set's per-sequence model is its longest sequence's.
-        job.step_sequences = whole_fits ? std::min(job.max_sequences, cache_sized_step(memory, in_flight)) : job.max_sequences;
     });
     job.max_step_bytes = rows.budget;
     job.split.ranks = job.plan_ranks;
@@ -676,9 +658,9 @@ JobResult run_job(Job& job, const RoundCallback& on_round) {
     try {
         std::unique_ptr<Scheduler> scheduler =
             job.settings.schedule == ScheduleKind::dynamic
-                ? make_dynamic_scheduler(job.units, comm.size(), job.step_sequences, kMinRounds, step_cost, job.max_step_bytes)
+                ? make_dynamic_scheduler(job.units, comm.size(), job.max_sequences, kMinRounds, step_cost, job.max_step_bytes)
                 : make_static_scheduler(
-                      static_rounds(job.units, job.plan, job.step_sequences, kMinRounds, step_cost, job.max_step_bytes));
+                      static_rounds(job.units, job.plan, job.max_sequences, kMinRounds, step_cost, job.max_step_bytes));
         RunContext context{job.spec, job.weights, job.attention, job.layout};
         context.on_round = on_round;
         rounds = run_rounds(comm, context, *scheduler, *step_io);

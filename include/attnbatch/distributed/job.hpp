@@ -96,7 +96,6 @@ struct Job {
     int plan_ranks = 1;           // this run's ranks, or --simulate-ranks
     IoMode io = IoMode::gather;   // resolved
     std::int64_t max_sequences = 0;  // per step, from the memory model
-    std::int64_t step_sequences = 0;  // per step as scheduled: max_sequences, or fewer so a step's buffers stay in cache
     std::uint64_t max_step_bytes = 0;  // a step's data (pieces, packed layout); 0: max_sequences alone
     SplitOptions split;               // how units were cut (pieces of long sequences)
     std::vector<std::string> warnings;  // about the resources (cores, binding), the same on every rank
