@@ -14,6 +14,10 @@
 #   limit     start-up + max(write, compute): writing overlapped with compute, as the
 #             issue defines it. On 2 cores both ranks compute, so the copy into the page
 #             cache cannot hide behind compute; start-up + write + compute is printed too.
+#   durable   start-up + max(write to disk, compute): attnbatch publishes OUTPUT only once
+#             it is on the disk (fsync, then rename; the peer script does not sync), so the
+#             disk's rate bounds it too: "write to disk" is the same two dd writers with
+#             conv=fdatasync.
 #
 #   scripts/bench_e2e.sh --peers DIR [--repeat R] [--out DIR] [--cases LIST] [--bin PATH]
 #                        [--openblas DIR] [--coretypes LIST]
@@ -100,15 +104,17 @@ shape_of() {
 }
 dim=64
 
-# The page-cache write time of BYTES by two writers (one per rank), median of 3; the files
-# are removed afterwards.
+# The write time of BYTES by two writers (one per rank), median of 3; the files are removed
+# afterwards. With a second argument (dd's conv=fdatasync), until the bytes are on the disk.
 write_seconds() {
-  local bytes=$1 half times=() r start end
+  local bytes=$1 sync=${2:+conv=$2} half times=() r start end
   half=$(( (bytes / 2 + 1048575) / 1048576 ))
   for r in 1 2 3; do
     start=$EPOCHREALTIME
-    dd if=/dev/zero of="$out/dd0.tmp" bs=1M count="$half" status=none &
-    dd if=/dev/zero of="$out/dd1.tmp" bs=1M count="$half" status=none
+    # shellcheck disable=SC2086  # $sync is empty or one operand
+    dd if=/dev/zero of="$out/dd0.tmp" bs=1M count="$half" status=none $sync &
+    # shellcheck disable=SC2086
+    dd if=/dev/zero of="$out/dd1.tmp" bs=1M count="$half" status=none $sync
     wait
     end=$EPOCHREALTIME
     rm -f "$out/dd0.tmp" "$out/dd1.tmp"
@@ -131,8 +137,8 @@ results=$out/results.csv
 echo "case,tool,run,seconds" >"$results"
 table=$out/table.md
 {
-  echo "| case | attnbatch s | peer s, BLAS as installed | $(printf 'peer s, OpenBLAS %s | ' "${coretype_list[@]}")attnbatch vs fastest peer | start-up s | write s (bytes) | compute s | limit s | attnbatch/limit | start-up+write+compute s |"
-  echo "| --- | --- | --- | $(printf -- '--- | %.0s' "${coretype_list[@]}")--- | --- | --- | --- | --- | --- | --- |"
+  echo "| case | attnbatch s | peer s, BLAS as installed | $(printf 'peer s, OpenBLAS %s | ' "${coretype_list[@]}")attnbatch vs fastest peer | start-up s | write s (bytes) | compute s | limit s | attnbatch/limit | start-up+write+compute s | write to disk s | durable limit s | attnbatch/durable limit |"
+  echo "| --- | --- | --- | $(printf -- '--- | %.0s' "${coretype_list[@]}")--- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 } >"$table"
 
 for case in "${case_list[@]}"; do
@@ -183,10 +189,12 @@ for case in "${case_list[@]}"; do
   attention_gflop=$(awk -v n="$n" -v l="$len" -v d="$dim" 'BEGIN { print 4 * n * l * l * d / 1e9 }')
   compute=$(awk -v a="$attention_gflop" -v p="$proj_gflop" -v r="$rate" 'BEGIN { printf "%.3f\n", (a + p) / (2 * r) }')
   write=$(write_seconds "$bytes")
-  read -r limit ratio_limit serial ratio_peer <<<"$(awk -v s="$startup" -v w="$write" -v c="$compute" -v o="$t_ours" -v f="$fastest" \
-    'BEGIN { l = s + (w > c ? w : c); printf "%.3f %.2f %.3f %.2f\n", l, o / l, s + w + c, f / o }')"
+  disk=$(write_seconds "$bytes" fdatasync)
+  read -r limit ratio_limit serial ratio_peer durable ratio_durable <<<"$(awk -v s="$startup" -v w="$write" -v c="$compute" \
+    -v d="$disk" -v o="$t_ours" -v f="$fastest" \
+    'BEGIN { l = s + (w > c ? w : c); u = s + (d > c ? d : c); printf "%.3f %.2f %.3f %.2f %.3f %.2f\n", l, o / l, s + w + c, f / o, u, o / u }')"
   mib=$(awk -v b="$bytes" 'BEGIN { printf "%.0f MiB", b / 1048576 }')
-  echo "| $case N=$n L=$len d=$dim | $t_ours | $t_installed | ${forced_cells}${ratio_peer}x | $startup | $write ($mib) | $compute ($rate GFLOP/s) | $limit | $ratio_limit | $serial |" >>"$table"
+  echo "| $case N=$n L=$len d=$dim | $t_ours | $t_installed | ${forced_cells}${ratio_peer}x | $startup | $write ($mib) | $compute ($rate GFLOP/s) | $limit | $ratio_limit | $serial | $disk | $durable | $ratio_durable |" >>"$table"
   echo "bench_e2e.sh: $case done (attnbatch $t_ours s, fastest peer $fastest s, limit $limit s)" >&2
 done
 
