@@ -357,7 +357,10 @@ preempt_term|preempt_term_mpirun)
     # the job (--full: the shell, mpirun, which then ends the ranks itself, and the ranks).
     launcher=srun scope=()
     [ "$case_name" = preempt_term_mpirun ] && launcher=mpirun scope=(--full)
-    generate in.h5 --num-seqs 384 --seq-len 256 --dim 64 --heads 4 --seed 9
+    # Long enough (about 7 s alone) that the signal still finds the run going when the suite's
+    # other tests slow scancel's delivery: 384 sequences (2 s) once ended and published before
+    # the SIGTERM reached them, and the job was requeued with a complete OUTPUT.
+    generate in.h5 --num-seqs 1152 --seq-len 256 --dim 64 --heads 4 --seed 9
     options=(--heads 4 --kernel reference --save-weights none --unit-sequences 4 --progress auto --progress-interval 0.5)
     job=$(ATTNBATCH_LAUNCHER=$launcher sbatch --parsable -n 2 -c 1 -t 10 -o "$WORK/job-%j.out" "$SBATCH" \
         --input in.h5 --output out.h5 "${options[@]}") || die "sbatch failed"
