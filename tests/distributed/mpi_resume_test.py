@@ -35,8 +35,8 @@ import time
 import h5py
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from harness import (check, digest, failures, fresh_directory, mpi_env, mpirun, rank_pids, run_with_timeout,  # noqa: E402
-                     wait_until_gone)
+from harness import (check, digest, exit_status, fresh_directory, join_or_kill, mpi_env, mpirun, rank_pids,  # noqa: E402
+                     run_with_timeout, wait_until_gone)
 
 ENV = mpi_env(SOURCE_DATE_EPOCH="1767225600")
 ENV.pop("ATTNBATCH_FAULT", None)
@@ -192,12 +192,8 @@ def kill_at(job, ranks, io, schedule, victim, moment):
             if killed:
                 break
         time.sleep(0.0005)
-    reader.join(TIMEOUT_S)
-    if reader.is_alive():
-        process.kill()
-        reader.join()
-        check(False, "attempt with %d ranks, SIGKILL of rank %d at %.2f s: no exit within %d s (a hang)" %
-              (ranks, victim, moment, TIMEOUT_S))
+    check(join_or_kill(process, reader, TIMEOUT_S),
+          "attempt with %d ranks, SIGKILL of rank %d at %.2f s: no exit within %d s (a hang)" % (ranks, victim, moment, TIMEOUT_S))
     check(wait_until_gone(job.binary, job.dir), "ranks still running 30 s after mpirun exited")
     return process.returncode, time.monotonic() - start, killed
 
@@ -455,11 +451,7 @@ def main():
     run, generate, options = CASES[case]
     job = Job(binary, mpiexec, work, generate, options)
     run(job, random.Random(seed))
-    if failures:
-        print("%d check(s) failed" % len(failures))
-        return 1
-    print("all checks passed")
-    return 0
+    return exit_status()
 
 
 if __name__ == "__main__":

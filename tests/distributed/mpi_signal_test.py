@@ -48,8 +48,8 @@ import time
 import h5py
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from harness import (catches, check, digest, failures, fresh_directory, mpi_env, mpirun, rank_pids,  # noqa: E402
-                     run_with_timeout, wait_until_gone)
+from harness import (catches, check, digest, exit_status, fresh_directory, join_or_kill, mpi_env, mpirun,  # noqa: E402
+                     rank_pids, run_with_timeout, wait_until_gone)
 
 ENV = mpi_env(SOURCE_DATE_EPOCH="1767225600")
 ENV.pop("ATTNBATCH_FAULT", None)
@@ -218,11 +218,7 @@ def signalled_attempt(job, moment, report=None):
             sent = time.monotonic() - start if delivered else None
             break
         time.sleep(0.0005)
-    reader.join(TIMEOUT_S)
-    if reader.is_alive():
-        process.kill()
-        reader.join()
-        check(False, "attempt with SIGTERM at %s: no exit within %d s (a hang)" % (moment, TIMEOUT_S))
+    check(join_or_kill(process, reader, TIMEOUT_S), "attempt with SIGTERM at %s: no exit within %d s (a hang)" % (moment, TIMEOUT_S))
     exited = time.monotonic() - (start if start is not None else launch)
     job.watching = False
     codes = {}
@@ -470,11 +466,7 @@ def main():
     run(job)
     print("case %s took %.0f s" % (case, time.monotonic() - started))
     shutil.rmtree(work, ignore_errors=True)  # hundreds of MB
-    if failures:
-        print("%d check(s) failed" % len(failures))
-        return 1
-    print("all checks passed")
-    return 0
+    return exit_status()
 
 
 if __name__ == "__main__":

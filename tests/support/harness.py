@@ -24,6 +24,26 @@ def check(condition, message):
     return condition
 
 
+def exit_status():
+    """A test script's exit status: 1 after saying how many checks failed, else 0."""
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        return 1
+    print("all checks passed")
+    return 0
+
+
+def join_or_kill(process, reader, timeout):
+    """Waits up to `timeout` seconds for `reader`, the thread collecting `process`'s output;
+    kills the process if it is still running then. False when it had to (a hang)."""
+    reader.join(timeout)
+    if not reader.is_alive():
+        return True
+    process.kill()
+    reader.join()
+    return False
+
+
 def digest(path):
     """sha256 of the file's bytes."""
     with open(path, "rb") as f:
