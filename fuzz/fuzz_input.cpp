@@ -32,8 +32,8 @@
 #include <string>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
 
 namespace {
 

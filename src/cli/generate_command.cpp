@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "attnbatch/io/input_writer.hpp"
+#include "attnbatch/io/input/input_writer.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "random_field.hpp"

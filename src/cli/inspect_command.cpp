@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/attention_maps.hpp"
-#include "attnbatch/io/file_schema.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/schema_names.hpp"
+#include "attnbatch/io/output/attention_maps.hpp"
+#include "attnbatch/io/h5/file_schema.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/h5/schema_names.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "inspect_report.hpp"

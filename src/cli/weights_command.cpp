@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/attention_maps.hpp"
-#include "attnbatch/io/output_reader.hpp"
-#include "attnbatch/io/schema_names.hpp"
+#include "attnbatch/io/output/attention_maps.hpp"
+#include "attnbatch/io/output/output_reader.hpp"
+#include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/kernels/bf16.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"

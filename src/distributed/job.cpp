@@ -20,7 +20,7 @@
 #include "attnbatch/distributed/stop_point.hpp"
 #include "attnbatch/distributed/stop_request.hpp"
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/fault_injection.hpp"
+#include "attnbatch/io/output/fault_injection.hpp"
 #include "wall_clock.hpp"
 
 #if defined(_OPENMP)

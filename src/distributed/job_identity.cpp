@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "attnbatch/io/journal.hpp"
+#include "attnbatch/io/output/journal.hpp"
 
 namespace attnbatch::distributed {
 namespace {

@@ -4,7 +4,7 @@
 // same collective), so it ends the job with MPI_Abort after printing the reason.
 #include "attnbatch/distributed/step_io.hpp"
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/mpi_io.hpp"
+#include "attnbatch/io/h5/mpi_io.hpp"
 #include "wall_clock.hpp"
 
 namespace attnbatch::distributed {

@@ -8,7 +8,7 @@
 
 #include "attnbatch/distributed/memory_model.hpp"
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/journal.hpp"
+#include "attnbatch/io/output/journal.hpp"
 
 namespace attnbatch::distributed {
 namespace {

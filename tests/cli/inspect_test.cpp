@@ -1,7 +1,7 @@
 // `attnbatch inspect`: inputs from `generate`, outputs from the io layer's OutputFile (as
 // `run` writes them), and files broken in one way each.
-#include "attnbatch/io/h5.hpp"
-#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/h5/h5.hpp"
+#include "attnbatch/io/output/output_file.hpp"
 #include "support/attnbatch_binary.hpp"
 #include "support/child_process.hpp"
 #include "support/expect_mentions.hpp"

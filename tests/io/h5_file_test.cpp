@@ -1,6 +1,6 @@
 // Files: errors carry call, path and HDF5's stack; create never overwrites; the default file
 // format is kept; object kinds; locking failures name the cure.
-#include "attnbatch/io/h5.hpp"
+#include "attnbatch/io/h5/h5.hpp"
 #include "support/file_bytes.hpp"
 #include "support/temp_dir.hpp"
 

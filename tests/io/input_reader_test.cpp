@@ -3,7 +3,7 @@
 #include "support/h5_files.hpp"
 #include "support/temp_dir.hpp"
 
-#include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
 
 namespace attnbatch::io {
 namespace {

@@ -1,8 +1,8 @@
 // The FileAccess seam under MPI-IO: every rank creates the output collectively, writes its
 // own sequences with collective transfers (extra ranks with empty shares), and rank 0
 // publishes. Run under mpiexec with 2 or more ranks (see CMakeLists.txt).
-#include "attnbatch/io/h5.hpp"
-#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/h5/h5.hpp"
+#include "attnbatch/io/output/output_file.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>

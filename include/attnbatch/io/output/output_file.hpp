@@ -1,0 +1,278 @@
+// The output file of a run, exactly as SPEC.md "Output file" describes it:
+//   /output     float32 [N, L, D_out]                      labels N, L, D
+//   /attention  float32 or float16 [B-A, H, L, L]           labels N, H, L_q, L_k
+//               ([B-A, 1, L, L] for the mean over heads; attribute first_sequence = A)
+//   /lse        float32 [N, H, L]                           labels N, H, L
+//   /lengths    int32 [N]                                   label N
+//   /config     scalar UTF-8 string: the full resolved configuration
+// plus root attributes for provenance and `complete`, 0 until finalize() sets it to 1, and
+// dimension scales /N, /L, /D_out, /H, /L_k (and /N_w, /H_mean for a subset or the mean of the
+// weights) attached to every axis, so that netCDF readers show the axes' names.
+//
+// The file is written as OUTPUT.partial and renamed to OUTPUT only once complete, so a file
+// named OUTPUT is always whole; an existing OUTPUT is replaced (with force) only by that
+// final rename, never deleted before.
+//
+// The packed layout (SPEC.md "packed layout", for a packed input) stores the rows of every
+// sequence end to end instead:
+//   /output     float32 [T, D_out]                         labels T, D
+//   /lse        float32 [H, T]                             labels H, T
+//   /offsets    int64 [N+1]: sequence n is rows [offsets[n], offsets[n+1])
+//   /lengths    int32 [N], /attention as above, per sequence with L the longest sequence (a
+//               map's rows past its sequence's length stay zero, as HDF5 allocates them)
+// and the root attribute sequence_layout = "packed".
+//
+// Progress for resuming is the journal (journal.hpp): units are recorded as done, with a
+// checksum, by checkpoint() once their data is flushed. /lengths is also filled with -1 and
+// /lse with NaN at creation, so a reader sees unwritten sequences as such; /output and (but in
+// the packed layout) /attention, which the run writes whole, are never filled: filling them
+// at creation would write every byte of the output twice.
+#pragma once
+
+#include "attnbatch/io/h5/chunking.hpp"
+#include "attnbatch/error.hpp"
+#include "attnbatch/io/h5/dataset.hpp"
+#include "attnbatch/io/h5/file.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/output/journal.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attnbatch::io {
+
+enum class SaveWeights { none, all, mean };
+enum class WeightsDtype { f32, f16 };
+
+const char* name_of(SaveWeights save);   // "none", "all", "mean"
+const char* name_of(WeightsDtype type);  // "f32", "f16"
+
+struct OutputLayout {
+    std::int64_t n = 0;       // sequences
+    std::int64_t len = 0;     // L
+    std::int64_t heads = 0;   // H
+    std::int64_t d_out = 0;   // D_out
+    SaveWeights save_weights = SaveWeights::all;
+    WeightsDtype weights_dtype = WeightsDtype::f32;
+    std::int64_t weights_first = 0;  // A: first sequence with stored weights
+    std::int64_t weights_last = -1;  // B (exclusive); -1: N
+    int gzip_level = 0;              // 0: no compression; 1-9: shuffle + deflate
+    std::size_t chunk_bytes = default_chunk_bytes;
+    // Row 0 holds this input sequence (run --sequences). Rows and weights_first/last count
+    // from row 0; the attributes first_sequence and weights_sequences record input sequences.
+    std::int64_t first_sequence = 0;
+    // The packed layout: `offsets` (N + 1 row offsets, from 0 to T) say where each sequence's
+    // rows are; len is then the longest sequence.
+    bool packed = false;
+    std::shared_ptr<const std::vector<std::int64_t>> offsets;
+
+    std::int64_t tokens() const noexcept { return packed && offsets ? offsets->back() : n * len; }  // T
+    // Rows sequence s has in /output: its length when packed, L when padded.
+    std::int64_t rows_of(std::int64_t s) const noexcept {
+        return packed ? (*offsets)[static_cast<std::size_t>(s) + 1] - (*offsets)[static_cast<std::size_t>(s)] : len;
+    }
+
+    std::int64_t weights_end() const noexcept { return weights_last < 0 ? n : weights_last; }
+    std::int64_t weights_heads() const noexcept { return save_weights == SaveWeights::mean ? 1 : heads; }
+    std::int64_t weights_count() const noexcept {  // N_w = B - A; 0 without weights
+        return save_weights == SaveWeights::none ? 0 : weights_end() - weights_first;
+    }
+    // The stored-weights part of sequences [first, last): [max(first, A), min(last, B)),
+    // empty (first == second) when they do not meet.
+    std::pair<std::int64_t, std::int64_t> weights_range(std::int64_t first, std::int64_t last) const noexcept;
+};
+
+// N, L, H and D_out from a validated input; every other field keeps its default.
+OutputLayout output_layout_for(const InputSpec& spec);
+
+// Recorded as root attributes (and /config); the CLI fills it. Under MPI-IO every rank must
+// pass identical values (attribute writes are collective): set creation_time on one rank and
+// broadcast it rather than letting each rank read its own clock.
+// Now, as ISO 8601 UTC; SOURCE_DATE_EPOCH (reproducible-builds.org), when set, pins it so
+// that two runs can make byte-identical files.
+std::string creation_time_now();
+
+struct Provenance {
+    std::string version;
+    std::string creation_time;  // empty: creation_time_now()
+    std::string input_file;           // as given
+    std::string input_file_absolute;  // empty: not recorded
+    std::string weights_file;         // as given; empty without projection weights
+    std::string weights_file_absolute;
+    std::string input_dataset;  // "/embeddings", or "/q,/k,/v" for Q/K/V input
+    std::int64_t heads = 0;
+    std::int64_t kv_heads = 0;  // G; 0: recorded as H
+    std::int64_t d_k = 0, d_v = 0;
+    double rope_theta = 0.0;    // 0: no rotary embeddings
+    bool causal = false;
+    double scale = 0.0;
+    std::int64_t ranks = 1;
+    std::int64_t threads = 1;
+    std::string io_mode = "gather";
+    std::string precision = "fp32";  // the kernel's arithmetic (kernels::precision_name)
+    std::string config;  // the full resolved configuration text
+};
+
+struct OutputOptions {
+    bool force = false;  // replace an existing OUTPUT at the final rename; discard a stale .partial
+    FileAccess access;
+    // The caller already ran prepare_output_path(). Under MPI one rank must do that before
+    // the collective create: a rank still checking would otherwise see the new .partial.
+    bool paths_prepared = false;
+    // The units the run will record as done (see journal.hpp); without it no journal is
+    // written and checkpoint() only flushes.
+    std::optional<JournalPlan> journal;
+    // Packed layout: /offsets is written at creation, each of `writers` ranks of a collective
+    // creation its part `writer` (independent writes of disjoint rows).
+    int writer = 0, writers = 1;
+};
+
+// The checks and clean-up before creating OUTPUT.partial: Error with exit 2 when
+// OUTPUT exists (without force) or a .partial is left from an interrupted run (without force;
+// with force it is removed), exit 4 when the directory does not exist or the stale file
+// cannot be removed.
+void prepare_output_path(const std::string& output_path, bool force);
+
+// The checks of prepare_output_path() without its clean-up, changing nothing, plus that the
+// directory is writable (exit 4): what a run asks before it writes anything (its preflight,
+// and a dry run). `continuing`: OUTPUT.partial is the one --resume goes on with, so that it
+// exists is no error.
+void check_output_target(const std::string& output_path, bool force, bool continuing = false);
+// What one write covers: whole sequences [first, last), or a piece, rows [row_first, row_last)
+// of sequence `first` (last = first + 1, 0 <= row_first < row_last <= its rows).
+struct OutputSpan {
+    std::int64_t first = 0, last = 0;
+    std::int64_t row_first = 0, row_last = 0;  // row_last = 0: whole sequences
+    bool piece() const noexcept { return row_last > 0; }
+};
+
+// The elements of each array of an OutputBlock for a span (its canonical layout below).
+struct SpanSizes {
+    std::size_t output = 0, lse = 0, lengths = 0, attention = 0;
+};
+SpanSizes span_sizes(const OutputLayout& layout, const OutputSpan& span);
+
+// One block of whole sequences [first, last) for write_block(). The attention pointer that
+// matches the layout's dtype holds only the sequences of layout.weights_range(first, last),
+// (count_w, H_w, L, L); it may be null when that range is empty.
+// For write_span() the same arrays hold, for each sequence s of the span in turn, its rows
+// r of the span (all its rows, or a piece's):
+//   output     (r, D_out) after each other: padded whole sequences are (count, L, D_out)
+//   lse        padded: (H, r) after each other, i.e. (count, H, L); packed: (H, total rows)
+//   lengths    one per sequence the span ends (a piece: only with its sequence's last row)
+//   attention  (H_w, r, L) after each other, for the sequences with stored weights
+struct OutputBlock {
+    const float* output = nullptr;             // (count, L, D_out)
+    const float* lse = nullptr;                // (count, H, L)
+    const std::int32_t* lengths = nullptr;     // (count)
+    const float* attention_f32 = nullptr;      // (count_w, H_w, L, L)
+    const std::uint16_t* attention_f16 = nullptr;  // (count_w, H_w, L, L), IEEE binary16 bits
+};
+
+class OutputFile {
+public:
+    static std::string partial_path_for(const std::string& output_path);  // OUTPUT + ".partial"
+
+    // Creates OUTPUT.partial with every dataset, label and attribute (complete = 0) and
+    // flushes it. Error: exit 2 when OUTPUT (or a stale .partial) exists without
+    // force or the layout is unusable; exit 4 when the file cannot be created.
+    static OutputFile create(const std::string& output_path, const OutputLayout& layout,
+                             const Provenance& provenance, const OutputOptions& options = {});
+    // Opens OUTPUT.partial read-write to go on with it (--resume); the layout must be the
+    // one it was created with (the journal's identity says so). Collective under MPI-IO.
+    // Error exit 4 when it cannot be opened or has no journal.
+    static OutputFile reopen(const std::string& output_path, const OutputLayout& layout,
+                             const FileAccess& access = {}, FileMode mode = FileMode::read_write);
+
+    const OutputLayout& layout() const noexcept { return layout_; }
+    const std::string& path() const noexcept { return path_; }  // the final OUTPUT
+    std::string partial_path() const { return partial_path_for(path_); }
+    bool force() const noexcept { return force_; }  // publishing may replace an existing OUTPUT
+    // Sequences per /output chunk: work units that are multiples of it write whole chunks.
+    std::int64_t sequences_per_chunk() const noexcept { return sequences_per_chunk_; }
+    File& file() noexcept { return file_; }
+
+    // Writes sequences [first, last) of every dataset (lengths last). Collective under
+    // MPI-IO: every rank calls it the same number of times, with an empty range if need be.
+    // With a journal, [first, last) must be whole units; their checksums wait for checkpoint().
+    void write_block(std::int64_t first, std::int64_t last, const OutputBlock& block, hid_t transfer = H5P_DEFAULT);
+    // Writes a span (any layout, whole sequences or a piece) from a block in the canonical
+    // layout above; the same one H5Dwrite per dataset, in the same order, as write_block(), so
+    // ranks writing spans of either kind meet in every collective write. With a journal the
+    // span must be whole units.
+    void write_span(const OutputSpan& span, const OutputBlock& block, hid_t transfer = H5P_DEFAULT);
+
+    void flush();
+    // Flush, record the units written since the last checkpoint as done, flush again.
+    // Collective under MPI-IO (every rank, the same number of times). Under MPI-IO, an
+    // uncompressed output is not flushed here: see checkpoint_flushes().
+    void checkpoint(hid_t transfer = H5P_DEFAULT);
+    // Whether checkpoint() flushes. Under MPI-IO a flush syncs the file to its device on every
+    // rank, a wait for the disk each round. An uncompressed output needs no flush to be
+    // resumable: every dataset is placed at creation (whose flush wrote all the metadata), so
+    // no write changes metadata, and MPI-IO caches no data, so a write is in the file once it
+    // returns and survives the process being killed. (Writes still in the operating system's
+    // cache when a node crashes fail their checksum on --resume and are computed again.)
+    bool checkpoint_flushes() const noexcept { return checkpoint_flushes_; }
+    // The journal as stored (serial: reads with the default transfer).
+    JournalState journal_state() const;
+    // The units marked done whose data no longer match their checksum, read back unit by
+    // unit (memory: one unit's data); only units [first_unit, last_unit) when given, so that
+    // a caller can check a large file in slices.
+    std::vector<std::int64_t> units_failing_checksum(const JournalState& state, std::size_t first_unit = 0,
+                                                     std::size_t last_unit = SIZE_MAX) const;
+    // complete = 1, flush, close every object and the file. Collective under MPI-IO.
+    void close_complete();
+    // Flush and close, complete stays 0: the end of a failed or interrupted run, called on
+    // purpose (collective under MPI-IO) rather than left to the destructor.
+    void close_incomplete();
+    // close_complete(), then publish_output(): the serial end of a run.
+    void finalize();
+
+private:
+    OutputFile() = default;
+    OutputLayout layout_;
+    std::string path_;
+    bool force_ = false;
+    std::int64_t sequences_per_chunk_ = 1;
+    void create_journal(const JournalPlan& plan);
+    void remember_checksums(std::int64_t first, std::int64_t last, const OutputBlock& block);
+    void remember_span_checksums(const OutputSpan& span, const OutputBlock& block);
+    void open_journal();
+    void create_padded(const Provenance& provenance, const OutputOptions& options);
+    void create_packed(const OutputOptions& options);
+    // The journal's units [begin, end) making up a span (std::logic_error when it is not whole units).
+    std::pair<std::size_t, std::size_t> units_of(const OutputSpan& span) const;
+    OutputSpan unit_span(std::size_t unit) const;
+    // XXH3-64 of a span's data as stored (span_checksum() of it read back).
+    std::uint64_t stored_checksum(const OutputSpan& span) const;
+    File file_;
+    std::optional<Dataset> output_, attention_, lse_, lengths_, offsets_;
+    std::optional<Dataset> journal_progress_;
+    std::vector<std::int64_t> unit_bounds_, unit_rows_;
+    std::vector<std::pair<std::int64_t, std::int64_t>> pending_;  // (unit, checksum) written, not yet recorded
+    bool checkpoint_flushes_ = true;
+    void prepare_checkpoints();  // after create or reopen
+};
+
+// The identity recorded in a partial output's journal (journal.hpp), read without opening
+// anything else. Error exit 4 when the file cannot be read or has no journal.
+std::string read_journal_identity(const std::string& partial_path);
+
+// The identity a complete OUTPUT records in the journal it keeps (journal.hpp); nullopt when it
+// has none (an output of an older version). Error exit 4 when the file cannot be read.
+std::optional<std::string> read_output_identity(const std::string& output_path);
+
+// Removes OUTPUT.partial, closed, of a run that can never complete (its input holds a bad
+// value); nothing when it does not exist. Error (exit 4) when it cannot be removed.
+void discard_partial_output(const std::string& output_path);
+
+// fsync OUTPUT.partial, rename it to OUTPUT (replacing an existing OUTPUT only with force),
+// fsync the directory. Under MPI only one rank calls it, after close_complete().
+void publish_output(const std::string& output_path, bool force);
+
+}  // namespace attnbatch::io

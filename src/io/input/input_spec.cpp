@@ -1,0 +1,748 @@
+// describe_input: every rule the input must satisfy, checked before any compute. Each
+// failure is one line: file, dataset or option, expected versus found, and a hint.
+#include "attnbatch/io/input/input_spec.hpp"
+
+#include "attnbatch/io/h5/attribute.hpp"
+#include "attnbatch/io/h5/error.hpp"
+#include "attnbatch/io/h5/schema_names.hpp"
+#include "input/input_files.hpp"
+#include "h5/paths.hpp"
+
+#include <algorithm>
+#include <cfloat>
+#include <limits>
+#include <tuple>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+namespace attnbatch::io {
+namespace {
+
+
+[[noreturn]] void invalid(const std::string& message) { throw Error(exit_invalid_input, message); }
+[[noreturn]] void usage(const std::string& message) { throw Error(exit_usage, message); }
+
+// A dataset's type for messages: TypeInfo::name() for numbers and strings, and for the
+// classes it calls "other" what they are, so that a user sees why the data is refused (numpy
+// complex and bool arrays reach HDF5 as a compound and an enum).
+std::string type_text(const Dataset& dataset, const TypeInfo& info) {
+    if (info.type_class != TypeClass::other) return info.name();
+    const std::string bytes = " (" + std::to_string(info.size) + (info.size == 1 ? " byte)" : " bytes)");
+    const hid_t type = H5Dget_type(dataset.id());
+    if (type < 0) return info.name();
+    std::string text;
+    switch (H5Tget_class(type)) {
+        case H5T_COMPOUND: {
+            const int members = H5Tget_nmembers(type);
+            bool two_floats = members == 2;
+            for (int i = 0; i < members && two_floats; ++i) two_floats = H5Tget_member_class(type, static_cast<unsigned>(i)) == H5T_FLOAT;
+            text = "compound of " + std::to_string(members) + (members == 1 ? " field" : " fields") + bytes +
+                   (two_floats ? ", i.e. complex numbers" : "");
+            break;
+        }
+        case H5T_ENUM: {
+            char name[8] = {};
+            const bool boolean = H5Tget_nmembers(type) == 2 && H5Tget_member_name(type, 0) != nullptr;
+            if (boolean) {
+                char* first = H5Tget_member_name(type, 0);
+                std::snprintf(name, sizeof name, "%s", first);
+                H5free_memory(first);
+            }
+            text = std::string("enum") + bytes + (boolean && std::string(name) == "FALSE" ? ", i.e. booleans" : "");
+            break;
+        }
+        case H5T_VLEN: text = "variable-length sequence"; break;
+        case H5T_ARRAY: text = "array" + bytes; break;
+        case H5T_OPAQUE: text = "opaque" + bytes; break;
+        case H5T_BITFIELD: text = "bitfield" + bytes; break;
+        case H5T_REFERENCE: text = "reference"; break;
+        case H5T_TIME: text = "time" + bytes; break;
+        default: text = info.name(); break;
+    }
+    H5Tclose(type);
+    return text;
+}
+
+std::string number_text(double value) {
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
+// A dataset we have opened, with what the messages need to name it.
+struct Data {
+    std::string file;
+    std::string path;
+    std::string option;
+    std::string role;  // "the embeddings": what `option` names, for hints
+    Dataset dataset;
+    Dims dims;
+    std::string at() const { return file + ": dataset " + path; }
+};
+
+// `role` is what the option names ("the embeddings"), `shape` its expected shape.
+Data open_data(const File& file, const std::string& path, const std::string& option, const std::string& role,
+               const std::string& shape) {
+    Dataset dataset = detail::open_input_dataset(file, path, option, role + " " + shape);
+    Dims dims = dataset.dims();
+    return Data{file.path(), path, option, role, std::move(dataset), std::move(dims)};
+}
+
+// `half_width`: float16 and bfloat16 are accepted too (the data; projection weights need 32 or
+// 64 bits).
+DataType float_type(const Data& data, bool half_width = false) {
+    const TypeInfo type = data.dataset.type_info();
+    if (type.type_class == TypeClass::floating && type.size == 4) return DataType::float32;
+    if (type.type_class == TypeClass::floating && type.size == 8) return DataType::float64;
+    if (half_width && type.half_width_bits()) {
+        return type.half_width_bits() == MemType::f16_bits ? DataType::float16 : DataType::bfloat16;
+    }
+    const std::string hint = type.type_class == TypeClass::floating
+                                 ? "convert it, e.g. with numpy .astype('float32')"
+                                 : data.option + " names real-valued data";
+    invalid(data.at() + " has dtype " + type_text(data.dataset, type) + ", expected float32 or float64" +
+            (half_width ? " (or float16, or bfloat16: a 2-byte float with 8 exponent bits)" : "") + "; hint: " + hint);
+}
+
+void expect_rank(const Data& data, std::size_t rank, const std::string& expected) {
+    if (data.dims.size() == rank) return;
+    invalid(data.at() + " has shape " + shape_text(data.dims) + " (rank " + std::to_string(data.dims.size()) +
+            "), expected " + expected + " (rank " + std::to_string(rank) + "); hint: " + data.option + " names " +
+            data.role);
+}
+
+// At most 2^60 elements in a dataset: its size in bytes, read as float64, then fits 64 bits.
+constexpr hsize_t kMaxElements = hsize_t{1} << 60;
+
+// Every axis non-empty and small enough for the kernels' int sizes, and the whole small enough
+// to count in bytes; names the first bad axis.
+void expect_extents(const Data& data, const std::vector<std::string>& names) {
+    hsize_t elements = 1;
+    for (std::size_t axis = 0; axis < data.dims.size(); ++axis) {
+        const std::string& name = axis < names.size() ? names[axis] : std::to_string(axis);
+        if (data.dims[axis] == 0) {
+            invalid(data.at() + " has shape " + shape_text(data.dims) + ": " + name + " = 0, expected at least 1" +
+                    (axis == 0 ? " sequence" : ""));
+        }
+        if (data.dims[axis] > static_cast<hsize_t>(INT_MAX)) {
+            invalid(data.at() + " has " + name + " = " + std::to_string(data.dims[axis]) + ", expected at most " +
+                    std::to_string(INT_MAX));
+        }
+        if (__builtin_mul_overflow(elements, data.dims[axis], &elements) || elements > kMaxElements) {
+            invalid(data.at() + " has shape " + shape_text(data.dims) + ", more than 2^60 elements; expected a "
+                    "dataset whose size in bytes fits 64 bits");
+        }
+    }
+}
+
+std::int64_t extent(const Data& data, std::size_t axis) { return static_cast<std::int64_t>(data.dims[axis]); }
+
+void expect_same(const Data& data, std::size_t axis, const Data& reference, std::size_t reference_axis,
+                 const std::string& name, const std::string& why) {
+    if (data.dims[axis] == reference.dims[reference_axis]) return;
+    invalid(data.at() + " has " + name + " = " + std::to_string(data.dims[axis]) + " (shape " +
+            shape_text(data.dims) + ") but " + reference.path + " has " + name + " = " +
+            std::to_string(reference.dims[reference_axis]) + "; expected equal " + why);
+}
+
+std::string divisors_hint(std::int64_t value) {
+    std::string hint = "choose --heads among the divisors of " + std::to_string(value) + ":";
+    int listed = 0;
+    for (std::int64_t h = 1; h <= value && listed < 8; ++h) {
+        if (value % h == 0) {
+            hint += " " + std::to_string(h);
+            ++listed;
+        }
+    }
+    return hint + (listed == 8 ? " ..." : "");
+}
+
+// `what` names the axis ("d", "the last axis H*d_k"), `of` the dataset ("in.h5:/x").
+void expect_heads_divide(std::int64_t heads, std::int64_t width, const std::string& what, const std::string& of) {
+    if (width % heads == 0) return;
+    usage("--heads " + std::to_string(heads) + " does not divide " + what + " = " + std::to_string(width) + " of " +
+          of + "; hint: " + divisors_hint(width));
+}
+
+void expect_finite(const Data& data, std::size_t scan_bytes, std::uint64_t first, std::uint64_t last) {
+    // Everything is computed in float32: a finite float64 beyond FLT_MAX would become inf.
+    const std::optional<BadValue> bad =
+        find_first_non_finite(data.dataset, scan_bytes, static_cast<double>(FLT_MAX), first, last);
+    if (!bad) return;
+    if (!std::isfinite(bad->value)) {
+        invalid(data.at() + " has a non-finite value (" + number_text(bad->value) + ") at " + shape_text(bad->index) +
+                ", expected finite values everywhere, padding included; hint: replace them, e.g. numpy.nan_to_num");
+    }
+    invalid(data.at() + " has the value " + number_text(bad->value) + " at " + shape_text(bad->index) +
+            ", beyond float32's range (|x| <= 3.4e38) used for the compute; hint: rescale the data");
+}
+
+// /lengths: integer [N].
+void check_lengths_shape(const Data& lengths, std::int64_t n) {
+    const TypeInfo type = lengths.dataset.type_info();
+    if (type.type_class != TypeClass::integer) {
+        invalid(lengths.at() + " has dtype " + type_text(lengths.dataset, type) + ", expected an integer type; hint: " + lengths.option +
+                " names the valid-token count of each sequence");
+    }
+    if (lengths.dims.size() != 1 || static_cast<std::int64_t>(lengths.dims[0]) != n) {
+        invalid(lengths.at() + " has shape " + shape_text(lengths.dims) + ", expected [N] = [" + std::to_string(n) +
+                "], one count per sequence; hint: " + lengths.option + " names the valid-token counts");
+    }
+}
+
+// 0 <= length <= L, scanned in bounded memory.
+void check_lengths_values(const Data& lengths, std::int64_t len, const InputOptions& options) {
+    const auto check = [&](const Slab& block, const void* data, std::size_t count) {
+        const auto* values = static_cast<const std::int64_t*>(data);
+        for (std::size_t i = 0; i < count; ++i) {
+            if (values[i] >= 0 && values[i] <= len) continue;
+            const std::string where = lengths.file + ": " + lengths.path + "[" + std::to_string(block.offset[0] + i) +
+                                      "] = " + std::to_string(values[i]);
+            if (values[i] < 0) invalid(where + " is negative (expected 0 <= length <= L = " + std::to_string(len) + ")");
+            invalid(where + " exceeds L = " + std::to_string(len) + " (expected 0 <= length <= L)");
+        }
+        return true;
+    };
+    scan_blocks(lengths.dataset, options.scan_bytes, MemType::i64, check);
+}
+
+int requested_heads(const InputOptions& options) {
+    if (options.heads < 0) usage("--heads " + std::to_string(options.heads) + " is negative; expected H >= 1");
+    return options.heads;
+}
+
+int requested_kv_heads(const InputOptions& options) {
+    if (options.kv_heads < 0) usage("--kv-heads " + std::to_string(options.kv_heads) + " is negative; expected G >= 1");
+    return options.kv_heads;
+}
+
+// G divides H: query head h reads K/V head h / (H / G).
+void expect_kv_heads_divide(std::int64_t kv_heads, std::int64_t heads, const std::string& source) {
+    if (kv_heads >= 1 && kv_heads <= heads && heads % kv_heads == 0) return;
+    std::string hint = divisors_hint(heads);
+    hint.replace(hint.find("--heads"), 7, "--kv-heads");
+    usage("--kv-heads " + std::to_string(kv_heads) + " (" + source + ") does not divide --heads " + std::to_string(heads) +
+          "; expected G dividing H (query head h reads K/V head h / (H/G)); hint: " + hint);
+}
+
+// G from the key width when --kv-heads is not given: keys as wide as the queries are one K/V
+// head per query head; narrower ones hold fewer heads of the same d_k. 0 when no G fits.
+std::int64_t kv_heads_from_widths(std::int64_t heads, std::int64_t d_k, std::int64_t key_width) {
+    if (d_k <= 0 || key_width % d_k != 0) return 0;
+    const std::int64_t groups = key_width / d_k;
+    return groups >= 1 && groups <= heads && heads % groups == 0 ? groups : 0;
+}
+
+DataType widest(DataType a, DataType b) {
+    if (a == DataType::float64 || b == DataType::float64) return DataType::float64;
+    return a == b ? a : DataType::float32;  // float16 with bfloat16: neither holds the other
+}
+
+
+// The packed layout (input_spec.hpp): /offsets int64 [N+1] rising from 0 to T. Sets n, tokens and
+// len (the longest sequence, at least 1).
+void describe_offsets(const File& file, const Data& data, InputSpec& spec, std::size_t scan_bytes) {
+    const std::string path = dataset::offsets;
+    if (object_kind(file, path) == ObjectKind::missing) {
+        invalid(data.at() + " has shape " + shape_text(data.dims) + ", the packed layout [T, ...], but the file has no " +
+                path + "; expected " + path + " int64 [N+1] (sequence n is rows offsets[n]..offsets[n+1]); hint: give "
+                "[N, L, ...] data for the padded layout");
+    }
+    Data offsets = open_data(file, path, "--dataset", "the sequence offsets", "int64 [N+1]");
+    const TypeInfo type = offsets.dataset.type_info();
+    if (type.type_class != TypeClass::integer) {
+        invalid(offsets.at() + " has dtype " + type_text(offsets.dataset, type) + ", expected int64 [N+1]: where each "
+                "sequence starts in " + data.path);
+    }
+    if (offsets.dims.size() != 1 || offsets.dims[0] < 2) {
+        invalid(offsets.at() + " has shape " + shape_text(offsets.dims) + ", expected [N+1] with N >= 1 (sequence n is "
+                "rows offsets[n]..offsets[n+1] of " + data.path + ")");
+    }
+    spec.packed = true;
+    spec.offsets = path;
+    spec.n = static_cast<std::int64_t>(offsets.dims[0]) - 1;
+    spec.tokens = static_cast<std::int64_t>(data.dims[0]);
+    std::int64_t previous = 0, longest = 0;
+    const auto check = [&](const Slab& block, const void* values_data, std::size_t count) {
+        const auto* values = static_cast<const std::int64_t*>(values_data);
+        for (std::size_t i = 0; i < count; ++i) {
+            const std::uint64_t index = block.offset[0] + i;
+            const std::int64_t value = values[i];
+            const std::string where = offsets.file + ": " + path + "[" + std::to_string(index) + "] = " + std::to_string(value);
+            if (index == 0 && value != 0) invalid(where + ", expected 0 (the first sequence starts at row 0)");
+            if (value < previous) {
+                invalid(where + " is below " + path + "[" + std::to_string(index - 1) + "] = " + std::to_string(previous) +
+                        ", expected offsets that never decrease");
+            }
+            if (value - previous > INT_MAX) {
+                invalid(where + ": sequence " + std::to_string(index - 1) + " has " + std::to_string(value - previous) +
+                        " tokens, expected at most " + std::to_string(INT_MAX));
+            }
+            longest = std::max(longest, value - previous);
+            previous = value;
+        }
+        return true;
+    };
+    scan_blocks(offsets.dataset, scan_bytes, MemType::i64, check);
+    if (previous != spec.tokens) {
+        invalid(offsets.file + ": " + path + "[" + std::to_string(spec.n) + "] = " + std::to_string(previous) + ", expected T = " +
+                std::to_string(spec.tokens) + ", the rows of " + data.path + " (the last sequence ends with the data)");
+    }
+    spec.len = std::max<std::int64_t>(longest, 1);
+}
+
+// Packed embeddings [T, d] with /offsets.
+void describe_packed_embeddings(const File& file, const InputOptions& options, const Data& x, InputSpec& spec) {
+    expect_extents(x, {"T", "d"});
+    spec.d = extent(x, 1);
+    spec.heads = requested_heads(options) == 0 ? 1 : options.heads;
+    if (options.weights_path.empty()) {
+        expect_heads_divide(spec.heads, spec.d, "d", x.file + ":" + x.path);
+        spec.d_k = spec.d_v = spec.d / spec.heads;
+    }
+    describe_offsets(file, x, spec, options.scan_bytes);
+}
+
+// Packed Q, K, V [T, H*d_k], [T, H*d_k], [T, H*d_v] with /offsets.
+void describe_packed_qkv(const File& file, const InputOptions& options, const Data& q, const Data& k, const Data& v,
+                         InputSpec& spec) {
+    expect_rank(k, 2, "[T, H*d_k] like --query");
+    expect_rank(v, 2, "[T, H*d_v] like --query");
+    for (const Data* data : {&q, &k, &v}) expect_extents(*data, {"T", "H*d"});
+    const std::string shared = "for --query, --key and --value";
+    expect_same(k, 0, q, 0, "T", shared);
+    expect_same(v, 0, q, 0, "T", shared);
+    expect_same(k, 1, q, 1, "H*d_k", "(queries and keys share d_k)");
+    spec.layout = QkvLayout::packed;
+    spec.heads = requested_heads(options) == 0 ? 1 : options.heads;
+    expect_heads_divide(spec.heads, extent(q, 1), "the last axis H*d_k", q.file + ":" + q.path);
+    expect_heads_divide(spec.heads, extent(v, 1), "the last axis H*d_v", v.file + ":" + v.path);
+    spec.d_k = extent(q, 1) / spec.heads;
+    spec.d_v = extent(v, 1) / spec.heads;
+    describe_offsets(file, q, spec, options.scan_bytes);
+}
+
+// A /lengths beside packed data must say what /offsets says.
+void check_packed_lengths(const File& file, const Data& lengths, const InputSpec& spec, std::size_t scan_bytes) {
+    const Dataset offsets = Dataset::open(file, spec.offsets);
+    std::vector<std::int64_t> bounds;
+    const auto check = [&](const Slab& block, const void* data, std::size_t count) {
+        const auto* values = static_cast<const std::int64_t*>(data);
+        bounds.resize(count + 1);
+        read_rows(offsets, block.offset[0], count + 1, bounds.data(), bounds.size());
+        for (std::size_t i = 0; i < count; ++i) {
+            if (values[i] == bounds[i + 1] - bounds[i]) continue;
+            const std::uint64_t n = block.offset[0] + i;
+            invalid(lengths.file + ": " + lengths.path + "[" + std::to_string(n) + "] = " + std::to_string(values[i]) +
+                    " but " + spec.offsets + " gives sequence " + std::to_string(n) + " rows [" + std::to_string(bounds[i]) +
+                    ", " + std::to_string(bounds[i + 1]) + "), " + std::to_string(bounds[i + 1] - bounds[i]) +
+                    " tokens; expected equal (in the packed layout a sequence's length is its rows); hint: drop " +
+                    lengths.path + " or correct it");
+        }
+        return true;
+    };
+    scan_blocks(lengths.dataset, scan_bytes, MemType::i64, check);
+}
+
+// Without --dataset, a file with no /embeddings but /tokens and /offsets is packed.
+bool tokens_instead(const File& file, const std::string& path) {
+    return path == dataset::embeddings && object_kind(file, path) == ObjectKind::missing &&
+           object_kind(file, dataset::tokens) == ObjectKind::dataset &&
+           object_kind(file, dataset::offsets) == ObjectKind::dataset;
+}
+
+void describe_embeddings(const File& file, const InputOptions& options, InputSpec& spec) {
+    spec.mode = InputMode::embeddings;
+    spec.dataset = detail::absolute_object_path(options.dataset.empty() ? dataset::embeddings : options.dataset);
+    if (tokens_instead(file, spec.dataset)) spec.dataset = dataset::tokens;
+    Data x = open_data(file, spec.dataset, "--dataset", "the embeddings", "[N, L, d]");
+    spec.dtype = float_type(x, true);
+    if (x.dims.size() == 2 && object_kind(file, dataset::offsets) != ObjectKind::missing) {
+        return describe_packed_embeddings(file, options, x, spec);
+    }
+    if (x.dims.size() == 2) x.role += " (a [T, d] dataset is the packed layout and needs /offsets int64 [N+1])";
+    expect_rank(x, 3, "[N, L, d]");
+    expect_extents(x, {"N", "L", "d"});
+    spec.n = extent(x, 0);
+    spec.len = extent(x, 1);
+    spec.d = extent(x, 2);
+    spec.heads = requested_heads(options) == 0 ? 1 : options.heads;
+    if (options.weights_path.empty()) {
+        expect_heads_divide(spec.heads, spec.d, "d", x.file + ":" + x.path);
+        spec.d_k = spec.d_v = spec.d / spec.heads;
+        if (requested_kv_heads(options) != 0 && options.kv_heads != spec.heads) {
+            usage("--kv-heads " + std::to_string(options.kv_heads) + " needs separate keys and values, but without --weights "
+                  "Q = K = V = the embeddings, split into H = " + std::to_string(spec.heads) + " heads; hint: give --weights "
+                  "(w_k, w_v with G*d_k, G*d_v columns) or --query/--key/--value, or drop --kv-heads");
+        }
+        spec.kv_heads = spec.heads;
+    }
+}
+
+void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec) {
+    spec.mode = InputMode::qkv;
+    spec.query = detail::absolute_object_path(options.query);
+    spec.key = detail::absolute_object_path(options.key);
+    spec.value = detail::absolute_object_path(options.value);
+    Data q = open_data(file, spec.query, "--query", "the queries", "[N, L, H*d_k] or [N, H, L, d_k]");
+    Data k = open_data(file, spec.key, "--key", "the keys", "[N, L, H*d_k] or [N, H, L, d_k]");
+    Data v = open_data(file, spec.value, "--value", "the values", "[N, L, H*d_v] or [N, H, L, d_v]");
+    spec.dtype = widest(widest(float_type(q, true), float_type(k, true)), float_type(v, true));
+
+    const std::size_t rank = q.dims.size();
+    const bool offsets = object_kind(file, dataset::offsets) != ObjectKind::missing;
+    if (rank == 2 && offsets) return describe_packed_qkv(file, options, q, k, v, spec);
+    if (rank != 3 && rank != 4) {
+        invalid(q.at() + " has shape " + shape_text(q.dims) + " (rank " + std::to_string(rank) +
+                "), expected [N, L, H*d_k] (rank 3) or [N, H, L, d_k] (rank 4); hint: --query names the queries" +
+                (rank == 2 ? " ([T, H*d_k] is the packed layout and needs /offsets int64 [N+1])" : ""));
+    }
+    const bool packed = rank == 3;
+    spec.layout = packed ? QkvLayout::packed : QkvLayout::split;
+    const std::string q_shape = packed ? "[N, L, H*d_k]" : "[N, H, L, d_k]";
+    expect_rank(k, rank, packed ? "[N, L, H*d_k] like --query" : "[N, H, L, d_k] like --query");
+    expect_rank(v, rank, packed ? "[N, L, H*d_v] like --query" : "[N, H, L, d_v] like --query");
+    const std::vector<std::string> names =
+        packed ? std::vector<std::string>{"N", "L", "H*d"} : std::vector<std::string>{"N", "H", "L", "d"};
+    for (const Data* data : {&q, &k, &v}) expect_extents(*data, names);
+
+    const std::string shared = "for --query, --key and --value";
+    const std::size_t l_axis = packed ? 1 : 2;
+    const std::size_t d_axis = packed ? 2 : 3;
+    expect_same(k, 0, q, 0, "N", shared);
+    expect_same(v, 0, q, 0, "N", shared);
+    expect_same(k, l_axis, q, l_axis, "L", "(self-attention: one L for queries and keys)");
+    expect_same(v, l_axis, k, l_axis, "L", "(one value per key)");
+    if (!packed) expect_same(k, d_axis, q, d_axis, "d_k", "(queries and keys share d_k)");
+    spec.n = extent(q, 0);
+    spec.len = extent(q, l_axis);
+    const int kv_given = requested_kv_heads(options);
+    if (packed) {
+        spec.heads = requested_heads(options) == 0 ? 1 : options.heads;
+        expect_heads_divide(spec.heads, extent(q, 2), "the last axis H*d_k", q.file + ":" + q.path);
+        spec.d_k = extent(q, 2) / spec.heads;
+        if (kv_given != 0) {
+            expect_kv_heads_divide(kv_given, spec.heads, "given");
+            spec.kv_heads = kv_given;
+            if (extent(k, 2) != spec.kv_heads * spec.d_k) {
+                invalid(k.at() + " has shape " + shape_text(k.dims) + ", expected [N, L, G*d_k] with G*d_k = " +
+                        std::to_string(spec.kv_heads) + "*" + std::to_string(spec.d_k) + " = " +
+                        std::to_string(spec.kv_heads * spec.d_k) + " (--kv-heads " + std::to_string(spec.kv_heads) +
+                        ", d_k from " + q.path + "); hint: check --heads and --kv-heads");
+            }
+        } else {
+            spec.kv_heads = kv_heads_from_widths(spec.heads, spec.d_k, extent(k, 2));
+            if (spec.kv_heads == 0) {
+                invalid(k.at() + " has H*d_k = " + std::to_string(extent(k, 2)) + " (shape " + shape_text(k.dims) + ") but " +
+                        q.path + " has H*d_k = " + std::to_string(extent(q, 2)) + "; expected equal (queries and keys share "
+                        "d_k), or G*d_k for G K/V heads dividing H = " + std::to_string(spec.heads) + " (d_k = " +
+                        std::to_string(spec.d_k) + "); hint: check --heads and --kv-heads");
+            }
+        }
+        if (extent(v, 2) % spec.kv_heads != 0) {
+            invalid(v.at() + " has shape " + shape_text(v.dims) + ": its last axis G*d_v = " + std::to_string(extent(v, 2)) +
+                    " is not a multiple of G = " + std::to_string(spec.kv_heads) + " K/V heads (the keys' count)");
+        }
+        spec.d_v = extent(v, 2) / spec.kv_heads;
+    } else {
+        spec.heads = extent(q, 1);
+        if (requested_heads(options) != 0 && options.heads != spec.heads) {
+            usage("--heads " + std::to_string(options.heads) + " disagrees with " + q.file + ":" + q.path +
+                  ", shape " + shape_text(q.dims) + " " + q_shape + " with H = " + std::to_string(spec.heads) +
+                  "; hint: omit --heads for [N, H, L, d] inputs");
+        }
+        spec.kv_heads = extent(k, 1);
+        if (kv_given != 0 && kv_given != spec.kv_heads) {
+            usage("--kv-heads " + std::to_string(kv_given) + " disagrees with " + k.file + ":" + k.path + ", shape " +
+                  shape_text(k.dims) + " [N, G, L, d_k] with G = " + std::to_string(spec.kv_heads) +
+                  "; hint: omit --kv-heads for [N, G, L, d] inputs");
+        }
+        if (spec.heads % spec.kv_heads != 0) {
+            invalid(k.at() + " has H = " + std::to_string(spec.kv_heads) + " (shape " + shape_text(k.dims) + ") but " + q.path +
+                    " has H = " + std::to_string(spec.heads) + "; expected equal " + shared +
+                    ", or G K/V heads dividing H (grouped-query attention)");
+        }
+        if (spec.kv_heads == spec.heads) expect_same(v, 1, q, 1, "H", shared);
+        else expect_same(v, 1, k, 1, "G", "(one value head per key head)");
+        spec.d_k = extent(q, 3);
+        spec.d_v = extent(v, 3);
+    }
+}
+
+// Weights matrix or bias `path`: rank `rank`, float32/64, its type folded into `dtype`;
+// nothing when it is optional and absent.
+std::optional<Data> open_weight(const File& file, const std::string& path, bool required, std::size_t rank,
+                                const std::string& expected, DataType& dtype) {
+    if (!required && object_kind(file, path) == ObjectKind::missing) return std::nullopt;
+    Data data = open_data(file, path, "--weights", "the projections file",
+                          "with /w_q [d, H*d_k], /w_k [d, H*d_k], /w_v [d, H*d_v] and optional /w_o "
+                          "[H*d_v, d_out], /b_q, /b_k, /b_v, /b_o");
+    dtype = widest(dtype, float_type(data));
+    expect_rank(data, rank, expected);
+    expect_extents(data, rank == 2 ? std::vector<std::string>{"rows", "columns"} : std::vector<std::string>{"size"});
+    return data;
+}
+
+void expect_shape(const Data& data, const Dims& expected, const std::string& why) {
+    if (data.dims == expected) return;
+    invalid(data.at() + " has shape " + shape_text(data.dims) + ", expected " + shape_text(expected) + " " + why);
+}
+
+// A head count the weights file states (root attribute `name`), 0 when it states none.
+std::int64_t stated_count(const File& file, const char* name) {
+    if (!has_attribute(file, name)) return 0;
+    try {
+        const std::int64_t value = get_int_attribute(file, name);
+        return value > 0 ? value : 0;
+    } catch (const H5Error&) {
+        return 0;  // not an integer: the file states nothing usable
+    }
+}
+
+// The option when given, else the file's count; both given and different: exit 2 naming both.
+std::int64_t agreed_count(int option_value, std::int64_t stated, const char* option, const char* name,
+                          const std::string& file) {
+    if (option_value != 0 && stated != 0 && option_value != stated) {
+        usage(std::string(option) + " " + std::to_string(option_value) + " contradicts " + file + ", whose attribute " + name +
+              " = " + std::to_string(stated) + " says how its weights are cut into heads; hint: omit " + option +
+              " to use the file's " + std::to_string(stated) + ", or fix the file's attribute");
+    }
+    return option_value != 0 ? option_value : stated;
+}
+
+WeightsSpec describe_weights(const InputOptions& options, InputSpec& spec) {
+    WeightsSpec weights;
+    weights.path = options.weights_path;
+    const File file = detail::open_input_file(options.weights_path, "--weights");
+    DataType& dtype = weights.dtype;
+    Data w_q = *open_weight(file, dataset::w_q, true, 2, "[d, H*d_k]", dtype);
+    Data w_k = *open_weight(file, dataset::w_k, true, 2, "[d, G*d_k]", dtype);
+    Data w_v = *open_weight(file, dataset::w_v, true, 2, "[d, G*d_v]", dtype);
+    std::optional<Data> w_o = open_weight(file, dataset::w_o, false, 2, "[H*d_v, d_out]", dtype);
+    std::optional<Data> b_q = open_weight(file, dataset::b_q, false, 1, "[H*d_k]", dtype);
+    std::optional<Data> b_k = open_weight(file, dataset::b_k, false, 1, "[G*d_k]", dtype);
+    std::optional<Data> b_v = open_weight(file, dataset::b_v, false, 1, "[G*d_v]", dtype);
+    std::optional<Data> b_o = open_weight(file, dataset::b_o, false, 1, "[d_out]", dtype);
+    weights.file_heads = stated_count(file, attribute::heads);
+    weights.file_kv_heads = stated_count(file, attribute::kv_heads);
+    if (has_attribute(file, attribute::rope_theta)) {
+        try {
+            weights.file_rope_theta = get_real_attribute(file, attribute::rope_theta);
+        } catch (const H5Error&) {
+            weights.file_rope_theta = 0;
+        }
+    }
+
+    const std::string embeddings = "from " + spec.path + ":" + spec.dataset;
+    if (extent(w_q, 0) != spec.d) {
+        invalid(w_q.at() + " has shape " + shape_text(w_q.dims) + ", expected [d, H*d_k] with d = " +
+                std::to_string(spec.d) + " " + embeddings + "; hint: the projections must match the embeddings");
+    }
+    for (const Data* matrix : {&w_k, &w_v}) {
+        if (extent(*matrix, 0) == spec.d) continue;
+        invalid(matrix->at() + " has shape " + shape_text(matrix->dims) + ", expected [d, " +
+                (matrix == &w_k ? "G*d_k" : "G*d_v") + "] with d = " + std::to_string(spec.d) + " " + embeddings +
+                "; hint: the projections must match the embeddings");
+    }
+    weights.d_in = spec.d;
+    weights.qk_width = extent(w_q, 1);
+    weights.k_width = extent(w_k, 1);
+    weights.v_width = extent(w_v, 1);
+
+    // The heads: --heads, else the file's; the K/V heads: --kv-heads, else the file's, else
+    // what the key width says.
+    spec.heads = agreed_count(options.heads, weights.file_heads, "--heads", attribute::heads, options.weights_path);
+    if (spec.heads == 0) spec.heads = 1;
+    expect_heads_divide(spec.heads, weights.qk_width, "the columns H*d_k", w_q.file + ":" + dataset::w_q);
+    const std::int64_t d_k = weights.qk_width / spec.heads;
+    spec.kv_heads = agreed_count(options.kv_heads, weights.file_kv_heads, "--kv-heads", attribute::kv_heads, options.weights_path);
+    if (spec.kv_heads != 0) {
+        expect_kv_heads_divide(spec.kv_heads, spec.heads, options.kv_heads != 0 ? "given" : "the attribute of " + options.weights_path);
+        if (weights.k_width != spec.kv_heads * d_k) {
+            invalid(w_k.at() + " has shape " + shape_text(w_k.dims) + ", expected [d, G*d_k] with G*d_k = " +
+                    std::to_string(spec.kv_heads) + "*" + std::to_string(d_k) + " = " + std::to_string(spec.kv_heads * d_k) +
+                    " (G = " + std::to_string(spec.kv_heads) + " K/V heads, d_k from " + dataset::w_q + " and H = " +
+                    std::to_string(spec.heads) + "); hint: check --heads and --kv-heads");
+        }
+    } else {
+        spec.kv_heads = kv_heads_from_widths(spec.heads, d_k, weights.k_width);
+        if (spec.kv_heads == 0) {
+            invalid(w_k.at() + " has shape " + shape_text(w_k.dims) + ", expected " + shape_text(w_q.dims) + " like " +
+                    dataset::w_q + " (keys and queries share d_k = " + std::to_string(d_k) + "), or [" + std::to_string(spec.d) +
+                    ", G*" + std::to_string(d_k) + "] for G K/V heads dividing H = " + std::to_string(spec.heads) +
+                    " (grouped-query attention); hint: check --heads and --kv-heads");
+        }
+    }
+    if (weights.v_width % spec.kv_heads != 0) {
+        invalid(w_v.at() + " has shape " + shape_text(w_v.dims) + ": its columns G*d_v = " + std::to_string(weights.v_width) +
+                " are not a multiple of G = " + std::to_string(spec.kv_heads) + " K/V heads; hint: check --kv-heads");
+    }
+    const std::int64_t attended_width = spec.heads * (weights.v_width / spec.kv_heads);  // H*d_v
+    if (w_o) {
+        if (extent(*w_o, 0) != attended_width) {
+            invalid(w_o->at() + " has shape " + shape_text(w_o->dims) + ", expected [H*d_v, d_out] with H*d_v = " +
+                    std::to_string(attended_width) + " (H = " + std::to_string(spec.heads) + " heads of the d_v = " +
+                    std::to_string(weights.v_width / spec.kv_heads) + " columns per head of /w_v)");
+        }
+        weights.has_w_o = true;
+        weights.d_out = extent(*w_o, 1);
+    }
+    const auto qk = static_cast<hsize_t>(weights.qk_width);
+    const auto kw = static_cast<hsize_t>(weights.k_width);
+    const auto vw = static_cast<hsize_t>(weights.v_width);
+    if (b_q) expect_shape(*b_q, {qk}, "(the columns of /w_q)");
+    if (b_k) expect_shape(*b_k, {kw}, "(the columns of /w_k)");
+    if (b_v) expect_shape(*b_v, {vw}, "(the columns of /w_v)");
+    if (b_o) {
+        if (!w_o) invalid(b_o->at() + " is present without /w_o; expected /w_o [H*d_v, d_out] alongside it");
+        expect_shape(*b_o, {static_cast<hsize_t>(weights.d_out)}, "(the columns of /w_o)");
+    }
+    weights.has_b_q = b_q.has_value();
+    weights.has_b_k = b_k.has_value();
+    weights.has_b_v = b_v.has_value();
+    weights.has_b_o = b_o.has_value();
+    return weights;
+}
+
+void check_option_combinations(const InputOptions& options) {
+    if (options.input_path.empty()) usage("--input is required; hint: --input names the HDF5 file to read");
+    const int given = !options.query.empty() + !options.key.empty() + !options.value.empty();
+    if (given != 0 && given != 3) {
+        std::string which;
+        if (!options.query.empty()) which += " --query";
+        if (!options.key.empty()) which += " --key";
+        if (!options.value.empty()) which += " --value";
+        usage("--query, --key and --value go together, but only" + which +
+              " was given; hint: give all three, or none to use --dataset");
+    }
+    if (given == 3 && !options.dataset.empty()) {
+        usage("--dataset and --query/--key/--value exclude each other; hint: give either the embeddings or Q, K and V");
+    }
+    if (given == 3 && !options.weights_path.empty()) {
+        usage("--weights projects the embeddings of --dataset and cannot apply to --query/--key/--value; hint: "
+              "drop --weights, or give --dataset");
+    }
+}
+
+}  // namespace
+
+void select_sequences(InputSpec& spec, std::int64_t first, std::int64_t last) {
+    if (first < 0 || last <= first || last > spec.n) {
+        throw std::invalid_argument("select_sequences: [" + std::to_string(first) + ", " + std::to_string(last) +
+                                    ") is not within [0, " + std::to_string(spec.n) + ")");
+    }
+    spec.first_sequence += first;
+    spec.n = last - first;
+}
+
+
+const char* name_of(DataType type) {
+    switch (type) {
+        case DataType::float64: return "float64";
+        case DataType::float16: return "float16";
+        case DataType::bfloat16: return "bfloat16";
+        case DataType::float32: break;
+    }
+    return "float32";
+}
+
+std::int64_t InputSpec::d_out() const {
+    if (weights && weights->has_w_o) return weights->d_out;
+    return heads * d_v;
+}
+
+InputSpec describe_input(const InputOptions& options) {
+    check_option_combinations(options);
+    InputSpec spec;
+    spec.path = options.input_path;
+    try {
+        const File file = detail::open_input_file(options.input_path, "--input");
+        if (options.query.empty()) {
+            describe_embeddings(file, options, spec);
+        } else {
+            describe_qkv(file, options, spec);
+        }
+
+        // Shapes and types of everything first, then the scans that read whole datasets.
+        std::optional<Data> lengths;
+        // "none" turns lengths off even when /lengths exists (a dataset of that name is "/none").
+        const bool no_lengths = options.lengths == "none";
+        const bool explicit_lengths = !options.lengths.empty() && !no_lengths;
+        const std::string lengths_path =
+            detail::absolute_object_path(explicit_lengths ? options.lengths : dataset::lengths);
+        if (!no_lengths && (explicit_lengths || object_kind(file, lengths_path) != ObjectKind::missing)) {
+            lengths = open_data(file, lengths_path, "--lengths", "the valid-token counts", "[N]");
+            check_lengths_shape(*lengths, spec.n);
+            spec.lengths = lengths_path;
+        }
+        if (!options.weights_path.empty()) {
+            spec.weights = describe_weights(options, spec);
+            spec.d_k = spec.weights->qk_width / spec.heads;
+            spec.d_v = spec.weights->v_width / spec.kv_heads;
+        }
+        if (lengths) check_lengths_values(*lengths, spec.len, options);
+        if (lengths && spec.packed) {
+            check_packed_lengths(file, *lengths, spec, options.scan_bytes);
+            spec.lengths.clear();  // the offsets say it all
+        }
+    } catch (const H5Error& error) {
+        detail::rethrow_read_failure(error);
+    }
+    // Shapes and types of everything first, then the scan that reads whole datasets.
+    if (options.check_finite) check_values(spec, ValueScan{0, spec.n, true, options.scan_bytes});
+    return spec;
+}
+
+namespace {
+
+// Rows [offsets[first], offsets[last]) of packed data: sequences [first, last).
+std::pair<std::uint64_t, std::uint64_t> packed_rows(const InputSpec& spec, std::uint64_t first, std::uint64_t last) {
+    const File file = detail::open_input_file(spec.path, "--input");
+    const Dataset offsets = Dataset::open(file, spec.offsets);
+    const auto clamp = [&](std::uint64_t s) { return std::min<std::uint64_t>(s, static_cast<std::uint64_t>(spec.first_sequence + spec.n)); };
+    std::int64_t rows[2] = {0, 0};
+    read_rows(offsets, clamp(first), 1, &rows[0], 1);
+    read_rows(offsets, clamp(last), 1, &rows[1], 1);
+    return {static_cast<std::uint64_t>(rows[0]), static_cast<std::uint64_t>(std::max(rows[0], rows[1]))};
+}
+
+}  // namespace
+
+void check_values(const InputSpec& spec, const ValueScan& scan) {
+    try {
+        std::vector<Data> data;
+        {
+            const File file = detail::open_input_file(spec.path, "--input");
+            if (spec.mode == InputMode::embeddings) {
+                data.push_back(open_data(file, spec.dataset, "--dataset", "the embeddings", "[N, L, d]"));
+            } else {
+                data.push_back(open_data(file, spec.query, "--query", "the queries", "[N, L, H*d_k] or [N, H, L, d_k]"));
+                data.push_back(open_data(file, spec.key, "--key", "the keys", "[N, L, H*d_k] or [N, H, L, d_k]"));
+                data.push_back(open_data(file, spec.value, "--value", "the values", "[N, L, H*d_v] or [N, H, L, d_v]"));
+            }
+        }
+        // Sequences as stored in the file (run --sequences selects a block of them).
+        auto first = static_cast<std::uint64_t>(spec.first_sequence + std::max<std::int64_t>(0, scan.first));
+        auto last = static_cast<std::uint64_t>(spec.first_sequence + std::max(scan.first, scan.last));
+        if (spec.packed) std::tie(first, last) = packed_rows(spec, first, last);
+        for (const Data& d : data) expect_finite(d, scan.bytes, first, last);
+        if (!scan.weights || !spec.weights) return;
+        const WeightsSpec& w = *spec.weights;
+        const File file = detail::open_input_file(w.path, "--weights");
+        const std::pair<const char*, bool> weights[] = {{dataset::w_q, true},      {dataset::w_k, true},      {dataset::w_v, true},
+                                                        {dataset::w_o, w.has_w_o}, {dataset::b_q, w.has_b_q}, {dataset::b_k, w.has_b_k},
+                                                        {dataset::b_v, w.has_b_v}, {dataset::b_o, w.has_b_o}};
+        for (const auto& [path, present] : weights) {
+            if (!present) continue;
+            const Data d = open_data(file, path, "--weights", "the projections file", "");
+            expect_finite(d, scan.bytes, 0, std::numeric_limits<std::uint64_t>::max());
+        }
+    } catch (const H5Error& error) {
+        detail::rethrow_read_failure(error);
+    }
+}
+
+}  // namespace attnbatch::io

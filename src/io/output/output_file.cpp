@@ -1,0 +1,451 @@
+// Creating and writing the output file (SPEC.md "Output file").
+#include "attnbatch/io/output/output_file.hpp"
+
+#include "attnbatch/io/h5/attribute.hpp"
+#include "attnbatch/io/h5/error.hpp"
+#include "attnbatch/io/h5/schema_names.hpp"
+#include "h5/paths.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <limits>
+#include <stdexcept>
+
+namespace attnbatch::io {
+namespace {
+
+[[noreturn]] void usage(const std::string& message) { throw Error(exit_usage, message); }
+
+bool exists(const std::string& path) {
+    struct stat status {};
+    return ::lstat(path.c_str(), &status) == 0;
+}
+
+// Whether another process holds the HDF5 lock of `path` (HDF5 takes flock(LOCK_EX) on files
+// it opens for writing). Unknowable when the user turned HDF5's locking off: then no.
+bool held_by_a_writer(const std::string& path) {
+    const char* locking = std::getenv("HDF5_USE_FILE_LOCKING");
+    if (locking && std::string(locking) == "FALSE") return false;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ::close(fd);  // releases our lock, if we got it
+    return held;
+}
+
+void check_layout(const OutputLayout& layout, const std::string& path) {
+    const auto fail = [&](const std::string& what) { usage(path + ": cannot create the output: " + what); };
+    if (layout.n < 1 || layout.len < 1 || layout.heads < 1 || layout.d_out < 1) {
+        fail("N, L, H and D_out must be at least 1 (got N = " + std::to_string(layout.n) + ", L = " +
+             std::to_string(layout.len) + ", H = " + std::to_string(layout.heads) + ", D_out = " +
+             std::to_string(layout.d_out) + ")");
+    }
+    if (layout.packed && (!layout.offsets || static_cast<std::int64_t>(layout.offsets->size()) != layout.n + 1 ||
+                          layout.offsets->front() != 0 || layout.tokens() < 1)) {
+        fail("the packed layout needs N + 1 = " + std::to_string(layout.n + 1) + " offsets from 0 and at least one row");
+    }
+    if (layout.gzip_level < 0 || layout.gzip_level > 9) {
+        fail("--compression gzip level " + std::to_string(layout.gzip_level) + ", expected 1-9");
+    }
+    if (layout.save_weights != SaveWeights::none) {
+        const std::int64_t first = layout.weights_first;
+        const std::int64_t last = layout.weights_end();
+        if (first < 0 || first >= last || last > layout.n) {
+            fail("--weights-seqs " + std::to_string(first) + ":" + std::to_string(last) +
+                 ", expected 0 <= A < B <= N = " + std::to_string(layout.n));
+        }
+    }
+}
+
+// What a dataset's storage holds before the run writes there: a marker of unwritten
+// sequences (NaN in /lse, -1 in /lengths: see the header), zeros where the run leaves some
+// elements unwritten for good (the packed layout's maps past a sequence's length), or nothing
+// at all where the run writes every element (filling it at allocation would write it twice).
+struct Fill {
+    enum Kind { zeros, marker, none } kind = zeros;
+    double value = 0.0;  // the marker
+};
+constexpr Fill kWrittenWhole{Fill::none, 0.0};
+Fill marker(double value) { return Fill{Fill::marker, value}; }
+
+Dataset make_dataset(const File& file, const std::string& path, const Datatype& type, const Dims& dims,
+                     std::size_t element_size, const OutputLayout& layout, const std::vector<std::string>& labels,
+                     Fill fill = {}) {
+    DatasetCreation creation;
+    creation.chunk = chunk_shape(dims, element_size, layout.chunk_bytes);
+    creation.gzip_level = layout.gzip_level;
+    // Uncompressed, the file's layout is then fixed at creation: a resumed run writes the
+    // same bytes at the same places as an uninterrupted one, and a crash between flushes
+    // cannot leave chunk-index updates half written. (Compressed chunks are sized only when
+    // written, so they cannot be placed early.)
+    creation.allocate_early = layout.gzip_level == 0;
+    if (fill.kind == Fill::marker) {
+        creation.has_fill = true;
+        creation.fill_value = fill.value;
+    }
+    // Compressed chunks are allocated as they are written, with no fill to skip.
+    creation.fill_never = fill.kind == Fill::none && creation.allocate_early;
+    Dataset dataset = Dataset::create(file, path, type, dims, creation);
+    set_dimension_labels(dataset, labels);
+    return dataset;
+}
+
+void write_provenance(const File& file, const OutputLayout& layout, const Provenance& provenance) {
+    set_text_attribute(file, attribute::format, format::output);
+    set_int_attribute(file, attribute::format_version, 1);
+    set_text_attribute(file, attribute::version, provenance.version);
+    set_text_attribute(file, attribute::creation_time,
+                       provenance.creation_time.empty() ? creation_time_now() : provenance.creation_time);
+    set_text_attribute(file, attribute::input_file, provenance.input_file);
+    if (!provenance.input_file_absolute.empty()) {
+        set_text_attribute(file, attribute::input_file_absolute, provenance.input_file_absolute);
+    }
+    if (!provenance.weights_file.empty()) {
+        set_text_attribute(file, attribute::weights_file, provenance.weights_file);
+        set_text_attribute(file, attribute::weights_file_absolute, provenance.weights_file_absolute);
+    }
+    set_int_attribute(file, attribute::first_sequence, layout.first_sequence);
+    set_text_attribute(file, attribute::input_dataset, provenance.input_dataset);
+    set_int_attribute(file, attribute::heads, provenance.heads);
+    set_int_attribute(file, attribute::kv_heads, provenance.kv_heads > 0 ? provenance.kv_heads : provenance.heads);
+    set_int_attribute(file, attribute::d_k, provenance.d_k);
+    set_int_attribute(file, attribute::d_v, provenance.d_v);
+    set_real_attribute(file, attribute::rope_theta, provenance.rope_theta);
+    set_int_attribute(file, attribute::causal, provenance.causal ? 1 : 0);
+    set_real_attribute(file, attribute::scale, provenance.scale);
+    set_text_attribute(file, attribute::save_weights, name_of(layout.save_weights));
+    set_text_attribute(file, attribute::weights_dtype, name_of(layout.weights_dtype));
+    set_int_array_attribute(file, attribute::weights_sequences,
+                            {layout.first_sequence + layout.weights_first, layout.first_sequence + layout.weights_end()});
+    set_int_attribute(file, attribute::ranks, provenance.ranks);
+    set_int_attribute(file, attribute::threads, provenance.threads);
+    set_text_attribute(file, attribute::io_mode, provenance.io_mode);
+    set_text_attribute(file, attribute::precision, provenance.precision);
+    set_text_attribute(file, attribute::config_dataset, dataset::config);
+    // Attributes stop near 64 KiB; the configuration may not.
+    write_text_dataset(file, dataset::config, provenance.config);
+    set_int_attribute(file, attribute::complete, 0);
+}
+
+// The netCDF view of the output: one scale per distinct axis, attached to every axis it
+// measures. /attention's first axis is N only when it holds every sequence, and its head
+// axis H only when it holds every head.
+void attach_dimension_scales(const File& file, const OutputLayout& layout, const Dataset& output, const Dataset& lse,
+                             const Dataset& lengths, const std::optional<Dataset>& attention) {
+    const auto count = [](std::int64_t value) { return static_cast<hsize_t>(value); };
+    const Dataset n = create_dimension_scale(file, dimension::n, count(layout.n));
+    const Dataset len = create_dimension_scale(file, dimension::len, count(layout.len));
+    const Dataset d_out = create_dimension_scale(file, dimension::d_out, count(layout.d_out));
+    const Dataset heads = create_dimension_scale(file, dimension::heads, count(layout.heads));
+    attach_dimension_scale(output, n, 0);
+    attach_dimension_scale(output, len, 1);
+    attach_dimension_scale(output, d_out, 2);
+    attach_dimension_scale(lse, n, 0);
+    attach_dimension_scale(lse, heads, 1);
+    attach_dimension_scale(lse, len, 2);
+    attach_dimension_scale(lengths, n, 0);
+    if (!attention) return;
+    const Dataset len_k = create_dimension_scale(file, dimension::len_k, count(layout.len));
+    const bool every_sequence = layout.weights_count() == layout.n;
+    const std::optional<Dataset> n_w =
+        every_sequence ? std::nullopt : std::optional<Dataset>(create_dimension_scale(file, dimension::n_w, count(layout.weights_count())));
+    const bool mean = layout.save_weights == SaveWeights::mean;
+    const std::optional<Dataset> head_mean =
+        mean ? std::optional<Dataset>(create_dimension_scale(file, dimension::head_mean, 1)) : std::nullopt;
+    attach_dimension_scale(*attention, n_w ? *n_w : n, 0);
+    attach_dimension_scale(*attention, head_mean ? *head_mean : heads, 1);
+    attach_dimension_scale(*attention, len, 2);
+    attach_dimension_scale(*attention, len_k, 3);
+}
+
+void expect_pointer(const void* pointer, const char* name, std::int64_t count) {
+    if (count > 0 && pointer == nullptr) {
+        throw std::invalid_argument(std::string("OutputFile::write_block: ") + name + " is null");
+    }
+}
+
+}  // namespace
+
+std::string creation_time_now() {
+    const char* pinned = std::getenv("SOURCE_DATE_EPOCH");
+    const std::time_t now = pinned && *pinned ? static_cast<std::time_t>(std::strtoll(pinned, nullptr, 10)) : std::time(nullptr);
+    std::tm utc {};
+    gmtime_r(&now, &utc);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return text;
+}
+
+const char* name_of(SaveWeights save) {
+    switch (save) {
+        case SaveWeights::none: return "none";
+        case SaveWeights::all: return "all";
+        case SaveWeights::mean: return "mean";
+    }
+    return "?";
+}
+
+const char* name_of(WeightsDtype type) { return type == WeightsDtype::f16 ? "f16" : "f32"; }
+
+std::pair<std::int64_t, std::int64_t> OutputLayout::weights_range(std::int64_t first, std::int64_t last) const noexcept {
+    if (save_weights == SaveWeights::none) return {first, first};
+    const std::int64_t begin = std::max(first, weights_first);
+    const std::int64_t end = std::min(last, weights_end());
+    return begin < end ? std::pair{begin, end} : std::pair{begin, begin};
+}
+
+OutputLayout output_layout_for(const InputSpec& spec) {
+    OutputLayout layout;
+    layout.n = spec.n;
+    layout.len = spec.len;
+    layout.heads = spec.heads;
+    layout.d_out = spec.d_out();
+    return layout;
+}
+
+// OutputFile::create writes the new file under this name and renames it to OUTPUT.partial
+// once it is whole: a run killed while creating it (a second stop signal, SIGKILL) leaves
+// this, never a .partial that --resume cannot read.
+std::string staging_path_for(const std::string& output_path) { return OutputFile::partial_path_for(output_path) + ".new"; }
+
+void check_output_target(const std::string& output_path, bool force, bool continuing) {
+    const std::string partial = OutputFile::partial_path_for(output_path);
+    const std::string staging = staging_path_for(output_path);
+    // A staging file is never resumable, so it is removed without --force (prepare_output_path);
+    // unless a run is creating it right now.
+    if (exists(staging) && held_by_a_writer(staging)) {
+        usage(staging + " is being created by another process (it holds the file's lock); hint: wait for that "
+                        "run or stop it first");
+    }
+    if (!force && exists(output_path)) {
+        usage(output_path + ": the output file exists; hint: --force replaces it once the new run is complete, or "
+                            "choose another --output");
+    }
+    if (!continuing && exists(partial)) {
+        if (!force) {
+            usage(partial + " exists, left by an interrupted run; hint: --resume continues it, --force starts afresh");
+        }
+        if (held_by_a_writer(partial)) {
+            usage(partial + " is being written by another process (it holds the file's lock), so --force does not "
+                            "remove it; hint: wait for that run or stop it first");
+        }
+    }
+    const std::string directory = detail::directory_of(output_path);
+    struct stat status {};
+    if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
+        throw Error(exit_io, output_path + ": cannot create the output: directory " + directory +
+                                       " does not exist; hint: create it or fix --output");
+    }
+    // Root passes this test wherever root may write, as it does the creation itself; a
+    // read-only mount stops both.
+    if (!continuing && ::access(directory.c_str(), W_OK | X_OK) != 0) {
+        const int cause = errno;
+        throw Error(exit_io, partial + ": cannot create the output: directory " + directory + " is not writable: " +
+                                 std::strerror(cause) + "; hint: " +
+                                 (cause == EROFS ? "the file system is mounted read-only; write to another directory"
+                                                 : "check the permissions of the directory, or choose another --output"));
+    }
+}
+
+void prepare_output_path(const std::string& output_path, bool force) {
+    check_output_target(output_path, force);
+    const std::string staging = staging_path_for(output_path);
+    if (::unlink(staging.c_str()) != 0 && errno != ENOENT) {
+        throw Error(exit_io, staging + ": cannot remove the output a killed run left half created: " + std::strerror(errno));
+    }
+    const std::string partial = OutputFile::partial_path_for(output_path);
+    if (exists(partial) && ::unlink(partial.c_str()) != 0) {
+        throw Error(exit_io, partial + ": cannot remove the stale partial output: " + std::strerror(errno));
+    }
+}
+
+std::string OutputFile::partial_path_for(const std::string& output_path) { return output_path + ".partial"; }
+
+void discard_partial_output(const std::string& output_path) {
+    const std::string partial = OutputFile::partial_path_for(output_path);
+    if (::unlink(partial.c_str()) != 0 && errno != ENOENT) {
+        throw Error(exit_io, partial + ": cannot remove the partial output: " + std::strerror(errno));
+    }
+}
+
+OutputFile OutputFile::create(const std::string& output_path, const OutputLayout& layout,
+                              const Provenance& provenance, const OutputOptions& options) {
+    check_layout(layout, output_path);
+    if (!options.paths_prepared) prepare_output_path(output_path, options.force);
+    const std::string partial = partial_path_for(output_path);
+    const std::string staging = staging_path_for(output_path);
+
+    OutputFile out;
+    out.layout_ = layout;
+    out.path_ = output_path;
+    out.force_ = options.force;
+    try {
+        out.file_ = File::create(staging, options.access);
+        if (layout.packed) {
+            out.create_packed(options);
+            write_provenance(out.file_, layout, provenance);
+            set_text_attribute(out.file_, attribute::sequence_layout, "packed");
+            if (options.journal) out.create_journal(*options.journal);
+            out.file_.flush();
+        } else {
+            out.create_padded(provenance, options);
+        }
+        out.prepare_checkpoints();
+    } catch (const H5Error& error) {
+        out = OutputFile();  // close every handle before removing the file
+        ::unlink(staging.c_str());
+        throw Error(exit_io, partial + ": cannot create the output: " + error.what());
+    }
+    // Whole and flushed: now under the name --resume looks for. Under MPI every rank renames;
+    // the first one does it and the others find it done (the flush before was collective).
+    if (::rename(staging.c_str(), partial.c_str()) != 0 && !(errno == ENOENT && exists(partial))) {
+        const int saved = errno;
+        out = OutputFile();
+        ::unlink(staging.c_str());
+        throw Error(exit_io, partial + ": cannot create the output: cannot rename " + staging + " to it: " +
+                                 std::strerror(saved));
+    }
+    return out;
+}
+
+void OutputFile::create_padded(const Provenance& provenance, const OutputOptions& options) {
+    const OutputLayout& layout = layout_;
+    const auto n = static_cast<hsize_t>(layout.n);
+    const auto len = static_cast<hsize_t>(layout.len);
+    const auto heads = static_cast<hsize_t>(layout.heads);
+    output_ = make_dataset(file_, dataset::output, Datatype::float32(), {n, len, static_cast<hsize_t>(layout.d_out)}, 4,
+                           layout, {"N", "L", "D"}, kWrittenWhole);
+    sequences_per_chunk_ = static_cast<std::int64_t>(output_->chunk()[0]);
+    if (layout.save_weights != SaveWeights::none) {
+        const bool half = layout.weights_dtype == WeightsDtype::f16;
+        attention_ = make_dataset(
+            file_, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
+            {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
+            half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"}, kWrittenWhole);
+        set_int_attribute(*attention_, attribute::first_sequence, layout.first_sequence + layout.weights_first);
+        set_int_attribute(*attention_, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
+    }
+    // NaN and -1 mark sequences not yet written (see the header).
+    lse_ = make_dataset(file_, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
+                        marker(std::numeric_limits<double>::quiet_NaN()));
+    lengths_ = make_dataset(file_, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
+    attach_dimension_scales(file_, layout, *output_, *lse_, *lengths_, attention_);
+    write_provenance(file_, layout, provenance);
+    if (options.journal) create_journal(*options.journal);
+    file_.flush();
+}
+
+void OutputFile::create_packed(const OutputOptions& options) {
+    const OutputLayout& layout = layout_;
+    const auto n = static_cast<hsize_t>(layout.n), len = static_cast<hsize_t>(layout.len);
+    const auto tokens = static_cast<hsize_t>(layout.tokens()), heads = static_cast<hsize_t>(layout.heads);
+    output_ = make_dataset(file_, dataset::output, Datatype::float32(), {tokens, static_cast<hsize_t>(layout.d_out)}, 4, layout,
+                           {"T", "D"}, kWrittenWhole);
+    sequences_per_chunk_ = 1;
+    if (layout.save_weights != SaveWeights::none) {
+        const bool half = layout.weights_dtype == WeightsDtype::f16;
+        attention_ = make_dataset(
+            file_, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
+            {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
+            half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"});
+        set_int_attribute(*attention_, attribute::first_sequence, layout.weights_first);
+        set_int_attribute(*attention_, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
+    }
+    lse_ = make_dataset(file_, dataset::lse, Datatype::float32(), {heads, tokens}, 4, layout, {"H", "T"},
+                        marker(std::numeric_limits<double>::quiet_NaN()));
+    lengths_ = make_dataset(file_, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
+    offsets_ = make_dataset(file_, dataset::offsets, Datatype::int64(), {n + 1}, 8, layout, {"N+1"});
+    // Each writer its own rows: a collective creation by thousands of ranks writes them once.
+    const auto total = static_cast<std::uint64_t>(n + 1);
+    const auto writers = static_cast<std::uint64_t>(std::max(1, options.writers));
+    const auto writer = static_cast<std::uint64_t>(std::clamp(options.writer, 0, options.writers - 1));
+    const std::uint64_t begin = total * writer / writers, end = total * (writer + 1) / writers;
+    write_rows(*offsets_, begin, end - begin, layout.offsets->data() + begin, static_cast<std::size_t>(end - begin));
+}
+
+void OutputFile::write_block(std::int64_t first, std::int64_t last, const OutputBlock& block, hid_t transfer) {
+    if (!file_.is_open()) throw std::logic_error("OutputFile::write_block after close");
+    if (first < 0 || first > last || last > layout_.n) {
+        throw std::invalid_argument("OutputFile::write_block: sequences [" + std::to_string(first) + ", " +
+                                    std::to_string(last) + ") outside [0, " + std::to_string(layout_.n) + ")");
+    }
+    const std::int64_t count = last - first;
+    const auto [weights_begin, weights_end] = layout_.weights_range(first, last);
+    const std::int64_t weights_count = weights_end - weights_begin;
+    expect_pointer(block.output, "output", count);
+    expect_pointer(block.lse, "lse", count);
+    expect_pointer(block.lengths, "lengths", count);
+    const auto rows = [](std::int64_t value) { return static_cast<hsize_t>(value); };
+    const auto size = [](std::int64_t value) { return static_cast<std::size_t>(value); };
+    const std::size_t len = size(layout_.len);
+    try {
+        write_rows(*output_, rows(first), rows(count), block.output, size(count) * len * size(layout_.d_out), transfer);
+        write_rows(*lse_, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
+        if (attention_) {
+            // Called even when empty: collective writes need every rank.
+            const hsize_t offset = weights_count > 0 ? rows(weights_begin - layout_.weights_first) : 0;
+            const std::size_t elements = size(weights_count) * size(layout_.weights_heads()) * len * len;
+            if (layout_.weights_dtype == WeightsDtype::f16) {
+                expect_pointer(block.attention_f16, "attention_f16", weights_count);
+                write_rows(*attention_, offset, rows(weights_count), block.attention_f16, elements, transfer);
+            } else {
+                expect_pointer(block.attention_f32, "attention_f32", weights_count);
+                write_rows(*attention_, offset, rows(weights_count), block.attention_f32, elements, transfer);
+            }
+        }
+        write_rows(*lengths_, rows(first), rows(count), block.lengths, size(count), transfer);
+        if (journal_progress_) remember_checksums(first, last, block);
+    } catch (const H5Error& error) {
+        throw Error(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
+                                       std::to_string(last) + "): " + error.what());
+    }
+}
+
+void OutputFile::flush() {
+    try {
+        file_.flush();
+    } catch (const H5Error& error) {
+        throw Error(exit_io, partial_path() + ": cannot flush the output: " + error.what());
+    }
+}
+
+void OutputFile::close_complete() {
+    try {
+        set_int_attribute(file_, attribute::complete, 1);
+        file_.flush();
+        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_, &offsets_, &journal_progress_}) {
+            if (*dataset) (*dataset)->close();
+        }
+        file_.close();
+    } catch (const H5Error& error) {
+        throw Error(exit_io, partial_path() + ": cannot complete the output: " + error.what());
+    }
+}
+
+void OutputFile::close_incomplete() {
+    try {
+        file_.flush();
+        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_, &offsets_, &journal_progress_}) {
+            if (*dataset) (*dataset)->close();
+        }
+        file_.close();
+    } catch (const H5Error& error) {
+        throw Error(exit_io, partial_path() + ": cannot close the output: " + error.what());
+    }
+}
+
+void OutputFile::finalize() {
+    close_complete();
+    publish_output(path_, force_);
+}
+
+}  // namespace attnbatch::io
