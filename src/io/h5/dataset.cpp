@@ -4,6 +4,7 @@
 #include "h5/check.hpp"
 #include "h5/creation.hpp"
 #include "h5/strings.hpp"
+#include "h5/transfer_list.hpp"
 #include "h5/type_info_of.hpp"
 #include "h5/paths.hpp"
 
@@ -200,19 +201,19 @@ Slab rows_slab(const Dataset& dataset, hsize_t first, hsize_t count) {
 }
 
 void read_slab(const Dataset& dataset, const Slab& slab, MemType type, void* out, std::size_t elements,
-               hid_t transfer) {
+               Transfer transfer) {
     const Selection selection = select(dataset, slab, elements);
     const MemoryType mem = memory_type(type);
     H5_CALL(H5Dread, dataset.where(), dataset.id(), mem.id, selection.mem_space.id(), selection.file_space.id(),
-            transfer, out);
+            detail::transfer_list(transfer), out);
 }
 
 void write_slab(const Dataset& dataset, const Slab& slab, MemType type, const void* in, std::size_t elements,
-                hid_t transfer) {
+                Transfer transfer) {
     const Selection selection = select(dataset, slab, elements);
     const MemoryType mem = memory_type(type);
     H5_CALL(H5Dwrite, dataset.where(), dataset.id(), mem.id, selection.mem_space.id(), selection.file_space.id(),
-            transfer, in);
+            detail::transfer_list(transfer), in);
 }
 
 namespace {
@@ -263,19 +264,19 @@ Selection select_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, s
 }  // namespace
 
 void read_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, MemType type, void* out, std::size_t elements,
-                hid_t transfer) {
+                Transfer transfer) {
     const Selection selection = select_boxes(dataset, boxes, elements);
     const MemoryType mem = memory_type(type);
     H5_CALL(H5Dread, dataset.where(), dataset.id(), mem.id, selection.mem_space.id(), selection.file_space.id(),
-            transfer, out);
+            detail::transfer_list(transfer), out);
 }
 
 void write_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, MemType type, const void* in,
-                 std::size_t elements, hid_t transfer) {
+                 std::size_t elements, Transfer transfer) {
     const Selection selection = select_boxes(dataset, boxes, elements);
     const MemoryType mem = memory_type(type);
     H5_CALL(H5Dwrite, dataset.where(), dataset.id(), mem.id, selection.mem_space.id(), selection.file_space.id(),
-            transfer, in);
+            detail::transfer_list(transfer), in);
 }
 
 void write_text_dataset(const File& file, const std::string& path, const std::string& text) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "h5/check.hpp"
+#include "h5/transfer_list.hpp"
 
 namespace attnbatch::io {
 
@@ -53,24 +54,36 @@ std::string no_collective_causes(std::uint32_t cause) {
 
 const Where kTransfer{"(collective transfer)", "/"};
 
-}  // namespace
-
-CollectiveTransfer::CollectiveTransfer() : list_(H5_CALL(H5Pcreate, kTransfer, H5P_DATASET_XFER)) {
-    H5_CALL(H5Pset_dxpl_mpio, kTransfer, list_.id(), H5FD_MPIO_COLLECTIVE);
+hid_t collective_list() {
+    // One list for the process, made once: every collective transfer goes through it, so it
+    // holds the cause of the last one's fallback.
+    static const hid_t list = [] {
+        PropertyListHandle created(H5_CALL(H5Pcreate, kTransfer, H5P_DATASET_XFER));
+        H5_CALL(H5Pset_dxpl_mpio, kTransfer, created.id(), H5FD_MPIO_COLLECTIVE);
+        return created.release();
+    }();
+    return list;
 }
 
-std::string CollectiveTransfer::fallback_cause() const {
+}  // namespace
+
+hid_t detail::transfer_list(Transfer transfer) {
+    return transfer == Transfer::collective ? collective_list() : H5P_DEFAULT;
+}
+
+std::string collective_fallback_cause() {
     std::uint32_t local = 0, global = 0;
     // A query, not an operation: a library that cannot answer has nothing to report.
-    if (H5Pget_mpio_no_collective_cause(list_.id(), &local, &global) < 0) return {};
+    if (H5Pget_mpio_no_collective_cause(collective_list(), &local, &global) < 0) return {};
     return global != 0 ? no_collective_causes(global) : std::string();
 }
 #else
-CollectiveTransfer::CollectiveTransfer() {
+hid_t detail::transfer_list(Transfer transfer) {
+    if (transfer == Transfer::independent) return H5P_DEFAULT;
     throw Error(exit_usage, "--io parallel: this HDF5 library was built without MPI-IO; hint: --io gather");
 }
 
-std::string CollectiveTransfer::fallback_cause() const { return {}; }
+std::string collective_fallback_cause() { return {}; }
 #endif
 
 }  // namespace attnbatch::io

@@ -372,7 +372,7 @@ void OutputFile::create_packed(const OutputOptions& options) {
     write_rows(*offsets_, begin, end - begin, layout.offsets->data() + begin, static_cast<std::size_t>(end - begin));
 }
 
-void OutputFile::write_block(std::int64_t first, std::int64_t last, const OutputBlock& block, hid_t transfer) {
+void OutputFile::write_block(std::int64_t first, std::int64_t last, const OutputBlock& block, Transfer transfer) {
     if (!file_.is_open()) throw std::logic_error("OutputFile::write_block after close");
     if (first < 0 || first > last || last > layout_.n) {
         throw std::invalid_argument("OutputFile::write_block: sequences [" + std::to_string(first) + ", " +

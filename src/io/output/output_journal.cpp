@@ -6,6 +6,7 @@
 #include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "h5/check.hpp"
+#include "h5/transfer_list.hpp"
 #include "output/writeback.hpp"
 
 #include <algorithm>
@@ -30,7 +31,7 @@ void check_plan(const JournalPlan& plan, std::int64_t n) {
 // The rows of `progress` for `rows` (unit, checksum), as a union of hyperslabs: one H5Dwrite
 // whatever their number (collective writes need the same number of calls on every rank).
 void write_progress_rows(const Dataset& progress, std::vector<std::pair<std::int64_t, std::int64_t>>& rows,
-                         hid_t transfer) {
+                         Transfer transfer) {
     const Where& where = progress.where();
     const std::size_t count = rows.size();
     std::sort(rows.begin(), rows.end());
@@ -54,7 +55,7 @@ void write_progress_rows(const Dataset& progress, std::vector<std::pair<std::int
     const DataspaceHandle memory_space(H5_CALL(H5Screate_simple, where, 2, memory_dims, nullptr));
     if (count == 0) H5_CALL(H5Sselect_none, where, memory_space.id());
     const std::int64_t none[2] = {0, 0};
-    H5_CALL(H5Dwrite, where, progress.id(), H5T_NATIVE_INT64, memory_space.id(), file_space.id(), transfer,
+    H5_CALL(H5Dwrite, where, progress.id(), H5T_NATIVE_INT64, memory_space.id(), file_space.id(), detail::transfer_list(transfer),
             count ? values.data() : none);
 }
 
@@ -163,7 +164,7 @@ void OutputFile::prepare_checkpoints() {
     checkpoint_flushes_ = layout_.gzip_level != 0 || !file_.uses_mpi_io();
 }
 
-void OutputFile::checkpoint(hid_t transfer) {
+void OutputFile::checkpoint(Transfer transfer) {
     fault_point("before_flush");
     if (checkpoint_flushes_) flush();
     if (journal_progress_) {

@@ -167,7 +167,7 @@ std::uint64_t span_checksum(const OutputLayout& layout, const OutputSpan& unit, 
     return XXH3_64bits_digest(hash.state);
 }
 
-void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, hid_t transfer) {
+void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Transfer transfer) {
     if (!layout_.packed && !span.piece()) return write_block(span.first, span.last, block, transfer);
     if (!file_.is_open()) throw std::logic_error("OutputFile::write_span after close");
     check_span(layout_, span);
@@ -187,7 +187,7 @@ void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, hi
             const MemType type = f16 ? MemType::f16_bits : MemType::f32;
             const void* maps = f16 ? static_cast<const void*>(block.attention_f16) : static_cast<const void*>(block.attention_f32);
             need(maps, f16 ? "attention_f16" : "attention_f32", sizes.attention);
-            if (boxes.attention.size() > 1 && transfer == H5P_DEFAULT) {
+            if (boxes.attention.size() > 1 && transfer == Transfer::independent) {
                 // Not collective: one write per map, each shaped like its box, many times faster
                 // than a union of boxes from flat memory (which collective writes need: one
                 // call per dataset on every rank).

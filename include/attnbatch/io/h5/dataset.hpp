@@ -2,15 +2,15 @@
 // and move hyperslabs between the file and caller memory with HDF5 converting the element
 // type (a float64 dataset read into float memory arrives as float).
 //
-// Collective I/O: every read and write accepts a data-transfer property list so the
-// distributed layer can pass H5FD_MPIO_COLLECTIVE. A selection with a zero count still calls
-// H5Dread/H5Dwrite with an empty (H5Sselect_none) selection, as collective calls require
-// from ranks that have nothing to move.
+// Collective I/O: every read and write takes a Transfer (transfer.hpp). A selection with a
+// zero count still calls H5Dread/H5Dwrite with an empty (H5Sselect_none) selection, as
+// collective calls require from ranks that have nothing to move.
 #pragma once
 
 #include "attnbatch/io/h5/error.hpp"
 #include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/h5/handle.hpp"
+#include "attnbatch/io/h5/transfer.hpp"
 #include "attnbatch/io/h5/types.hpp"
 
 #include <cstddef>
@@ -77,28 +77,28 @@ Slab rows_slab(const Dataset& dataset, hsize_t first, hsize_t count);
 // `elements` is the capacity of the caller's buffer; a selection larger than it, or outside
 // the dataset, throws std::invalid_argument before any HDF5 call.
 void read_slab(const Dataset& dataset, const Slab& slab, MemType type, void* out, std::size_t elements,
-               hid_t transfer = H5P_DEFAULT);
+               Transfer transfer = Transfer::independent);
 void write_slab(const Dataset& dataset, const Slab& slab, MemType type, const void* in, std::size_t elements,
-                hid_t transfer = H5P_DEFAULT);
+                Transfer transfer = Transfer::independent);
 
 template <class T>
 void read_slab(const Dataset& dataset, const Slab& slab, T* out, std::size_t elements,
-               hid_t transfer = H5P_DEFAULT) {
+               Transfer transfer = Transfer::independent) {
     read_slab(dataset, slab, mem_type_of<T>(), out, elements, transfer);
 }
 template <class T>
 void write_slab(const Dataset& dataset, const Slab& slab, const T* in, std::size_t elements,
-                hid_t transfer = H5P_DEFAULT) {
+                Transfer transfer = Transfer::independent) {
     write_slab(dataset, slab, mem_type_of<T>(), in, elements, transfer);
 }
 template <class T>
 void read_rows(const Dataset& dataset, hsize_t first, hsize_t count, T* out, std::size_t elements,
-               hid_t transfer = H5P_DEFAULT) {
+               Transfer transfer = Transfer::independent) {
     read_slab(dataset, rows_slab(dataset, first, count), mem_type_of<T>(), out, elements, transfer);
 }
 template <class T>
 void write_rows(const Dataset& dataset, hsize_t first, hsize_t count, const T* in, std::size_t elements,
-                hid_t transfer = H5P_DEFAULT) {
+                Transfer transfer = Transfer::independent) {
     write_slab(dataset, rows_slab(dataset, first, count), mem_type_of<T>(), in, elements, transfer);
 }
 
@@ -110,9 +110,9 @@ std::size_t element_count(const Dims& dims) noexcept;
 // are skipped; no box at all selects nothing, still in one call (as collective I/O needs).
 // The buffer holds exactly the selected elements (`elements` of them).
 void read_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, MemType type, void* out, std::size_t elements,
-                hid_t transfer = H5P_DEFAULT);
+                Transfer transfer = Transfer::independent);
 void write_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, MemType type, const void* in,
-                 std::size_t elements, hid_t transfer = H5P_DEFAULT);
+                 std::size_t elements, Transfer transfer = Transfer::independent);
 
 template <class T>
 std::vector<T> read_all(const Dataset& dataset) {

@@ -199,18 +199,19 @@ public:
     // Writes sequences [first, last) of every dataset (lengths last). Collective under
     // MPI-IO: every rank calls it the same number of times, with an empty range if need be.
     // With a journal, [first, last) must be whole units; their checksums wait for checkpoint().
-    void write_block(std::int64_t first, std::int64_t last, const OutputBlock& block, hid_t transfer = H5P_DEFAULT);
+    void write_block(std::int64_t first, std::int64_t last, const OutputBlock& block,
+                     Transfer transfer = Transfer::independent);
     // Writes a span (any layout, whole sequences or a piece) from a block in the canonical
     // layout above; the same one H5Dwrite per dataset, in the same order, as write_block(), so
     // ranks writing spans of either kind meet in every collective write. With a journal the
     // span must be whole units.
-    void write_span(const OutputSpan& span, const OutputBlock& block, hid_t transfer = H5P_DEFAULT);
+    void write_span(const OutputSpan& span, const OutputBlock& block, Transfer transfer = Transfer::independent);
 
     void flush();
     // Flush, record the units written since the last checkpoint as done, flush again.
     // Collective under MPI-IO (every rank, the same number of times). Under MPI-IO, an
     // uncompressed output is not flushed here: see checkpoint_flushes().
-    void checkpoint(hid_t transfer = H5P_DEFAULT);
+    void checkpoint(Transfer transfer = Transfer::independent);
     // Whether checkpoint() flushes. Under MPI-IO a flush syncs the file to its device on every
     // rank, a wait for the disk each round. An uncompressed output needs no flush to be
     // resumable: every dataset is placed at creation (whose flush wrote all the metadata), so
