@@ -68,6 +68,7 @@ void collective_run(int gzip_level) {
     options.paths_prepared = true;
     options.access = mpi_io_access(MPI_COMM_WORLD);
     OutputFile out = OutputFile::create(path, layout, provenance, options);
+    ASSERT_TRUE(out.file().uses_mpi_io());
 
     // Ranks 0 and 1 split the sequences; any further rank writes empty ranges, in the same
     // number of calls (two blocks each).

@@ -1,5 +1,6 @@
 // The progress journal: units recorded as done only at checkpoints, reopened for --resume,
 // damaged data found by its checksum; the identity comparison; the fault specification.
+#include "attnbatch/io/h5/h5.hpp"
 #include "attnbatch/io/output/fault_injection.hpp"
 #include "attnbatch/io/output/journal.hpp"
 #include "support/output_fixtures.hpp"

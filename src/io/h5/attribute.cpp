@@ -2,6 +2,7 @@
 #include "attnbatch/io/h5/attribute.hpp"
 
 #include "h5/check.hpp"
+#include "h5/compat.hpp"
 #include "h5/strings.hpp"
 
 #include <stdexcept>
@@ -15,14 +16,15 @@ Where attribute_where(ObjectRef object, const std::string& name) {
 
 DataspaceHandle attribute_space(const Dims& dims, const Where& where) {
     if (dims.empty()) return DataspaceHandle(H5_CALL(H5Screate, where, H5S_SCALAR));
-    return DataspaceHandle(H5_CALL(H5Screate_simple, where, static_cast<int>(dims.size()), dims.data(), nullptr));
+    return DataspaceHandle(
+        H5_CALL(H5Screate_simple, where, static_cast<int>(dims.size()), detail::extents_of(dims).data(), nullptr));
 }
 
 Dims space_dims(hid_t space, const Where& where) {
     const int rank = H5_CALL(H5Sget_simple_extent_ndims, where, space);
-    Dims dims(static_cast<std::size_t>(rank));
+    std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
     if (rank > 0) H5_CALL(H5Sget_simple_extent_dims, where, space, dims.data(), nullptr);
-    return dims;
+    return detail::dims_of(dims);
 }
 
 // An existing attribute of the same type and shape is overwritten in place; any other is

@@ -8,7 +8,7 @@ namespace attnbatch::io {
 
 Dims chunk_shape(const Dims& dims, std::size_t element_size, std::size_t target_bytes) {
     if (dims.empty()) throw std::invalid_argument("chunk_shape: a scalar has no chunks");
-    for (const hsize_t extent : dims) {
+    for (const std::uint64_t extent : dims) {
         if (extent == 0) throw std::invalid_argument("chunk_shape: every extent must be at least 1");
     }
     const std::size_t target_elements = std::max<std::size_t>(1, target_bytes / std::max<std::size_t>(1, element_size));

@@ -1,7 +1,11 @@
 // The only place that knows HDF5 versions differ (1.10 here; 1.12 and 1.14 elsewhere).
 #pragma once
 
+#include "attnbatch/io/h5/dims.hpp"
+
 #include <hdf5.h>
+
+#include <vector>
 
 namespace attnbatch::io::detail {
 
@@ -26,5 +30,11 @@ inline htri_t is_hdf5(const char* path) { return H5Fis_accessible(path, H5P_DEFA
 inline constexpr const char* is_hdf5_call = "H5Fis_hdf5";
 inline htri_t is_hdf5(const char* path) { return H5Fis_hdf5(path); }
 #endif
+
+// hsize_t is unsigned long long up to 1.12 and uint64_t from 1.14 on, while Dims (dims.hpp)
+// holds std::uint64_t so that no header above the wrappers needs hdf5.h: the extents of a
+// call that takes or fills an hsize_t array, copied.
+inline std::vector<hsize_t> extents_of(const Dims& dims) { return std::vector<hsize_t>(dims.begin(), dims.end()); }
+inline Dims dims_of(const std::vector<hsize_t>& extents) { return Dims(extents.begin(), extents.end()); }
 
 }  // namespace attnbatch::io::detail

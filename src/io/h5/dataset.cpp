@@ -2,6 +2,7 @@
 #include "attnbatch/io/h5/dataset.hpp"
 
 #include "h5/check.hpp"
+#include "h5/compat.hpp"
 #include "h5/creation.hpp"
 #include "h5/strings.hpp"
 #include "h5/transfer_list.hpp"
@@ -14,12 +15,6 @@
 
 namespace attnbatch::io {
 
-std::string shape_text(const Dims& dims) {
-    std::string text = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
-    return text + "]";
-}
-
 namespace {
 
 using detail::intermediate_groups;
@@ -27,7 +22,8 @@ using detail::untimed_creation;
 
 DataspaceHandle simple_space(const Dims& dims, const Where& where) {
     if (dims.empty()) return DataspaceHandle(H5_CALL(H5Screate, where, H5S_SCALAR));
-    return DataspaceHandle(H5_CALL(H5Screate_simple, where, static_cast<int>(dims.size()), dims.data(), nullptr));
+    return DataspaceHandle(
+        H5_CALL(H5Screate_simple, where, static_cast<int>(dims.size()), detail::extents_of(dims).data(), nullptr));
 }
 
 // A memory type id, owning it when it is not predefined (the half type).
@@ -99,8 +95,8 @@ Selection select(const Dataset& dataset, const Slab& slab, std::size_t capacity)
         selection.mem_space = DataspaceHandle(H5_CALL(H5Screate_simple, where, 1, &zero, nullptr));
         H5_CALL(H5Sselect_none, where, selection.mem_space.id());
     } else {
-        H5_CALL(H5Sselect_hyperslab, where, selection.file_space.id(), H5S_SELECT_SET, box.offset.data(), nullptr,
-                box.count.data(), nullptr);
+        H5_CALL(H5Sselect_hyperslab, where, selection.file_space.id(), H5S_SELECT_SET, detail::extents_of(box.offset).data(),
+                nullptr, detail::extents_of(box.count).data(), nullptr);
         selection.mem_space = simple_space(box.count, where);
     }
     return selection;
@@ -108,19 +104,13 @@ Selection select(const Dataset& dataset, const Slab& slab, std::size_t capacity)
 
 }  // namespace
 
-std::size_t element_count(const Dims& dims) noexcept {
-    std::size_t count = 1;
-    for (const hsize_t extent : dims) count *= static_cast<std::size_t>(extent);
-    return count;
-}
-
 Dataset Dataset::create(const File& file, const std::string& path, const Datatype& type, const Dims& dims,
                         const DatasetCreation& creation) {
     const Where where{file.path(), detail::absolute_object_path(path)};
     const DataspaceHandle space = simple_space(dims, where);
     const PropertyListHandle dcpl = untimed_creation(where, H5P_DATASET_CREATE);
     if (!creation.chunk.empty()) {
-        H5_CALL(H5Pset_chunk, where, dcpl.id(), static_cast<int>(creation.chunk.size()), creation.chunk.data());
+        H5_CALL(H5Pset_chunk, where, dcpl.id(), static_cast<int>(creation.chunk.size()), detail::extents_of(creation.chunk).data());
     }
     if (creation.gzip_level > 0) {
         if (creation.chunk.empty()) throw std::invalid_argument(describe(where) + ": gzip needs a chunked layout");
@@ -147,9 +137,9 @@ Dataset Dataset::open(const File& file, const std::string& path) {
 Dims Dataset::dims() const {
     const DataspaceHandle space(H5_CALL(H5Dget_space, where_, id()));
     const int rank = H5_CALL(H5Sget_simple_extent_ndims, where_, space.id());
-    Dims dims(static_cast<std::size_t>(rank));
+    std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
     if (rank > 0) H5_CALL(H5Sget_simple_extent_dims, where_, space.id(), dims.data(), nullptr);
-    return dims;
+    return detail::dims_of(dims);
 }
 
 TypeInfo Dataset::type_info() const {
@@ -160,9 +150,9 @@ TypeInfo Dataset::type_info() const {
 Dims Dataset::chunk() const {
     const PropertyListHandle dcpl(H5_CALL(H5Dget_create_plist, where_, id()));
     if (H5_CALL(H5Pget_layout, where_, dcpl.id()) != H5D_CHUNKED) return {};
-    Dims chunk(dims().size());
+    std::vector<hsize_t> chunk(dims().size());
     H5_CALL(H5Pget_chunk, where_, dcpl.id(), static_cast<int>(chunk.size()), chunk.data());
-    return chunk;
+    return detail::dims_of(chunk);
 }
 
 std::vector<int> Dataset::filters() const {
@@ -191,7 +181,7 @@ void Dataset::close() {
     if (handle_.valid()) H5_CALL(H5Dclose, where_, handle_.release());
 }
 
-Slab rows_slab(const Dataset& dataset, hsize_t first, hsize_t count) {
+Slab rows_slab(const Dataset& dataset, std::uint64_t first, std::uint64_t count) {
     Slab slab{Dims(), dataset.dims()};
     if (slab.count.empty()) throw std::invalid_argument(describe(dataset.where()) + ": a scalar has no rows");
     slab.offset.assign(slab.count.size(), 0);
@@ -240,7 +230,7 @@ Selection select_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, s
         // The first box set, not or-ed onto "none": one box stays a regular hyperslab, which
         // HDF5 moves much faster than a general span selection.
         H5_CALL(H5Sselect_hyperslab, where, selection.file_space.id(), selected == 0 ? H5S_SELECT_SET : H5S_SELECT_OR,
-                box.offset.data(), nullptr, box.count.data(), nullptr);
+                detail::extents_of(box.offset).data(), nullptr, detail::extents_of(box.count).data(), nullptr);
         selected += count;
     }
     if (selected != elements) {

@@ -1,6 +1,7 @@
 // Files and groups, and finding out what a path names.
 #include "attnbatch/io/h5/file.hpp"
 
+#include "h5/access_setup.hpp"
 #include "h5/check.hpp"
 #include "h5/creation.hpp"
 #include "h5/compat.hpp"
@@ -13,7 +14,7 @@ namespace {
 
 PropertyListHandle file_access_list(const FileAccess& access, const Where& where) {
     PropertyListHandle fapl(H5_CALL(H5Pcreate, where, H5P_FILE_ACCESS));
-    if (access.configure) access.configure(fapl.id());
+    if (access.setup()) access.setup()->configure(fapl.id());
     return fapl;
 }
 

@@ -3,8 +3,11 @@
 #include "attnbatch/io/h5/file_schema.hpp"
 
 #include "attnbatch/io/h5/attribute.hpp"
+#include "attnbatch/io/h5/dataset.hpp"
+#include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/h5/error.hpp"
 #include "h5/check.hpp"
+#include "h5/compat.hpp"
 #include "h5/type_info_of.hpp"
 
 #include <H5DSpublic.h>
@@ -40,8 +43,9 @@ AttributeValue read_attribute(ObjectRef object, const std::string& name) {
     const TypeInfo info = detail::type_info_of(type.id(), where);
     value.type = info.name();
     const int rank = H5_CALL(H5Sget_simple_extent_ndims, where, space.id());
-    value.shape.resize(static_cast<std::size_t>(rank));
-    if (rank > 0) H5_CALL(H5Sget_simple_extent_dims, where, space.id(), value.shape.data(), nullptr);
+    std::vector<hsize_t> shape(static_cast<std::size_t>(rank));
+    if (rank > 0) H5_CALL(H5Sget_simple_extent_dims, where, space.id(), shape.data(), nullptr);
+    value.shape = detail::dims_of(shape);
     const auto points = static_cast<std::size_t>(H5_CALL(H5Sget_simple_extent_npoints, where, space.id()));
     if (points == 0) return value;  // a null dataspace: nothing to show
     if (info.type_class == TypeClass::integer) {
@@ -122,6 +126,9 @@ const DatasetSchema* FileSchema::dataset(const std::string& path) const {
 
 const AttributeValue* FileSchema::attribute(const std::string& name) const { return find_attribute(attributes, name); }
 
+namespace {
+
+// The file-open checks of read_file_schema().
 File open_for_schema(const std::string& path) {
     struct stat status {};
     if (::stat(path.c_str(), &status) != 0) {
@@ -150,12 +157,15 @@ File open_for_schema(const std::string& path) {
     }
 }
 
-FileSchema read_schema(const File& file) {
+}  // namespace
+
+FileSchema read_file_schema(const std::string& path) {
+    const File file = open_for_schema(path);
     FileSchema schema;
-    for (const std::string& path : linked_paths(file)) {
-        switch (object_kind(file, path)) {
-            case ObjectKind::dataset: schema.datasets.push_back(describe_dataset(file, path)); break;
-            case ObjectKind::group: schema.groups.push_back(path); break;
+    for (const std::string& object : linked_paths(file)) {
+        switch (object_kind(file, object)) {
+            case ObjectKind::dataset: schema.datasets.push_back(describe_dataset(file, object)); break;
+            case ObjectKind::group: schema.groups.push_back(object); break;
             default: break;
         }
     }

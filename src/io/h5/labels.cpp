@@ -40,7 +40,7 @@ std::vector<std::string> dimension_labels(const Dataset& dataset) {
     return labels;
 }
 
-Dataset create_dimension_scale(const File& file, const std::string& name, hsize_t length) {
+Dataset create_dimension_scale(const File& file, const std::string& name, std::uint64_t length) {
     // Never written: serially it takes no space; parallel HDF5 allocates it at creation.
     Dataset scale = Dataset::create(file, name, Datatype::float32(), {length});
     // netCDF-C's own marker for a dimension without coordinate values, which h5netcdf and

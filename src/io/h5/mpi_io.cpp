@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "attnbatch/io/h5/handle.hpp"
+#include "h5/access_setup.hpp"
 #include "h5/check.hpp"
 #include "h5/transfer_list.hpp"
 
@@ -17,11 +19,11 @@ bool hdf5_is_parallel() noexcept {
 
 FileAccess mpi_io_access(MPI_Comm comm) {
 #if defined(H5_HAVE_PARALLEL)
-    FileAccess access;
-    access.configure = [comm](hid_t fapl) {
+    auto setup = std::make_shared<detail::AccessSetup>();
+    setup->configure = [comm](hid_t fapl) {
         H5_CALL(H5Pset_fapl_mpio, (Where{"(MPI-IO file access)", "/"}), fapl, comm, MPI_INFO_NULL);
     };
-    return access;
+    return FileAccess(std::move(setup));
 #else
     (void)comm;
     throw Error(exit_usage, "--io parallel: this HDF5 library was built without MPI-IO; hint: --io gather, or "

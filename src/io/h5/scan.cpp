@@ -1,6 +1,8 @@
 // Bounded-memory scans over whole datasets.
 #include "attnbatch/io/h5/scan.hpp"
 
+#include "attnbatch/io/h5/dataset.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -23,8 +25,8 @@ void scan_blocks(const Dataset& dataset, std::size_t max_bytes, MemType type,
     const Dims full = dataset.dims();
     // The scan covers rows [first, last) of the first axis; offsets stay those of the dataset.
     Dims dims = full;
-    if (!dims.empty()) dims[0] = std::min<hsize_t>(full[0], std::min<std::uint64_t>(last, full[0]));
-    const hsize_t begin0 = dims.empty() ? 0 : std::min<hsize_t>(first, dims[0]);
+    if (!dims.empty()) dims[0] = std::min<std::uint64_t>(full[0], std::min<std::uint64_t>(last, full[0]));
+    const std::uint64_t begin0 = dims.empty() ? 0 : std::min<std::uint64_t>(first, dims[0]);
     const std::size_t element = mem_type_size(type);
     const std::size_t budget = std::max(max_bytes, element);
     if (dims.empty()) {
@@ -33,7 +35,7 @@ void scan_blocks(const Dataset& dataset, std::size_t max_bytes, MemType type,
         visit(Slab{}, buffer.data(), 1);
         return;
     }
-    if (std::find(dims.begin(), dims.end(), hsize_t{0}) != dims.end() || begin0 >= dims[0]) return;
+    if (std::find(dims.begin(), dims.end(), std::uint64_t{0}) != dims.end() || begin0 >= dims[0]) return;
 
     // The outermost axis whose trailing box (that axis's single index times every inner
     // axis) fits the budget: blocks span several indices along it and all inner axes whole.
@@ -47,14 +49,14 @@ void scan_blocks(const Dataset& dataset, std::size_t max_bytes, MemType type,
         inner *= static_cast<std::size_t>(dims[axis]);
         --axis;
     }
-    const hsize_t step = std::min<hsize_t>(dims[axis], std::max<std::size_t>(1, limit / inner));
+    const std::uint64_t step = std::min<std::uint64_t>(dims[axis], std::max<std::size_t>(1, limit / inner));
     std::vector<unsigned char> buffer(static_cast<std::size_t>(step) * inner * element);
 
     Slab block{Dims(rank, 0), dims};
     for (std::size_t outer = 0; outer < axis; ++outer) block.count[outer] = 1;
     block.offset[0] = begin0;
     while (true) {
-        for (hsize_t start = axis == 0 ? begin0 : 0; start < dims[axis]; start += step) {
+        for (std::uint64_t start = axis == 0 ? begin0 : 0; start < dims[axis]; start += step) {
             block.offset[axis] = start;
             block.count[axis] = std::min(step, dims[axis] - start);
             const std::size_t count = static_cast<std::size_t>(block.count[axis]) * inner;

@@ -1,8 +1,6 @@
-// File and memory datatypes, and naming a dataset's type for messages.
+// File datatypes, and describing a datatype id (TypeInfo).
 #include "attnbatch/io/h5/types.hpp"
 
-#include "attnbatch/kernels/bf16.hpp"
-#include "attnbatch/kernels/half.hpp"
 #include "h5/check.hpp"
 #include "h5/type_info_of.hpp"
 
@@ -39,46 +37,6 @@ Datatype Datatype::bfloat16() {
     H5_CALL(H5Tset_fields, nowhere, type.id(), 15, 7, 8, 0, 7);
     H5_CALL(H5Tset_size, nowhere, type.id(), 2);
     return type;  // the bias stays binary32's 127
-}
-
-std::size_t mem_type_size(MemType type) noexcept {
-    switch (type) {
-        case MemType::f32: return 4;
-        case MemType::f64: return 8;
-        case MemType::i32: return 4;
-        case MemType::i64: return 8;
-        case MemType::f16_bits: return 2;
-        case MemType::bf16_bits: return 2;
-    }
-    return 0;
-}
-
-std::string TypeInfo::name() const {
-    const std::string bits = std::to_string(size * 8);
-    switch (type_class) {
-        case TypeClass::integer: return (is_signed ? "int" : "uint") + bits;
-        case TypeClass::floating:
-            if (size != 2 || half_width_bits()) return half_width_bits() == MemType::bf16_bits ? "bfloat16" : "float" + bits;
-            return "float16(e" + std::to_string(exponent_bits) + "m" + std::to_string(mantissa_bits) + ")";
-        case TypeClass::string: return "string";
-        case TypeClass::other: break;
-    }
-    return "other(" + std::to_string(size) + " bytes)";
-}
-
-std::optional<MemType> TypeInfo::half_width_bits() const {
-    if (type_class != TypeClass::floating || size != 2) return std::nullopt;
-    if (exponent_bits == 5 && mantissa_bits == 10) return MemType::f16_bits;
-    if (exponent_bits == 8 && mantissa_bits == 7) return MemType::bf16_bits;
-    return std::nullopt;
-}
-
-void widen_half_width(MemType type, const std::uint16_t* bits, float* out, std::size_t count) {
-    if (type == MemType::bf16_bits) {
-        for (std::size_t i = 0; i < count; ++i) out[i] = kernels::bf16_to_float(bits[i]);
-    } else {
-        for (std::size_t i = 0; i < count; ++i) out[i] = kernels::half_to_float(bits[i]);
-    }
 }
 
 namespace detail {

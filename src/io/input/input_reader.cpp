@@ -12,6 +12,18 @@
 #include <stdexcept>
 
 namespace attnbatch::io {
+
+struct InputReader::Files {
+    explicit Files(File opened) : file(std::move(opened)) {}
+    File file;
+    std::vector<Dataset> data;  // x, or q, k, v
+    std::optional<Dataset> lengths;
+};
+
+InputReader::InputReader(InputReader&&) noexcept = default;
+InputReader& InputReader::operator=(InputReader&&) noexcept = default;
+InputReader::~InputReader() = default;
+
 namespace {
 
 std::vector<Dataset> open_data(const File& file, const InputSpec& spec) {
@@ -58,7 +70,7 @@ void InputReader::expect_finite(const InputBlock& block, std::int64_t first, std
                                             : std::vector<const std::vector<float>*>{&block.q, &block.k, &block.v};
     for (std::size_t i = 0; i < arrays.size(); ++i) {
         if (all_finite(*arrays[i])) continue;
-        throw Error(exit_invalid_input, spec_.path + ":" + data_[i].path() + " has a non-finite value in sequences [" +
+        throw Error(exit_invalid_input, spec_.path + ":" + files_->data[i].path() + " has a non-finite value in sequences [" +
                                             std::to_string(spec_.first_sequence + first) + ", " +
                                             std::to_string(spec_.first_sequence + last) +
                                             "), expected finite values everywhere, padding included; hint: replace them, "
@@ -72,13 +84,13 @@ std::int64_t InputBlock::query_rows() const noexcept {
 }
 
 InputReader::InputReader(const InputSpec& spec, const FileAccess& access)
-    : spec_(spec), file_(detail::open_input_file(spec.path, "--input", access)) {
+    : spec_(spec), files_(std::make_unique<Files>(detail::open_input_file(spec.path, "--input", access))) {
     try {
-        data_ = open_data(file_, spec_);
-        if (!spec_.lengths.empty()) lengths_.emplace(Dataset::open(file_, spec_.lengths));
+        files_->data = open_data(files_->file, spec_);
+        if (!spec_.lengths.empty()) files_->lengths.emplace(Dataset::open(files_->file, spec_.lengths));
         if (spec_.packed) {
             // Only the selected sequences' offsets (run --sequences), still in the file's rows.
-            const std::vector<std::int64_t> all = read_all<std::int64_t>(Dataset::open(file_, spec_.offsets));
+            const std::vector<std::int64_t> all = read_all<std::int64_t>(Dataset::open(files_->file, spec_.offsets));
             const auto first = all.begin() + static_cast<std::ptrdiff_t>(spec_.first_sequence);
             offsets_.assign(first, first + static_cast<std::ptrdiff_t>(spec_.n) + 1);
         }
@@ -104,15 +116,15 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
     }
     try {
         if (spec_.mode == InputMode::embeddings) {
-            read_sequences(data_[0], stored, block.count, block.x);
+            read_sequences(files_->data[0], stored, block.count, block.x);
         } else {
-            read_sequences(data_[0], stored, block.count, block.q);
-            read_sequences(data_[1], stored, block.count, block.k);
-            read_sequences(data_[2], stored, block.count, block.v);
+            read_sequences(files_->data[0], stored, block.count, block.q);
+            read_sequences(files_->data[1], stored, block.count, block.k);
+            read_sequences(files_->data[2], stored, block.count, block.v);
         }
         block.lengths.resize(static_cast<std::size_t>(block.count));
-        if (lengths_) {
-            read_rows(*lengths_, static_cast<hsize_t>(stored), static_cast<hsize_t>(block.count), block.lengths.data(),
+        if (files_->lengths) {
+            read_rows(*files_->lengths, static_cast<hsize_t>(stored), static_cast<hsize_t>(block.count), block.lengths.data(),
                       block.lengths.size());
         } else {
             std::fill(block.lengths.begin(), block.lengths.end(), static_cast<std::int32_t>(spec_.len));
@@ -130,9 +142,9 @@ std::vector<std::int32_t> InputReader::read_all_lengths() {
         return lengths;
     }
     std::vector<std::int32_t> lengths(static_cast<std::size_t>(spec_.n), static_cast<std::int32_t>(spec_.len));
-    if (!lengths_ || lengths.empty()) return lengths;
+    if (!files_->lengths || lengths.empty()) return lengths;
     try {
-        read_rows(*lengths_, static_cast<hsize_t>(spec_.first_sequence), static_cast<hsize_t>(spec_.n), lengths.data(),
+        read_rows(*files_->lengths, static_cast<hsize_t>(spec_.first_sequence), static_cast<hsize_t>(spec_.n), lengths.data(),
                   lengths.size());
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);
@@ -142,9 +154,9 @@ std::vector<std::int32_t> InputReader::read_all_lengths() {
 
 std::int32_t InputReader::length_of(std::int64_t sequence) {
     if (spec_.packed) return static_cast<std::int32_t>(offsets_[static_cast<std::size_t>(sequence) + 1] - offsets_[static_cast<std::size_t>(sequence)]);
-    if (!lengths_) return static_cast<std::int32_t>(spec_.len);
+    if (!files_->lengths) return static_cast<std::int32_t>(spec_.len);
     std::int32_t length = 0;
-    read_rows(*lengths_, static_cast<hsize_t>(spec_.first_sequence + sequence), 1, &length, 1);
+    read_rows(*files_->lengths, static_cast<hsize_t>(spec_.first_sequence + sequence), 1, &length, 1);
     return length;
 }
 
@@ -161,11 +173,11 @@ void InputReader::read_packed(std::int64_t first, std::int64_t last, InputBlock&
     }
     try {
         if (spec_.mode == InputMode::embeddings) {
-            read_sequences(data_[0], begin, end - begin, block.x);
+            read_sequences(files_->data[0], begin, end - begin, block.x);
         } else {
-            read_sequences(data_[0], begin, end - begin, block.q);
-            read_sequences(data_[1], begin, end - begin, block.k);
-            read_sequences(data_[2], begin, end - begin, block.v);
+            read_sequences(files_->data[0], begin, end - begin, block.q);
+            read_sequences(files_->data[1], begin, end - begin, block.k);
+            read_sequences(files_->data[2], begin, end - begin, block.v);
         }
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);
@@ -208,11 +220,11 @@ void InputReader::read_piece(std::int64_t sequence, std::int64_t row_first, std:
             read_slab(dataset, slab, out.data(), out.size());
         };
         if (spec_.mode == InputMode::embeddings) {
-            read_rows_of(data_[0], 0, block.key_rows, block.x);
+            read_rows_of(files_->data[0], 0, block.key_rows, block.x);
         } else {
-            read_rows_of(data_[0], row_first, query_end, block.q);
-            read_rows_of(data_[1], 0, block.key_rows, block.k);
-            read_rows_of(data_[2], 0, block.key_rows, block.v);
+            read_rows_of(files_->data[0], row_first, query_end, block.q);
+            read_rows_of(files_->data[1], 0, block.key_rows, block.k);
+            read_rows_of(files_->data[2], 0, block.key_rows, block.v);
         }
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);

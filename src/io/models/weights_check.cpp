@@ -77,14 +77,14 @@ WeightsCheck check_weights(const std::string& file, const FileSchema& schema, in
     }
     if (w_o) {
         check.d_out = static_cast<std::int64_t>((*w_o)[1]);
-        expect(dataset::w_o, w_o, {(*w_v)[1] * static_cast<hsize_t>(group), (*w_o)[1]},
+        expect(dataset::w_o, w_o, {(*w_v)[1] * static_cast<std::uint64_t>(group), (*w_o)[1]},
                std::string("(its rows H*d_v are the columns G*d_v of ") + dataset::w_v + " times H/G = " + std::to_string(group) + ")");
     } else if (schema.dataset(dataset::b_o)) {
         problem(std::string("dataset ") + dataset::b_o + " is present without " + dataset::w_o + "; expected " +
                 dataset::w_o + " [H*d_v, d_out] alongside it");
     }
     expect(dataset::b_q, b_q, {(*w_q)[1]}, columns_of(dataset::w_q));
-    expect(dataset::b_k, b_k, {static_cast<hsize_t>(check.k_width)}, columns_of(dataset::w_k));
+    expect(dataset::b_k, b_k, {static_cast<std::uint64_t>(check.k_width)}, columns_of(dataset::w_k));
     expect(dataset::b_v, b_v, {(*w_v)[1]}, columns_of(dataset::w_v));
     if (w_o) expect(dataset::b_o, b_o, {(*w_o)[1]}, columns_of(dataset::w_o));
     if (check.heads > 0) {

@@ -1,6 +1,8 @@
 // The output schema rules, each failure one line naming file, dataset, expected and found.
 #include "attnbatch/io/output/output_check.hpp"
 
+#include "attnbatch/io/h5/dataset.hpp"
+#include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/h5/scan.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 
@@ -236,7 +238,8 @@ void check_packed(Checker& c, OutputCheck& check) {
 
 }  // namespace
 
-OutputCheck check_output(const File& file, const FileSchema& schema) {
+OutputCheck check_output(const std::string& path, const FileSchema& schema) {
+    const File file = File::open(path, FileMode::read_only);
     OutputCheck check;
     Checker c(file, schema, check);
     const DatasetSchema* packed_output = schema.dataset(dataset::output);

@@ -5,6 +5,7 @@
 #include "attnbatch/io/h5/error.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "h5/paths.hpp"
+#include "output/output_handles.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -270,6 +271,13 @@ void prepare_output_path(const std::string& output_path, bool force) {
 
 std::string OutputFile::partial_path_for(const std::string& output_path) { return output_path + ".partial"; }
 
+OutputFile::OutputFile() : h5_(std::make_unique<Handles>()) {}
+OutputFile::OutputFile(OutputFile&&) noexcept = default;
+OutputFile& OutputFile::operator=(OutputFile&&) noexcept = default;
+OutputFile::~OutputFile() = default;
+
+File& OutputFile::file() noexcept { return h5_->file; }
+
 void discard_partial_output(const std::string& output_path) {
     const std::string partial = OutputFile::partial_path_for(output_path);
     if (::unlink(partial.c_str()) != 0 && errno != ENOENT) {
@@ -289,13 +297,13 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
     out.path_ = output_path;
     out.force_ = options.force;
     try {
-        out.file_ = File::create(staging, options.access);
+        out.h5_->file = File::create(staging, options.access);
         if (layout.packed) {
             out.create_packed(options);
-            write_provenance(out.file_, layout, provenance);
-            set_text_attribute(out.file_, attribute::sequence_layout, "packed");
+            write_provenance(out.h5_->file, layout, provenance);
+            set_text_attribute(out.h5_->file, attribute::sequence_layout, "packed");
             if (options.journal) out.create_journal(*options.journal);
-            out.file_.flush();
+            out.h5_->file.flush();
         } else {
             out.create_padded(provenance, options);
         }
@@ -322,58 +330,58 @@ void OutputFile::create_padded(const Provenance& provenance, const OutputOptions
     const auto n = static_cast<hsize_t>(layout.n);
     const auto len = static_cast<hsize_t>(layout.len);
     const auto heads = static_cast<hsize_t>(layout.heads);
-    output_ = make_dataset(file_, dataset::output, Datatype::float32(), {n, len, static_cast<hsize_t>(layout.d_out)}, 4,
+    h5_->output = make_dataset(h5_->file, dataset::output, Datatype::float32(), {n, len, static_cast<hsize_t>(layout.d_out)}, 4,
                            layout, {"N", "L", "D"}, kWrittenWhole);
-    sequences_per_chunk_ = static_cast<std::int64_t>(output_->chunk()[0]);
+    sequences_per_chunk_ = static_cast<std::int64_t>(h5_->output->chunk()[0]);
     if (layout.save_weights != SaveWeights::none) {
         const bool half = layout.weights_dtype == WeightsDtype::f16;
-        attention_ = make_dataset(
-            file_, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
+        h5_->attention = make_dataset(
+            h5_->file, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
             {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
             half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"}, kWrittenWhole);
-        set_int_attribute(*attention_, attribute::first_sequence, layout.first_sequence + layout.weights_first);
-        set_int_attribute(*attention_, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
+        set_int_attribute(*h5_->attention, attribute::first_sequence, layout.first_sequence + layout.weights_first);
+        set_int_attribute(*h5_->attention, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
     }
     // NaN and -1 mark sequences not yet written (see the header).
-    lse_ = make_dataset(file_, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
+    h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
                         marker(std::numeric_limits<double>::quiet_NaN()));
-    lengths_ = make_dataset(file_, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
-    attach_dimension_scales(file_, layout, *output_, *lse_, *lengths_, attention_);
-    write_provenance(file_, layout, provenance);
+    h5_->lengths = make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
+    attach_dimension_scales(h5_->file, layout, *h5_->output, *h5_->lse, *h5_->lengths, h5_->attention);
+    write_provenance(h5_->file, layout, provenance);
     if (options.journal) create_journal(*options.journal);
-    file_.flush();
+    h5_->file.flush();
 }
 
 void OutputFile::create_packed(const OutputOptions& options) {
     const OutputLayout& layout = layout_;
     const auto n = static_cast<hsize_t>(layout.n), len = static_cast<hsize_t>(layout.len);
     const auto tokens = static_cast<hsize_t>(layout.tokens()), heads = static_cast<hsize_t>(layout.heads);
-    output_ = make_dataset(file_, dataset::output, Datatype::float32(), {tokens, static_cast<hsize_t>(layout.d_out)}, 4, layout,
+    h5_->output = make_dataset(h5_->file, dataset::output, Datatype::float32(), {tokens, static_cast<hsize_t>(layout.d_out)}, 4, layout,
                            {"T", "D"}, kWrittenWhole);
     sequences_per_chunk_ = 1;
     if (layout.save_weights != SaveWeights::none) {
         const bool half = layout.weights_dtype == WeightsDtype::f16;
-        attention_ = make_dataset(
-            file_, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
+        h5_->attention = make_dataset(
+            h5_->file, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
             {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
             half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"});
-        set_int_attribute(*attention_, attribute::first_sequence, layout.weights_first);
-        set_int_attribute(*attention_, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
+        set_int_attribute(*h5_->attention, attribute::first_sequence, layout.weights_first);
+        set_int_attribute(*h5_->attention, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
     }
-    lse_ = make_dataset(file_, dataset::lse, Datatype::float32(), {heads, tokens}, 4, layout, {"H", "T"},
+    h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {heads, tokens}, 4, layout, {"H", "T"},
                         marker(std::numeric_limits<double>::quiet_NaN()));
-    lengths_ = make_dataset(file_, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
-    offsets_ = make_dataset(file_, dataset::offsets, Datatype::int64(), {n + 1}, 8, layout, {"N+1"});
+    h5_->lengths = make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
+    h5_->offsets = make_dataset(h5_->file, dataset::offsets, Datatype::int64(), {n + 1}, 8, layout, {"N+1"});
     // Each writer its own rows: a collective creation by thousands of ranks writes them once.
     const auto total = static_cast<std::uint64_t>(n + 1);
     const auto writers = static_cast<std::uint64_t>(std::max(1, options.writers));
     const auto writer = static_cast<std::uint64_t>(std::clamp(options.writer, 0, options.writers - 1));
     const std::uint64_t begin = total * writer / writers, end = total * (writer + 1) / writers;
-    write_rows(*offsets_, begin, end - begin, layout.offsets->data() + begin, static_cast<std::size_t>(end - begin));
+    write_rows(*h5_->offsets, begin, end - begin, layout.offsets->data() + begin, static_cast<std::size_t>(end - begin));
 }
 
 void OutputFile::write_block(std::int64_t first, std::int64_t last, const OutputBlock& block, Transfer transfer) {
-    if (!file_.is_open()) throw std::logic_error("OutputFile::write_block after close");
+    if (!h5_->file.is_open()) throw std::logic_error("OutputFile::write_block after close");
     if (first < 0 || first > last || last > layout_.n) {
         throw std::invalid_argument("OutputFile::write_block: sequences [" + std::to_string(first) + ", " +
                                     std::to_string(last) + ") outside [0, " + std::to_string(layout_.n) + ")");
@@ -388,22 +396,22 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
     const auto size = [](std::int64_t value) { return static_cast<std::size_t>(value); };
     const std::size_t len = size(layout_.len);
     try {
-        write_rows(*output_, rows(first), rows(count), block.output, size(count) * len * size(layout_.d_out), transfer);
-        write_rows(*lse_, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
-        if (attention_) {
+        write_rows(*h5_->output, rows(first), rows(count), block.output, size(count) * len * size(layout_.d_out), transfer);
+        write_rows(*h5_->lse, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
+        if (h5_->attention) {
             // Called even when empty: collective writes need every rank.
             const hsize_t offset = weights_count > 0 ? rows(weights_begin - layout_.weights_first) : 0;
             const std::size_t elements = size(weights_count) * size(layout_.weights_heads()) * len * len;
             if (layout_.weights_dtype == WeightsDtype::f16) {
                 expect_pointer(block.attention_f16, "attention_f16", weights_count);
-                write_rows(*attention_, offset, rows(weights_count), block.attention_f16, elements, transfer);
+                write_rows(*h5_->attention, offset, rows(weights_count), block.attention_f16, elements, transfer);
             } else {
                 expect_pointer(block.attention_f32, "attention_f32", weights_count);
-                write_rows(*attention_, offset, rows(weights_count), block.attention_f32, elements, transfer);
+                write_rows(*h5_->attention, offset, rows(weights_count), block.attention_f32, elements, transfer);
             }
         }
-        write_rows(*lengths_, rows(first), rows(count), block.lengths, size(count), transfer);
-        if (journal_progress_) remember_checksums(first, last, block);
+        write_rows(*h5_->lengths, rows(first), rows(count), block.lengths, size(count), transfer);
+        if (h5_->journal_progress) remember_checksums(first, last, block);
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
                                        std::to_string(last) + "): " + error.what());
@@ -412,7 +420,7 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
 
 void OutputFile::flush() {
     try {
-        file_.flush();
+        h5_->file.flush();
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path() + ": cannot flush the output: " + error.what());
     }
@@ -420,12 +428,12 @@ void OutputFile::flush() {
 
 void OutputFile::close_complete() {
     try {
-        set_int_attribute(file_, attribute::complete, 1);
-        file_.flush();
-        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_, &offsets_, &journal_progress_}) {
+        set_int_attribute(h5_->file, attribute::complete, 1);
+        h5_->file.flush();
+        for (std::optional<Dataset>* dataset : {&h5_->output, &h5_->attention, &h5_->lse, &h5_->lengths, &h5_->offsets, &h5_->journal_progress}) {
             if (*dataset) (*dataset)->close();
         }
-        file_.close();
+        h5_->file.close();
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path() + ": cannot complete the output: " + error.what());
     }
@@ -433,11 +441,11 @@ void OutputFile::close_complete() {
 
 void OutputFile::close_incomplete() {
     try {
-        file_.flush();
-        for (std::optional<Dataset>* dataset : {&output_, &attention_, &lse_, &lengths_, &offsets_, &journal_progress_}) {
+        h5_->file.flush();
+        for (std::optional<Dataset>* dataset : {&h5_->output, &h5_->attention, &h5_->lse, &h5_->lengths, &h5_->offsets, &h5_->journal_progress}) {
             if (*dataset) (*dataset)->close();
         }
-        file_.close();
+        h5_->file.close();
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path() + ": cannot close the output: " + error.what());
     }

@@ -5,6 +5,7 @@
 #include "attnbatch/io/output/journal.hpp"
 #include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
+#include "output/output_handles.hpp"
 #include "h5/check.hpp"
 #include "h5/transfer_list.hpp"
 #include "output/writeback.hpp"
@@ -69,17 +70,17 @@ Error cannot_continue(const std::string& partial, const std::string& why) {
 void OutputFile::create_journal(const JournalPlan& plan) {
     check_plan(plan, layout_.n);
     const auto units = static_cast<hsize_t>(plan.unit_bounds.size() - 1);
-    Group::create(file_, dataset::journal);  // explicitly, for its creation properties
+    Group::create(h5_->file, dataset::journal);  // explicitly, for its creation properties
     DatasetCreation early;
     early.allocate_early = true;
-    Dataset bounds = Dataset::create(file_, dataset::journal_unit_bounds, Datatype::int64(), {units + 1}, early);
+    Dataset bounds = Dataset::create(h5_->file, dataset::journal_unit_bounds, Datatype::int64(), {units + 1}, early);
     write_rows(bounds, 0, units + 1, plan.unit_bounds.data(), plan.unit_bounds.size());
-    journal_progress_ = Dataset::create(file_, dataset::journal_progress, Datatype::int64(), {units, 2}, early);
-    write_text_dataset(file_, dataset::journal_identity, plan.identity);
-    set_text_attribute(Dataset::open(file_, dataset::journal_identity), attribute::hash, hash_text(plan.identity));
+    h5_->journal_progress = Dataset::create(h5_->file, dataset::journal_progress, Datatype::int64(), {units, 2}, early);
+    write_text_dataset(h5_->file, dataset::journal_identity, plan.identity);
+    set_text_attribute(Dataset::open(h5_->file, dataset::journal_identity), attribute::hash, hash_text(plan.identity));
     // Only when some unit is a piece: a journal of whole units is byte for byte what it was.
     if (!plan.unit_rows.empty()) {
-        Dataset rows = Dataset::create(file_, dataset::journal_unit_rows, Datatype::int64(), {units + 1}, early);
+        Dataset rows = Dataset::create(h5_->file, dataset::journal_unit_rows, Datatype::int64(), {units + 1}, early);
         write_rows(rows, 0, units + 1, plan.unit_rows.data(), plan.unit_rows.size());
     }
     unit_bounds_ = plan.unit_bounds;
@@ -87,14 +88,14 @@ void OutputFile::create_journal(const JournalPlan& plan) {
 }
 
 void OutputFile::open_journal() {
-    journal_progress_ = Dataset::open(file_, dataset::journal_progress);
-    unit_bounds_ = read_all<std::int64_t>(Dataset::open(file_, dataset::journal_unit_bounds));
+    h5_->journal_progress = Dataset::open(h5_->file, dataset::journal_progress);
+    unit_bounds_ = read_all<std::int64_t>(Dataset::open(h5_->file, dataset::journal_unit_bounds));
     unit_rows_.clear();
-    if (object_kind(file_, dataset::journal_unit_rows) == ObjectKind::dataset) {
-        unit_rows_ = read_all<std::int64_t>(Dataset::open(file_, dataset::journal_unit_rows));
+    if (object_kind(h5_->file, dataset::journal_unit_rows) == ObjectKind::dataset) {
+        unit_rows_ = read_all<std::int64_t>(Dataset::open(h5_->file, dataset::journal_unit_rows));
     }
     check_plan(JournalPlan{unit_bounds_, {}, unit_rows_}, layout_.n);
-    const Dims dims = journal_progress_->dims();
+    const Dims dims = h5_->journal_progress->dims();
     if (dims.size() != 2 || dims[0] + 1 != unit_bounds_.size() || dims[1] != 2) {
         throw std::invalid_argument(dataset::journal_progress + std::string(" has shape ") + shape_text(dims) + ", expected [" +
                                     std::to_string(unit_bounds_.size() - 1) + ", 2]");
@@ -108,7 +109,7 @@ OutputFile OutputFile::reopen(const std::string& output_path, const OutputLayout
     out.path_ = output_path;
     const std::string partial = partial_path_for(output_path);
     try {
-        out.file_ = File::open(partial, mode, access);
+        out.h5_->file = File::open(partial, mode, access);
         const auto expect = [&](Dataset dataset, const Dims& dims) {
             if (dataset.dims() != dims) {
                 throw std::invalid_argument(dataset.path() + " has shape " + shape_text(dataset.dims()) + ", expected " +
@@ -119,19 +120,19 @@ OutputFile OutputFile::reopen(const std::string& output_path, const OutputLayout
         const auto n = static_cast<hsize_t>(layout.n), len = static_cast<hsize_t>(layout.len);
         const auto tokens = static_cast<hsize_t>(layout.tokens()), d_out = static_cast<hsize_t>(layout.d_out);
         if (layout.packed) {
-            out.output_ = expect(Dataset::open(out.file_, dataset::output), {tokens, d_out});
-            out.offsets_ = expect(Dataset::open(out.file_, dataset::offsets), {n + 1});
+            out.h5_->output = expect(Dataset::open(out.h5_->file, dataset::output), {tokens, d_out});
+            out.h5_->offsets = expect(Dataset::open(out.h5_->file, dataset::offsets), {n + 1});
         } else {
-            out.output_ = expect(Dataset::open(out.file_, dataset::output), {n, len, d_out});
+            out.h5_->output = expect(Dataset::open(out.h5_->file, dataset::output), {n, len, d_out});
         }
-        out.sequences_per_chunk_ = layout.packed || out.output_->chunk().empty() ? 1 : static_cast<std::int64_t>(out.output_->chunk()[0]);
+        out.sequences_per_chunk_ = layout.packed || out.h5_->output->chunk().empty() ? 1 : static_cast<std::int64_t>(out.h5_->output->chunk()[0]);
         if (layout.save_weights != SaveWeights::none) {
-            out.attention_ = expect(Dataset::open(out.file_, dataset::attention),
+            out.h5_->attention = expect(Dataset::open(out.h5_->file, dataset::attention),
                                     {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len});
         }
         const auto heads = static_cast<hsize_t>(layout.heads);
-        out.lse_ = expect(Dataset::open(out.file_, dataset::lse), layout.packed ? Dims{heads, tokens} : Dims{n, heads, len});
-        out.lengths_ = expect(Dataset::open(out.file_, dataset::lengths), {n});
+        out.h5_->lse = expect(Dataset::open(out.h5_->file, dataset::lse), layout.packed ? Dims{heads, tokens} : Dims{n, heads, len});
+        out.h5_->lengths = expect(Dataset::open(out.h5_->file, dataset::lengths), {n});
         out.open_journal();
         out.prepare_checkpoints();
     } catch (const H5Error& error) {
@@ -161,16 +162,16 @@ void OutputFile::remember_checksums(std::int64_t first, std::int64_t last, const
 }
 
 void OutputFile::prepare_checkpoints() {
-    checkpoint_flushes_ = layout_.gzip_level != 0 || !file_.uses_mpi_io();
+    checkpoint_flushes_ = layout_.gzip_level != 0 || !h5_->file.uses_mpi_io();
 }
 
 void OutputFile::checkpoint(Transfer transfer) {
     fault_point("before_flush");
     if (checkpoint_flushes_) flush();
-    if (journal_progress_) {
+    if (h5_->journal_progress) {
         fault_point("after_flush");
         try {
-            write_progress_rows(*journal_progress_, pending_, transfer);
+            write_progress_rows(*h5_->journal_progress, pending_, transfer);
         } catch (const H5Error& error) {
             throw Error(exit_io, partial_path() + ": cannot record progress: " + error.what());
         }
@@ -208,8 +209,8 @@ JournalState OutputFile::journal_state() const {
     state.plan.unit_bounds = unit_bounds_;
     state.plan.unit_rows = unit_rows_;
     try {
-        state.plan.identity = read_text_dataset(file_, dataset::journal_identity);
-        const std::vector<std::int64_t> progress = read_all<std::int64_t>(*journal_progress_);
+        state.plan.identity = read_text_dataset(h5_->file, dataset::journal_identity);
+        const std::vector<std::int64_t> progress = read_all<std::int64_t>(*h5_->journal_progress);
         state.done.resize(progress.size() / 2);
         state.checksums.resize(progress.size() / 2);
         for (std::size_t u = 0; u < state.done.size(); ++u) {
@@ -248,9 +249,9 @@ std::vector<std::int64_t> OutputFile::units_failing_checksum(const JournalState&
             output.resize(size(count) * len * size(layout_.d_out));
             lse.resize(size(count) * size(layout_.heads) * len);
             lengths.resize(size(count));
-            read_rows(*output_, rows(first), rows(count), output.data(), output.size());
-            read_rows(*lse_, rows(first), rows(count), lse.data(), lse.size());
-            read_rows(*lengths_, rows(first), rows(count), lengths.data(), lengths.size());
+            read_rows(*h5_->output, rows(first), rows(count), output.data(), output.size());
+            read_rows(*h5_->lse, rows(first), rows(count), lse.data(), lse.size());
+            read_rows(*h5_->lengths, rows(first), rows(count), lengths.data(), lengths.size());
             OutputBlock block{output.data(), lse.data(), lengths.data(), nullptr, nullptr};
             const auto [begin, end] = layout_.weights_range(first, last);
             if (end > begin) {
@@ -258,11 +259,11 @@ std::vector<std::int64_t> OutputFile::units_failing_checksum(const JournalState&
                 const hsize_t offset = rows(begin - layout_.weights_first);
                 if (layout_.weights_dtype == WeightsDtype::f16) {
                     attention_f16.resize(elements);
-                    read_rows(*attention_, offset, rows(end - begin), attention_f16.data(), elements);
+                    read_rows(*h5_->attention, offset, rows(end - begin), attention_f16.data(), elements);
                     block.attention_f16 = attention_f16.data();
                 } else {
                     attention_f32.resize(elements);
-                    read_rows(*attention_, offset, rows(end - begin), attention_f32.data(), elements);
+                    read_rows(*h5_->attention, offset, rows(end - begin), attention_f32.data(), elements);
                     block.attention_f32 = attention_f32.data();
                 }
             }

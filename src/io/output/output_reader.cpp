@@ -2,6 +2,8 @@
 #include "attnbatch/io/output/output_reader.hpp"
 
 #include "attnbatch/io/h5/attribute.hpp"
+#include "attnbatch/io/h5/dataset.hpp"
+#include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 
 #include <algorithm>
@@ -10,6 +12,17 @@
 #include <stdexcept>
 
 namespace attnbatch::io {
+
+struct OutputReader::Datasets {
+    explicit Datasets(File opened) : file(std::move(opened)) {}
+    File file;
+    std::optional<Dataset> output, lse, lengths, attention, offsets;
+};
+
+OutputReader::OutputReader(OutputReader&&) noexcept = default;
+OutputReader& OutputReader::operator=(OutputReader&&) noexcept = default;
+OutputReader::~OutputReader() = default;
+
 namespace {
 
 std::optional<Dataset> open_if_present(const File& file, const char* path) {
@@ -33,57 +46,58 @@ void read_sequences(const Dataset& dataset, std::int64_t first, std::int64_t cou
 }  // namespace
 
 OutputReader::OutputReader(const std::string& path, const FileAccess& access)
-    : file_(File::open(path, FileMode::read_only, access)) {
-    complete_ = has_attribute(file_, attribute::complete) && get_int_attribute(file_, attribute::complete) == 1;
-    output_ = open_if_present(file_, dataset::output);
-    lse_ = open_if_present(file_, dataset::lse);
-    lengths_ = open_if_present(file_, dataset::lengths);
-    attention_ = open_if_present(file_, dataset::attention);
+    : h5_(std::make_unique<Datasets>(File::open(path, FileMode::read_only, access))), path_(path) {
+    complete_ = has_attribute(h5_->file, attribute::complete) && get_int_attribute(h5_->file, attribute::complete) == 1;
+    h5_->output = open_if_present(h5_->file, dataset::output);
+    h5_->lse = open_if_present(h5_->file, dataset::lse);
+    h5_->lengths = open_if_present(h5_->file, dataset::lengths);
+    h5_->attention = open_if_present(h5_->file, dataset::attention);
+    has_attention_ = h5_->attention.has_value();
     const auto extent = [](const Dims& dims, std::size_t axis) { return static_cast<std::int64_t>(dims[axis]); };
-    if (output_) {
-        const Dims dims = output_->dims();
+    if (h5_->output) {
+        const Dims dims = h5_->output->dims();
         if (dims.size() == 3) {
             layout_.n = extent(dims, 0);
             layout_.len = extent(dims, 1);
             layout_.d_out = extent(dims, 2);
         }
     }
-    offsets_ = open_if_present(file_, dataset::offsets);
-    if (offsets_ && output_ && output_->dims().size() == 2) {
-        const auto offsets = std::make_shared<std::vector<std::int64_t>>(read_all<std::int64_t>(*offsets_));
+    h5_->offsets = open_if_present(h5_->file, dataset::offsets);
+    if (h5_->offsets && h5_->output && h5_->output->dims().size() == 2) {
+        const auto offsets = std::make_shared<std::vector<std::int64_t>>(read_all<std::int64_t>(*h5_->offsets));
         layout_.packed = true;
         layout_.offsets = offsets;
         layout_.n = static_cast<std::int64_t>(offsets->size()) - 1;
-        layout_.d_out = extent(output_->dims(), 1);
+        layout_.d_out = extent(h5_->output->dims(), 1);
         std::int64_t longest = 1;
         for (std::size_t s = 1; s < offsets->size(); ++s) longest = std::max(longest, (*offsets)[s] - (*offsets)[s - 1]);
         layout_.len = longest;
-        if (lse_ && lse_->dims().size() == 2) layout_.heads = extent(lse_->dims(), 0);
-        if (attention_ && attention_->dims().size() == 4) layout_.len = extent(attention_->dims(), 2);
+        if (h5_->lse && h5_->lse->dims().size() == 2) layout_.heads = extent(h5_->lse->dims(), 0);
+        if (h5_->attention && h5_->attention->dims().size() == 4) layout_.len = extent(h5_->attention->dims(), 2);
     }
-    if (lse_ && !layout_.packed) {
-        const Dims dims = lse_->dims();
+    if (h5_->lse && !layout_.packed) {
+        const Dims dims = h5_->lse->dims();
         if (dims.size() == 3) {
             layout_.heads = extent(dims, 1);
-            if (!output_) {
+            if (!h5_->output) {
                 layout_.n = extent(dims, 0);
                 layout_.len = extent(dims, 2);
             }
         }
     }
-    if (has_attribute(file_, attribute::first_sequence)) layout_.first_sequence = get_int_attribute(file_, attribute::first_sequence);
+    if (has_attribute(h5_->file, attribute::first_sequence)) layout_.first_sequence = get_int_attribute(h5_->file, attribute::first_sequence);
     layout_.save_weights = SaveWeights::none;
-    if (attention_) {
-        const Dims dims = attention_->dims();
+    if (h5_->attention) {
+        const Dims dims = h5_->attention->dims();
         if (dims.size() == 4) {
-            layout_.weights_dtype = attention_->type_info().size == 2 ? WeightsDtype::f16 : WeightsDtype::f32;
+            layout_.weights_dtype = h5_->attention->type_info().size == 2 ? WeightsDtype::f16 : WeightsDtype::f32;
             // Recorded as an input sequence; the layout counts rows.
-            layout_.weights_first = has_attribute(*attention_, attribute::first_sequence)
-                                        ? get_int_attribute(*attention_, attribute::first_sequence) - layout_.first_sequence
+            layout_.weights_first = has_attribute(*h5_->attention, attribute::first_sequence)
+                                        ? get_int_attribute(*h5_->attention, attribute::first_sequence) - layout_.first_sequence
                                         : 0;
             layout_.weights_last = layout_.weights_first + extent(dims, 0);
-            const bool mean = has_attribute(*attention_, attribute::mean_over_heads)
-                                  ? get_int_attribute(*attention_, attribute::mean_over_heads) == 1
+            const bool mean = has_attribute(*h5_->attention, attribute::mean_over_heads)
+                                  ? get_int_attribute(*h5_->attention, attribute::mean_over_heads) == 1
                                   : dims[1] == 1 && layout_.heads > 1;
             layout_.save_weights = mean ? SaveWeights::mean : SaveWeights::all;
         }
@@ -93,10 +107,10 @@ OutputReader::OutputReader(const std::string& path, const FileAccess& access)
 Provenance OutputReader::provenance() const {
     Provenance provenance;
     const auto text = [&](const char* name, std::string& value) {
-        if (has_attribute(file_, name)) value = get_text_attribute(file_, name);
+        if (has_attribute(h5_->file, name)) value = get_text_attribute(h5_->file, name);
     };
     const auto integer = [&](const char* name, std::int64_t& value) {
-        if (has_attribute(file_, name)) value = get_int_attribute(file_, name);
+        if (has_attribute(h5_->file, name)) value = get_int_attribute(h5_->file, name);
     };
     text(attribute::version, provenance.version);
     text(attribute::creation_time, provenance.creation_time);
@@ -109,11 +123,11 @@ Provenance OutputReader::provenance() const {
     integer(attribute::kv_heads, provenance.kv_heads);
     integer(attribute::d_k, provenance.d_k);
     integer(attribute::d_v, provenance.d_v);
-    if (has_attribute(file_, attribute::rope_theta)) provenance.rope_theta = get_real_attribute(file_, attribute::rope_theta);
+    if (has_attribute(h5_->file, attribute::rope_theta)) provenance.rope_theta = get_real_attribute(h5_->file, attribute::rope_theta);
     std::int64_t causal = 0;
     integer(attribute::causal, causal);
     provenance.causal = causal != 0;
-    if (has_attribute(file_, attribute::scale)) provenance.scale = get_real_attribute(file_, attribute::scale);
+    if (has_attribute(h5_->file, attribute::scale)) provenance.scale = get_real_attribute(h5_->file, attribute::scale);
     integer(attribute::ranks, provenance.ranks);
     integer(attribute::threads, provenance.threads);
     text(attribute::io_mode, provenance.io_mode);
@@ -122,7 +136,7 @@ Provenance OutputReader::provenance() const {
     return provenance;
 }
 
-std::string OutputReader::config() const { return read_text_dataset(file_, dataset::config); }
+std::string OutputReader::config() const { return read_text_dataset(h5_->file, dataset::config); }
 
 std::map<std::string, std::string> OutputReader::recorded_options() const {
     std::map<std::string, std::string> values;
@@ -139,16 +153,19 @@ std::map<std::string, std::string> OutputReader::recorded_options() const {
     return values;
 }
 
-const Dataset& OutputReader::require(const std::optional<Dataset>& dataset, const char* path) const {
+namespace {
+
+const Dataset& require(const std::optional<Dataset>& dataset, const std::string& file, const char* path) {
     if (!dataset) {
-        throw Error(exit_invalid_input, file_.path() + ": dataset " + path + " is missing; expected an output of "
-                                                                               "attnbatch run");
+        throw Error(exit_invalid_input, file + ": dataset " + path + " is missing; expected an output of attnbatch run");
     }
     return *dataset;
 }
 
+}  // namespace
+
 void OutputReader::read_output(std::int64_t first, std::int64_t last, std::vector<float>& out) const {
-    const Dataset& output = require(output_, dataset::output);
+    const Dataset& output = require(h5_->output, path_, dataset::output);
     if (first < 0 || first > last || last > layout_.n) {
         throw std::invalid_argument("OutputReader: sequences " + range_text(first, last) + " outside " +
                                     range_text(0, layout_.n));
@@ -161,7 +178,7 @@ void OutputReader::read_output(std::int64_t first, std::int64_t last, std::vecto
 }
 
 void OutputReader::read_lse(std::int64_t first, std::int64_t last, std::vector<float>& out) const {
-    const Dataset& lse = require(lse_, dataset::lse);
+    const Dataset& lse = require(h5_->lse, path_, dataset::lse);
     if (first < 0 || first > last || last > layout_.n) {
         throw std::invalid_argument("OutputReader: sequences " + range_text(first, last) + " outside " +
                                     range_text(0, layout_.n));
@@ -177,7 +194,7 @@ void OutputReader::read_lse(std::int64_t first, std::int64_t last, std::vector<f
 }
 
 void OutputReader::read_lengths(std::int64_t first, std::int64_t last, std::vector<std::int32_t>& out) const {
-    const Dataset& lengths = require(lengths_, dataset::lengths);
+    const Dataset& lengths = require(h5_->lengths, path_, dataset::lengths);
     if (first < 0 || first > last || last > layout_.n) {
         throw std::invalid_argument("OutputReader: sequences " + range_text(first, last) + " outside " +
                                     range_text(0, layout_.n));
@@ -201,13 +218,13 @@ void read_weights_rows(const Dataset& attention, const OutputLayout& layout, std
 }  // namespace
 
 void OutputReader::read_attention(std::int64_t first, std::int64_t last, std::vector<float>& out) const {
-    read_weights_rows(require(attention_, dataset::attention), layout_, first, last, out);
+    read_weights_rows(require(h5_->attention, path_, dataset::attention), layout_, first, last, out);
 }
 
 void OutputReader::read_attention(std::int64_t first, std::int64_t last, std::vector<std::uint16_t>& out) const {
-    const Dataset& attention = require(attention_, dataset::attention);
+    const Dataset& attention = require(h5_->attention, path_, dataset::attention);
     if (layout_.weights_dtype != WeightsDtype::f16) {
-        throw std::invalid_argument("OutputReader: " + file_.path() + ":" + attention.path() +
+        throw std::invalid_argument("OutputReader: " + h5_->file.path() + ":" + attention.path() +
                                     " holds float32 weights, not float16 bits");
     }
     read_weights_rows(attention, layout_, first, last, out);

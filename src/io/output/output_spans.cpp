@@ -4,6 +4,7 @@
 #include "attnbatch/io/output/journal.hpp"
 #include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
+#include "output/output_handles.hpp"
 
 #include <xxhash.h>
 
@@ -169,7 +170,7 @@ std::uint64_t span_checksum(const OutputLayout& layout, const OutputSpan& unit, 
 
 void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Transfer transfer) {
     if (!layout_.packed && !span.piece()) return write_block(span.first, span.last, block, transfer);
-    if (!file_.is_open()) throw std::logic_error("OutputFile::write_span after close");
+    if (!h5_->file.is_open()) throw std::logic_error("OutputFile::write_span after close");
     check_span(layout_, span);
     const SpanSizes sizes = span_sizes(layout_, span);
     const Boxes boxes = boxes_of(layout_, span);
@@ -180,9 +181,9 @@ void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Tr
     need(block.lse, "lse", sizes.lse);
     need(block.lengths, "lengths", sizes.lengths);
     try {
-        write_boxes(*output_, boxes.output, MemType::f32, block.output, sizes.output, transfer);
-        write_boxes(*lse_, boxes.lse, MemType::f32, block.lse, sizes.lse, transfer);
-        if (attention_) {
+        write_boxes(*h5_->output, boxes.output, MemType::f32, block.output, sizes.output, transfer);
+        write_boxes(*h5_->lse, boxes.lse, MemType::f32, block.lse, sizes.lse, transfer);
+        if (h5_->attention) {
             const bool f16 = layout_.weights_dtype == WeightsDtype::f16;
             const MemType type = f16 ? MemType::f16_bits : MemType::f32;
             const void* maps = f16 ? static_cast<const void*>(block.attention_f16) : static_cast<const void*>(block.attention_f32);
@@ -194,15 +195,15 @@ void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Tr
                 const auto* at = static_cast<const unsigned char*>(maps);
                 for (const Slab& box : boxes.attention) {
                     const std::size_t elements = element_count(box.count);
-                    write_boxes(*attention_, {box}, type, at, elements, transfer);
+                    write_boxes(*h5_->attention, {box}, type, at, elements, transfer);
                     at += elements * mem_type_size(type);
                 }
             } else {
-                write_boxes(*attention_, boxes.attention, type, maps, sizes.attention, transfer);
+                write_boxes(*h5_->attention, boxes.attention, type, maps, sizes.attention, transfer);
             }
         }
-        write_boxes(*lengths_, boxes.lengths, MemType::i32, block.lengths, sizes.lengths, transfer);
-        if (journal_progress_) remember_span_checksums(span, block);
+        write_boxes(*h5_->lengths, boxes.lengths, MemType::i32, block.lengths, sizes.lengths, transfer);
+        if (h5_->journal_progress) remember_span_checksums(span, block);
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path() + ": cannot write " + span_text(span) + ": " + error.what());
     }
@@ -252,18 +253,18 @@ std::uint64_t OutputFile::stored_checksum(const OutputSpan& span) const {
     std::vector<float> output(sizes.output), lse(sizes.lse), attention_f32;
     std::vector<std::int32_t> lengths(sizes.lengths);
     std::vector<std::uint16_t> attention_f16;
-    read_boxes(*output_, boxes.output, MemType::f32, output.data(), output.size());
-    read_boxes(*lse_, boxes.lse, MemType::f32, lse.data(), lse.size());
-    read_boxes(*lengths_, boxes.lengths, MemType::i32, lengths.data(), lengths.size());
+    read_boxes(*h5_->output, boxes.output, MemType::f32, output.data(), output.size());
+    read_boxes(*h5_->lse, boxes.lse, MemType::f32, lse.data(), lse.size());
+    read_boxes(*h5_->lengths, boxes.lengths, MemType::i32, lengths.data(), lengths.size());
     OutputBlock block{output.data(), lse.data(), lengths.data(), nullptr, nullptr};
-    if (attention_ && sizes.attention > 0) {
+    if (h5_->attention && sizes.attention > 0) {
         if (layout_.weights_dtype == WeightsDtype::f16) {
             attention_f16.resize(sizes.attention);
-            read_boxes(*attention_, boxes.attention, MemType::f16_bits, attention_f16.data(), attention_f16.size());
+            read_boxes(*h5_->attention, boxes.attention, MemType::f16_bits, attention_f16.data(), attention_f16.size());
             block.attention_f16 = attention_f16.data();
         } else {
             attention_f32.resize(sizes.attention);
-            read_boxes(*attention_, boxes.attention, MemType::f32, attention_f32.data(), attention_f32.size());
+            read_boxes(*h5_->attention, boxes.attention, MemType::f32, attention_f32.data(), attention_f32.size());
             block.attention_f32 = attention_f32.data();
         }
     }

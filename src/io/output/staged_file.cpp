@@ -1,6 +1,7 @@
 // Checking where a new file goes, and the .partial it is written as until it is whole.
 #include "attnbatch/io/output/staged_file.hpp"
 
+#include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/io/output/output_size.hpp"
 #include "h5/paths.hpp"

@@ -5,7 +5,7 @@
 // bounded.
 #pragma once
 
-#include "attnbatch/io/h5/dataset.hpp"
+#include "attnbatch/io/h5/dims.hpp"
 
 #include <cstddef>
 

@@ -7,6 +7,7 @@
 // collective calls require from ranks that have nothing to move.
 #pragma once
 
+#include "attnbatch/io/h5/dims.hpp"
 #include "attnbatch/io/h5/error.hpp"
 #include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/h5/handle.hpp"
@@ -18,11 +19,6 @@
 #include <vector>
 
 namespace attnbatch::io {
-
-using Dims = std::vector<hsize_t>;
-
-// "[4, 16, 8]": how every message shows a shape.
-std::string shape_text(const Dims& dims);
 
 struct DatasetCreation {
     Dims chunk;           // empty: contiguous layout
@@ -65,14 +61,8 @@ private:
     Where where_;
 };
 
-// A box of the dataset: `offset` and `count` per axis (empty vectors: the whole dataset).
-struct Slab {
-    Dims offset;
-    Dims count;
-};
-
 // The rows [first, first + count) of the leading axis, every other axis whole.
-Slab rows_slab(const Dataset& dataset, hsize_t first, hsize_t count);
+Slab rows_slab(const Dataset& dataset, std::uint64_t first, std::uint64_t count);
 
 // `elements` is the capacity of the caller's buffer; a selection larger than it, or outside
 // the dataset, throws std::invalid_argument before any HDF5 call.
@@ -92,17 +82,15 @@ void write_slab(const Dataset& dataset, const Slab& slab, const T* in, std::size
     write_slab(dataset, slab, mem_type_of<T>(), in, elements, transfer);
 }
 template <class T>
-void read_rows(const Dataset& dataset, hsize_t first, hsize_t count, T* out, std::size_t elements,
+void read_rows(const Dataset& dataset, std::uint64_t first, std::uint64_t count, T* out, std::size_t elements,
                Transfer transfer = Transfer::independent) {
     read_slab(dataset, rows_slab(dataset, first, count), mem_type_of<T>(), out, elements, transfer);
 }
 template <class T>
-void write_rows(const Dataset& dataset, hsize_t first, hsize_t count, const T* in, std::size_t elements,
+void write_rows(const Dataset& dataset, std::uint64_t first, std::uint64_t count, const T* in, std::size_t elements,
                 Transfer transfer = Transfer::independent) {
     write_slab(dataset, rows_slab(dataset, first, count), mem_type_of<T>(), in, elements, transfer);
 }
-
-std::size_t element_count(const Dims& dims) noexcept;
 
 // A union of disjoint boxes (each with its offset and count) moved in one H5Dread/H5Dwrite:
 // the elements go in the row-major order of the dataset's index space, so boxes that follow
@@ -135,7 +123,7 @@ std::vector<std::string> dimension_labels(const Dataset& dataset);
 // Dimension scales, which netCDF readers (xarray's h5netcdf engine) take the axes' names from:
 // a 1-D dataset `name` of `length` marked as a netCDF dimension without values, and its
 // attachment to an axis of a dataset. Collective under MPI-IO, like every creation.
-Dataset create_dimension_scale(const File& file, const std::string& name, hsize_t length);
+Dataset create_dimension_scale(const File& file, const std::string& name, std::uint64_t length);
 void attach_dimension_scale(const Dataset& dataset, const Dataset& scale, unsigned axis);
 // The name of the scale attached to each axis, "" where none is.
 std::vector<std::string> dimension_scale_names(const Dataset& dataset);

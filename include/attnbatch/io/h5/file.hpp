@@ -6,22 +6,13 @@
 #pragma once
 
 #include "attnbatch/io/h5/error.hpp"
+#include "attnbatch/io/h5/file_access.hpp"
 #include "attnbatch/io/h5/handle.hpp"
 
-#include <functional>
 #include <string>
 #include <vector>
 
 namespace attnbatch::io {
-
-// How to reach a file. Callers pass `{}` today; the distributed layer will add an MPI
-// communicator here (H5Pset_fapl_mpio) without any call site changing.
-struct FileAccess {
-    // Called with the fresh file-access property list before the file is created or opened.
-    std::function<void(hid_t fapl)> configure;
-};
-
-enum class FileMode { read_only, read_write };
 
 class File {
 public:

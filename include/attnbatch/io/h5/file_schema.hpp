@@ -4,8 +4,8 @@
 // models/weights_check.hpp, file_kind.hpp).
 #pragma once
 
-#include "attnbatch/io/h5/dataset.hpp"
-#include "attnbatch/io/h5/file.hpp"
+#include "attnbatch/io/h5/dims.hpp"
+#include "attnbatch/io/h5/type_info.hpp"
 
 #include <cstdint>
 #include <string>
@@ -47,12 +47,10 @@ struct FileSchema {
     const AttributeValue* attribute(const std::string& name) const;
 };
 
-// Opens any file read-only to read its schema: Error exit 4 when it cannot be read at all,
-// exit 3 when it is not HDF5, or is an OUTPUT.partial that the run writing it holds locked.
-File open_for_schema(const std::string& path);
-
+// Opens any file read-only and reads its schema: Error exit 4 when it cannot be read at all,
+// exit 3 when it is not HDF5, or is an OUTPUT.partial that the run writing it holds locked;
 // H5Error (with HDF5's error stack) when the file's structure cannot be read (a damaged file).
-FileSchema read_schema(const File& file);
+FileSchema read_file_schema(const std::string& path);
 
 // "deflate", "shuffle", ..., or "filter 32015" for an id without a name here.
 std::string filter_name(int id);

@@ -6,8 +6,7 @@
 
 #include <string>
 
-#include "attnbatch/io/h5/file.hpp"
-#include "attnbatch/io/h5/handle.hpp"
+#include "attnbatch/io/h5/file_access.hpp"
 
 namespace attnbatch::io {
 

@@ -2,7 +2,8 @@
 // (non-finite values, length bounds) read blocks of at most `max_bytes`, whatever N is.
 #pragma once
 
-#include "attnbatch/io/h5/dataset.hpp"
+#include "attnbatch/io/h5/dims.hpp"
+#include "attnbatch/io/h5/type_info.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,8 @@
 #include <optional>
 
 namespace attnbatch::io {
+
+class Dataset;  // dataset.hpp
 
 inline constexpr std::size_t default_scan_bytes = std::size_t{64} << 20;
 

@@ -3,10 +3,11 @@
 // values beyond float32's range).
 #pragma once
 
-#include "attnbatch/io/h5/dataset.hpp"
+#include "attnbatch/io/h5/file_access.hpp"
 #include "attnbatch/io/input/input_spec.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct InputBlock {
 class InputReader {
 public:
     explicit InputReader(const InputSpec& spec, const FileAccess& access = {});
+    InputReader(InputReader&&) noexcept;
+    InputReader& operator=(InputReader&&) noexcept;
+    ~InputReader();
 
     // Reads sequences [first, last); Error (exit 4) when HDF5 fails to read.
     void read(std::int64_t first, std::int64_t last, InputBlock& block);
@@ -56,9 +60,8 @@ public:
 
 private:
     InputSpec spec_;
-    File file_;
-    std::vector<Dataset> data_;  // x, or q, k, v
-    std::optional<Dataset> lengths_;
+    struct Files;  // the input file, its data datasets (x, or q, k, v) and lengths
+    std::unique_ptr<Files> files_;
     std::vector<std::int64_t> offsets_;  // packed layout: N + 1
     bool check_values_ = false;
     void expect_finite(const InputBlock& block, std::int64_t first, std::int64_t last) const;

@@ -13,7 +13,7 @@
 // is written as PATH.partial and published only once whole (output/staged_file.hpp).
 #pragma once
 
-#include "attnbatch/io/h5/dataset.hpp"
+#include "attnbatch/io/h5/dims.hpp"
 #include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 

@@ -30,7 +30,8 @@ struct OutputCheck {
     bool valid() const { return problems.empty(); }
 };
 
-// H5Error when /lengths cannot be read.
-OutputCheck check_output(const File& file, const FileSchema& schema);
+// `schema` is read_file_schema(path)'s; the file is opened again (read-only) for the values of
+// /lengths and /offsets. H5Error when it cannot be opened or they cannot be read.
+OutputCheck check_output(const std::string& path, const FileSchema& schema);
 
 }  // namespace attnbatch::io

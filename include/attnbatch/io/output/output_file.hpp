@@ -29,10 +29,10 @@
 // at creation would write every byte of the output twice.
 #pragma once
 
-#include "attnbatch/io/h5/chunking.hpp"
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/h5/dataset.hpp"
-#include "attnbatch/io/h5/file.hpp"
+#include "attnbatch/io/h5/chunking.hpp"
+#include "attnbatch/io/h5/file_access.hpp"
+#include "attnbatch/io/h5/transfer.hpp"
 #include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/io/output/journal.hpp"
 
@@ -44,6 +44,8 @@
 #include <vector>
 
 namespace attnbatch::io {
+
+class File;  // h5/file.hpp
 
 enum class SaveWeights { none, all, mean };
 enum class WeightsDtype { f32, f16 };
@@ -194,7 +196,7 @@ public:
     bool force() const noexcept { return force_; }  // publishing may replace an existing OUTPUT
     // Sequences per /output chunk: work units that are multiples of it write whole chunks.
     std::int64_t sequences_per_chunk() const noexcept { return sequences_per_chunk_; }
-    File& file() noexcept { return file_; }
+    File& file() noexcept;  // the HDF5 file itself, for io's tests
 
     // Writes sequences [first, last) of every dataset (lengths last). Collective under
     // MPI-IO: every rank calls it the same number of times, with an empty range if need be.
@@ -234,8 +236,14 @@ public:
     // close_complete(), then publish_output(): the serial end of a run.
     void finalize();
 
+    OutputFile(OutputFile&&) noexcept;
+    OutputFile& operator=(OutputFile&&) noexcept;
+    ~OutputFile();
+
 private:
-    OutputFile() = default;
+    OutputFile();
+    struct Handles;  // the file and its datasets (output_handles.hpp)
+    std::unique_ptr<Handles> h5_;
     OutputLayout layout_;
     std::string path_;
     bool force_ = false;
@@ -251,9 +259,6 @@ private:
     OutputSpan unit_span(std::size_t unit) const;
     // XXH3-64 of a span's data as stored (span_checksum() of it read back).
     std::uint64_t stored_checksum(const OutputSpan& span) const;
-    File file_;
-    std::optional<Dataset> output_, attention_, lse_, lengths_, offsets_;
-    std::optional<Dataset> journal_progress_;
     std::vector<std::int64_t> unit_bounds_, unit_rows_;
     std::vector<std::pair<std::int64_t, std::int64_t>> pending_;  // (unit, checksum) written, not yet recorded
     bool checkpoint_flushes_ = true;

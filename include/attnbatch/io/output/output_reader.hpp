@@ -9,12 +9,12 @@
 // change what is read (gzip level, chunk size) keep OutputLayout's defaults.
 #pragma once
 
-#include "attnbatch/io/h5/dataset.hpp"
-#include "attnbatch/io/h5/file.hpp"
+#include "attnbatch/io/h5/file_access.hpp"
 #include "attnbatch/io/output/output_file.hpp"
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,12 +39,15 @@ class OutputReader {
 public:
     // Opens OUTPUT read-only: H5Error (exit 4) when it cannot be opened or its structure read.
     explicit OutputReader(const std::string& path, const FileAccess& access = {});
+    OutputReader(OutputReader&&) noexcept;
+    OutputReader& operator=(OutputReader&&) noexcept;
+    ~OutputReader();
 
-    const std::string& path() const noexcept { return file_.path(); }
+    const std::string& path() const noexcept { return path_; }
     // The root attribute `complete` is 1: every sequence was written. An output counts only then.
     bool complete() const noexcept { return complete_; }
     const OutputLayout& layout() const noexcept { return layout_; }
-    bool has_attention() const noexcept { return attention_.has_value(); }
+    bool has_attention() const noexcept { return has_attention_; }
 
     // The root attributes of provenance, and /config; an attribute that is absent keeps
     // Provenance's default.
@@ -67,11 +70,12 @@ public:
     void read(std::int64_t first, std::int64_t last, OutputRows& rows) const;
 
 private:
-    const Dataset& require(const std::optional<Dataset>& dataset, const char* path) const;
-    File file_;
+    struct Datasets;  // the file and the datasets it has of /output, /lse, /lengths, /attention, /offsets
+    std::unique_ptr<Datasets> h5_;
+    std::string path_;
     bool complete_ = false;
+    bool has_attention_ = false;
     OutputLayout layout_;
-    std::optional<Dataset> output_, lse_, lengths_, attention_, offsets_;
 };
 
 }  // namespace attnbatch::io

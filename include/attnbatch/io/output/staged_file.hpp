@@ -4,11 +4,11 @@
 // weights, `weights`' maps); a run's output, which can be resumed, is OutputFile's.
 #pragma once
 
-#include "attnbatch/io/h5/file.hpp"
-
 #include <string>
 
 namespace attnbatch::io {
+
+class File;  // h5/file.hpp
 
 // The checks before writing `path`, which `option` names in the messages: Error exit 2 when
 // it is a directory, exists (without force), a .partial is left over (without force; with
