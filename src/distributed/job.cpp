@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "attnbatch/distributed/stop_point.hpp"
 #include "attnbatch/distributed/stop_request.hpp"
 #include "attnbatch/error.hpp"
+#include "attnbatch/io/input/value_scan.hpp"
 #include "attnbatch/io/output/fault_injection.hpp"
 #include "wall_clock.hpp"
 
@@ -377,21 +379,21 @@ std::int64_t slice_end(const Job& job, std::int64_t first, std::int64_t last) {
 
 // Every value checked before any compute: in parallel each rank scans its own share. In
 // slices, with the weights last, so that the first bad value named is the one a single
-// pass over the data and then the weights would name.
+// pass over the data and then the weights would name. One scanner opens the files once.
 void scan_values(Job& job) {
     Comm& comm = job.comm;
     const bool parallel = job.io == IoMode::parallel;
-    io::ValueScan share{0, job.spec.n, comm.is_root(), job.settings.input.scan_bytes};
-    if (parallel) std::tie(share.first, share.last) = share_span(job.units, job.plan.ranks[static_cast<std::size_t>(comm.rank())]);
-    std::int64_t next = share.first;
+    std::int64_t first = 0, last = job.spec.n;
+    if (parallel) std::tie(first, last) = share_span(job.units, job.plan.ranks[static_cast<std::size_t>(comm.rank())]);
+    std::optional<io::ValueScanner> scanner;
+    std::int64_t next = first;
     agreed_in_slices(comm, comm.is_root() || parallel, [&] {
-        io::ValueScan slice = share;
-        slice.first = next;
-        slice.last = slice_end(job, next, share.last);
-        slice.weights = share.weights && slice.last >= share.last;
-        io::check_values(job.spec, slice);
-        next = slice.last;
-        return next >= share.last;
+        if (!scanner) scanner.emplace(job.spec, job.settings.input.scan_bytes);
+        const std::int64_t end = slice_end(job, next, last);
+        scanner->scan_sequences(next, end);
+        next = end;
+        if (next >= last && comm.is_root()) scanner->scan_weights();
+        return next >= last;
     });
 }
 
@@ -413,7 +415,7 @@ void check_values_before_rounds(Job& job) {
     if (!scan_in_reads(job)) return scan_values(job);
     try {
         agreed(job.comm, job.comm.is_root(), [&] {
-            io::check_values(job.spec, io::ValueScan{0, 0, true, job.settings.input.scan_bytes});
+            io::ValueScanner(job.spec, job.settings.input.scan_bytes).scan_weights();
         });
     } catch (const AgreedFailure& failure) {
         if (failure.exit_code() != exit_invalid_input) throw;

@@ -5,17 +5,13 @@
 #include "attnbatch/io/h5/attribute.hpp"
 #include "attnbatch/io/h5/error.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
-#include "input/input_files.hpp"
+#include "attnbatch/io/input/value_scan.hpp"
 #include "h5/paths.hpp"
+#include "input/input_files.hpp"
 
 #include <algorithm>
-#include <cfloat>
-#include <limits>
-#include <tuple>
 #include <climits>
-#include <cmath>
 #include <cstdio>
-#include <sstream>
 #include <stdexcept>
 
 namespace attnbatch::io {
@@ -64,12 +60,6 @@ std::string type_text(const Dataset& dataset, const TypeInfo& info) {
     }
     H5Tclose(type);
     return text;
-}
-
-std::string number_text(double value) {
-    std::ostringstream out;
-    out << value;
-    return out.str();
 }
 
 // A dataset we have opened, with what the messages need to name it.
@@ -165,19 +155,6 @@ void expect_heads_divide(std::int64_t heads, std::int64_t width, const std::stri
     if (width % heads == 0) return;
     usage("--heads " + std::to_string(heads) + " does not divide " + what + " = " + std::to_string(width) + " of " +
           of + "; hint: " + divisors_hint(width));
-}
-
-void expect_finite(const Data& data, std::size_t scan_bytes, std::uint64_t first, std::uint64_t last) {
-    // Everything is computed in float32: a finite float64 beyond FLT_MAX would become inf.
-    const std::optional<BadValue> bad =
-        find_first_non_finite(data.dataset, scan_bytes, static_cast<double>(FLT_MAX), first, last);
-    if (!bad) return;
-    if (!std::isfinite(bad->value)) {
-        invalid(data.at() + " has a non-finite value (" + number_text(bad->value) + ") at " + shape_text(bad->index) +
-                ", expected finite values everywhere, padding included; hint: replace them, e.g. numpy.nan_to_num");
-    }
-    invalid(data.at() + " has the value " + number_text(bad->value) + " at " + shape_text(bad->index) +
-            ", beyond float32's range (|x| <= 3.4e38) used for the compute; hint: rescale the data");
 }
 
 // /lengths: integer [N].
@@ -692,57 +669,12 @@ InputSpec describe_input(const InputOptions& options) {
         detail::rethrow_read_failure(error);
     }
     // Shapes and types of everything first, then the scan that reads whole datasets.
-    if (options.check_finite) check_values(spec, ValueScan{0, spec.n, true, options.scan_bytes});
-    return spec;
-}
-
-namespace {
-
-// Rows [offsets[first], offsets[last]) of packed data: sequences [first, last).
-std::pair<std::uint64_t, std::uint64_t> packed_rows(const InputSpec& spec, std::uint64_t first, std::uint64_t last) {
-    const File file = detail::open_input_file(spec.path, "--input");
-    const Dataset offsets = Dataset::open(file, spec.offsets);
-    const auto clamp = [&](std::uint64_t s) { return std::min<std::uint64_t>(s, static_cast<std::uint64_t>(spec.first_sequence + spec.n)); };
-    std::int64_t rows[2] = {0, 0};
-    read_rows(offsets, clamp(first), 1, &rows[0], 1);
-    read_rows(offsets, clamp(last), 1, &rows[1], 1);
-    return {static_cast<std::uint64_t>(rows[0]), static_cast<std::uint64_t>(std::max(rows[0], rows[1]))};
-}
-
-}  // namespace
-
-void check_values(const InputSpec& spec, const ValueScan& scan) {
-    try {
-        std::vector<Data> data;
-        {
-            const File file = detail::open_input_file(spec.path, "--input");
-            if (spec.mode == InputMode::embeddings) {
-                data.push_back(open_data(file, spec.dataset, "--dataset", "the embeddings", "[N, L, d]"));
-            } else {
-                data.push_back(open_data(file, spec.query, "--query", "the queries", "[N, L, H*d_k] or [N, H, L, d_k]"));
-                data.push_back(open_data(file, spec.key, "--key", "the keys", "[N, L, H*d_k] or [N, H, L, d_k]"));
-                data.push_back(open_data(file, spec.value, "--value", "the values", "[N, L, H*d_v] or [N, H, L, d_v]"));
-            }
-        }
-        // Sequences as stored in the file (run --sequences selects a block of them).
-        auto first = static_cast<std::uint64_t>(spec.first_sequence + std::max<std::int64_t>(0, scan.first));
-        auto last = static_cast<std::uint64_t>(spec.first_sequence + std::max(scan.first, scan.last));
-        if (spec.packed) std::tie(first, last) = packed_rows(spec, first, last);
-        for (const Data& d : data) expect_finite(d, scan.bytes, first, last);
-        if (!scan.weights || !spec.weights) return;
-        const WeightsSpec& w = *spec.weights;
-        const File file = detail::open_input_file(w.path, "--weights");
-        const std::pair<const char*, bool> weights[] = {{dataset::w_q, true},      {dataset::w_k, true},      {dataset::w_v, true},
-                                                        {dataset::w_o, w.has_w_o}, {dataset::b_q, w.has_b_q}, {dataset::b_k, w.has_b_k},
-                                                        {dataset::b_v, w.has_b_v}, {dataset::b_o, w.has_b_o}};
-        for (const auto& [path, present] : weights) {
-            if (!present) continue;
-            const Data d = open_data(file, path, "--weights", "the projections file", "");
-            expect_finite(d, scan.bytes, 0, std::numeric_limits<std::uint64_t>::max());
-        }
-    } catch (const H5Error& error) {
-        detail::rethrow_read_failure(error);
+    if (options.check_finite) {
+        ValueScanner scanner(spec, options.scan_bytes);
+        scanner.scan_sequences(0, spec.n);
+        scanner.scan_weights();
     }
+    return spec;
 }
 
 }  // namespace attnbatch::io

@@ -106,14 +106,4 @@ InputSpec describe_input(const InputOptions& options);
 // std::invalid_argument): spec.n becomes last - first, spec.first_sequence grows by first.
 void select_sequences(InputSpec& spec, std::int64_t first, std::int64_t last);
 
-// The finiteness scan alone, over an input describe_input() already accepted: sequences
-// [first, last) of the selection and, with `weights`, the projection weights. Under MPI each rank
-// scans its own share. Error (exit 3) names the first bad value, as describe_input does.
-struct ValueScan {
-    std::int64_t first = 0, last = 0;
-    bool weights = true;
-    std::size_t bytes = default_scan_bytes;  // memory bound
-};
-void check_values(const InputSpec& spec, const ValueScan& scan);
-
 }  // namespace attnbatch::io
