@@ -34,6 +34,7 @@
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include "attnbatch/io/h5/file_schema.hpp"
 #include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/io/output/output_check.hpp"
-#include "attnbatch/io/models/weights_check.hpp"
+#include "attnbatch/io/models/weights_spec.hpp"
 #include "command_line.hpp"
 
 #include <optional>

@@ -10,6 +10,7 @@
 
 #include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
 #include "attnbatch/io/output/output_reader.hpp"
 #include "attnbatch/kernels/attention.hpp"
 

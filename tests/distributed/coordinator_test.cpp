@@ -23,6 +23,7 @@
 #include "attnbatch/io/h5/h5.hpp"
 #include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
 #include "attnbatch/io/output/output_file.hpp"
 #include "support/kernel_test_support.hpp"
 #include "support/temp_dir.hpp"

@@ -4,6 +4,7 @@
 #include "support/temp_dir.hpp"
 
 #include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
 
 namespace attnbatch::io {
 namespace {

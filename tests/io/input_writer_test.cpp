@@ -6,6 +6,7 @@
 #include "support/temp_dir.hpp"
 
 #include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
 #include "attnbatch/io/input/input_writer.hpp"
 
 #include <sys/stat.h>

@@ -12,6 +12,7 @@
 #include "attnbatch/distributed/step_computer.hpp"
 #include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
 #include "attnbatch/io/output/output_file.hpp"
 
 namespace attnbatch::distributed {

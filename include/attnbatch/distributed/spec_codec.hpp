@@ -8,6 +8,7 @@
 #include "attnbatch/distributed/comm.hpp"
 #include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
 
 namespace attnbatch::distributed {
 

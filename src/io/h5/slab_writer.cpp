@@ -1,4 +1,4 @@
-// Box iteration and conversion for write_computed().
+// Box iteration and conversion for write_computed(), and the datasets made with it.
 #include "h5/slab_writer.hpp"
 
 #include "attnbatch/io/h5/chunking.hpp"
@@ -67,6 +67,22 @@ void write_computed(const Dataset& dataset, MemType type, std::size_t max_bytes,
         } while (next_index(within, slab.count, 1));
         write_slab(dataset, slab, type, buffer.data(), written);
     } while (next_index(cell, grid, 0));
+}
+
+WrittenDataset write_computed_dataset(const File& file, const std::string& path, MemType type, const Dims& dims,
+                                      const std::vector<std::string>& labels, std::size_t slab_bytes,
+                                      const ValueSource& fill) {
+    DatasetCreation creation;
+    creation.chunk = chunk_shape(dims, mem_type_size(type));
+    const Datatype file_type = type == MemType::f64   ? Datatype::float64()
+                               : type == MemType::i32 ? Datatype::int32()
+                                                      : Datatype::float32();
+    Dataset dataset = Dataset::create(file, path, file_type, dims, creation);
+    set_dimension_labels(dataset, labels);
+    write_computed(dataset, type, slab_bytes, fill);
+    dataset.close();
+    const char* name = type == MemType::f64 ? "float64" : type == MemType::i32 ? "int32" : "float32";
+    return WrittenDataset{path, name, dims};
 }
 
 }  // namespace attnbatch::io::detail

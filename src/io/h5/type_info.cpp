@@ -6,6 +6,16 @@
 
 namespace attnbatch::io {
 
+const char* name_of(DataType type) {
+    switch (type) {
+        case DataType::float64: return "float64";
+        case DataType::float16: return "float16";
+        case DataType::bfloat16: return "bfloat16";
+        case DataType::float32: break;
+    }
+    return "float32";
+}
+
 std::size_t mem_type_size(MemType type) noexcept {
     switch (type) {
         case MemType::f32: return 4;

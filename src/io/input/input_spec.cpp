@@ -6,8 +6,9 @@
 #include "attnbatch/io/h5/error.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/io/input/value_scan.hpp"
+#include "h5/dataset_rules.hpp"
 #include "h5/paths.hpp"
-#include "input/input_files.hpp"
+#include "h5/open_checked.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -21,111 +22,32 @@ namespace {
 [[noreturn]] void invalid(const std::string& message) { throw Error(exit_invalid_input, message); }
 [[noreturn]] void usage(const std::string& message) { throw Error(exit_usage, message); }
 
-// A dataset's type for messages: TypeInfo::name() for numbers and strings, and for the
-// classes it calls "other" what they are, so that a user sees why the data is refused (numpy
-// complex and bool arrays reach HDF5 as a compound and an enum).
-std::string type_text(const Dataset& dataset, const TypeInfo& info) {
-    if (info.type_class != TypeClass::other) return info.name();
-    const std::string bytes = " (" + std::to_string(info.size) + (info.size == 1 ? " byte)" : " bytes)");
-    const hid_t type = H5Dget_type(dataset.id());
-    if (type < 0) return info.name();
-    std::string text;
-    switch (H5Tget_class(type)) {
-        case H5T_COMPOUND: {
-            const int members = H5Tget_nmembers(type);
-            bool two_floats = members == 2;
-            for (int i = 0; i < members && two_floats; ++i) two_floats = H5Tget_member_class(type, static_cast<unsigned>(i)) == H5T_FLOAT;
-            text = "compound of " + std::to_string(members) + (members == 1 ? " field" : " fields") + bytes +
-                   (two_floats ? ", i.e. complex numbers" : "");
-            break;
-        }
-        case H5T_ENUM: {
-            char name[8] = {};
-            const bool boolean = H5Tget_nmembers(type) == 2 && H5Tget_member_name(type, 0) != nullptr;
-            if (boolean) {
-                char* first = H5Tget_member_name(type, 0);
-                std::snprintf(name, sizeof name, "%s", first);
-                H5free_memory(first);
-            }
-            text = std::string("enum") + bytes + (boolean && std::string(name) == "FALSE" ? ", i.e. booleans" : "");
-            break;
-        }
-        case H5T_VLEN: text = "variable-length sequence"; break;
-        case H5T_ARRAY: text = "array" + bytes; break;
-        case H5T_OPAQUE: text = "opaque" + bytes; break;
-        case H5T_BITFIELD: text = "bitfield" + bytes; break;
-        case H5T_REFERENCE: text = "reference"; break;
-        case H5T_TIME: text = "time" + bytes; break;
-        default: text = info.name(); break;
-    }
-    H5Tclose(type);
-    return text;
-}
-
 // A dataset we have opened, with what the messages need to name it.
-struct Data {
-    std::string file;
-    std::string path;
-    std::string option;
-    std::string role;  // "the embeddings": what `option` names, for hints
+struct Data : detail::DatasetFacts {
     Dataset dataset;
-    Dims dims;
-    std::string at() const { return file + ": dataset " + path; }
 };
 
 // `role` is what the option names ("the embeddings"), `shape` its expected shape.
 Data open_data(const File& file, const std::string& path, const std::string& option, const std::string& role,
                const std::string& shape) {
     Dataset dataset = detail::open_input_dataset(file, path, option, role + " " + shape);
-    Dims dims = dataset.dims();
-    return Data{file.path(), path, option, role, std::move(dataset), std::move(dims)};
+    detail::DatasetFacts facts = detail::facts_of(dataset, option, role);
+    return Data{std::move(facts), std::move(dataset)};
 }
 
-// `half_width`: float16 and bfloat16 are accepted too (the data; projection weights need 32 or
-// 64 bits).
+// `half_width`: float16 and bfloat16 are accepted too.
 DataType float_type(const Data& data, bool half_width = false) {
-    const TypeInfo type = data.dataset.type_info();
-    if (type.type_class == TypeClass::floating && type.size == 4) return DataType::float32;
-    if (type.type_class == TypeClass::floating && type.size == 8) return DataType::float64;
-    if (half_width && type.half_width_bits()) {
-        return type.half_width_bits() == MemType::f16_bits ? DataType::float16 : DataType::bfloat16;
-    }
-    const std::string hint = type.type_class == TypeClass::floating
-                                 ? "convert it, e.g. with numpy .astype('float32')"
-                                 : data.option + " names real-valued data";
-    invalid(data.at() + " has dtype " + type_text(data.dataset, type) + ", expected float32 or float64" +
-            (half_width ? " (or float16, or bfloat16: a 2-byte float with 8 exponent bits)" : "") + "; hint: " + hint);
+    DataType type = DataType::float32;
+    detail::raise_if(detail::float_type_rule(data, half_width, type));
+    return type;
 }
 
 void expect_rank(const Data& data, std::size_t rank, const std::string& expected) {
-    if (data.dims.size() == rank) return;
-    invalid(data.at() + " has shape " + shape_text(data.dims) + " (rank " + std::to_string(data.dims.size()) +
-            "), expected " + expected + " (rank " + std::to_string(rank) + "); hint: " + data.option + " names " +
-            data.role);
+    detail::raise_if(detail::rank_rule(data, rank, expected));
 }
 
-// At most 2^60 elements in a dataset: its size in bytes, read as float64, then fits 64 bits.
-constexpr hsize_t kMaxElements = hsize_t{1} << 60;
-
-// Every axis non-empty and small enough for the kernels' int sizes, and the whole small enough
-// to count in bytes; names the first bad axis.
 void expect_extents(const Data& data, const std::vector<std::string>& names) {
-    hsize_t elements = 1;
-    for (std::size_t axis = 0; axis < data.dims.size(); ++axis) {
-        const std::string& name = axis < names.size() ? names[axis] : std::to_string(axis);
-        if (data.dims[axis] == 0) {
-            invalid(data.at() + " has shape " + shape_text(data.dims) + ": " + name + " = 0, expected at least 1" +
-                    (axis == 0 ? " sequence" : ""));
-        }
-        if (data.dims[axis] > static_cast<hsize_t>(INT_MAX)) {
-            invalid(data.at() + " has " + name + " = " + std::to_string(data.dims[axis]) + ", expected at most " +
-                    std::to_string(INT_MAX));
-        }
-        if (__builtin_mul_overflow(elements, data.dims[axis], &elements) || elements > kMaxElements) {
-            invalid(data.at() + " has shape " + shape_text(data.dims) + ", more than 2^60 elements; expected a "
-                    "dataset whose size in bytes fits 64 bits");
-        }
-    }
+    detail::raise_if(detail::extents_rule(data, names));
 }
 
 std::int64_t extent(const Data& data, std::size_t axis) { return static_cast<std::int64_t>(data.dims[axis]); }
@@ -138,30 +60,14 @@ void expect_same(const Data& data, std::size_t axis, const Data& reference, std:
             std::to_string(reference.dims[reference_axis]) + "; expected equal " + why);
 }
 
-std::string divisors_hint(std::int64_t value) {
-    std::string hint = "choose --heads among the divisors of " + std::to_string(value) + ":";
-    int listed = 0;
-    for (std::int64_t h = 1; h <= value && listed < 8; ++h) {
-        if (value % h == 0) {
-            hint += " " + std::to_string(h);
-            ++listed;
-        }
-    }
-    return hint + (listed == 8 ? " ..." : "");
-}
-
-// `what` names the axis ("d", "the last axis H*d_k"), `of` the dataset ("in.h5:/x").
 void expect_heads_divide(std::int64_t heads, std::int64_t width, const std::string& what, const std::string& of) {
-    if (width % heads == 0) return;
-    usage("--heads " + std::to_string(heads) + " does not divide " + what + " = " + std::to_string(width) + " of " +
-          of + "; hint: " + divisors_hint(width));
+    detail::raise_if(detail::heads_divide_rule(heads, width, what, of));
 }
 
 // /lengths: integer [N].
 void check_lengths_shape(const Data& lengths, std::int64_t n) {
-    const TypeInfo type = lengths.dataset.type_info();
-    if (type.type_class != TypeClass::integer) {
-        invalid(lengths.at() + " has dtype " + type_text(lengths.dataset, type) + ", expected an integer type; hint: " + lengths.option +
+    if (lengths.type.type_class != TypeClass::integer) {
+        invalid(lengths.at() + " has dtype " + lengths.type_text + ", expected an integer type; hint: " + lengths.option +
                 " names the valid-token count of each sequence");
     }
     if (lengths.dims.size() != 1 || static_cast<std::int64_t>(lengths.dims[0]) != n) {
@@ -196,28 +102,9 @@ int requested_kv_heads(const InputOptions& options) {
     return options.kv_heads;
 }
 
-// G divides H: query head h reads K/V head h / (H / G).
 void expect_kv_heads_divide(std::int64_t kv_heads, std::int64_t heads, const std::string& source) {
-    if (kv_heads >= 1 && kv_heads <= heads && heads % kv_heads == 0) return;
-    std::string hint = divisors_hint(heads);
-    hint.replace(hint.find("--heads"), 7, "--kv-heads");
-    usage("--kv-heads " + std::to_string(kv_heads) + " (" + source + ") does not divide --heads " + std::to_string(heads) +
-          "; expected G dividing H (query head h reads K/V head h / (H/G)); hint: " + hint);
+    detail::raise_if(detail::kv_heads_divide_rule(kv_heads, heads, source));
 }
-
-// G from the key width when --kv-heads is not given: keys as wide as the queries are one K/V
-// head per query head; narrower ones hold fewer heads of the same d_k. 0 when no G fits.
-std::int64_t kv_heads_from_widths(std::int64_t heads, std::int64_t d_k, std::int64_t key_width) {
-    if (d_k <= 0 || key_width % d_k != 0) return 0;
-    const std::int64_t groups = key_width / d_k;
-    return groups >= 1 && groups <= heads && heads % groups == 0 ? groups : 0;
-}
-
-DataType widest(DataType a, DataType b) {
-    if (a == DataType::float64 || b == DataType::float64) return DataType::float64;
-    return a == b ? a : DataType::float32;  // float16 with bfloat16: neither holds the other
-}
-
 
 // The packed layout (input_spec.hpp): /offsets int64 [N+1] rising from 0 to T. Sets n, tokens and
 // len (the longest sequence, at least 1).
@@ -229,9 +116,8 @@ void describe_offsets(const File& file, const Data& data, InputSpec& spec, std::
                 "[N, L, ...] data for the padded layout");
     }
     Data offsets = open_data(file, path, "--dataset", "the sequence offsets", "int64 [N+1]");
-    const TypeInfo type = offsets.dataset.type_info();
-    if (type.type_class != TypeClass::integer) {
-        invalid(offsets.at() + " has dtype " + type_text(offsets.dataset, type) + ", expected int64 [N+1]: where each "
+    if (offsets.type.type_class != TypeClass::integer) {
+        invalid(offsets.at() + " has dtype " + offsets.type_text + ", expected int64 [N+1]: where each "
                 "sequence starts in " + data.path);
     }
     if (offsets.dims.size() != 1 || offsets.dims[0] < 2) {
@@ -367,7 +253,7 @@ void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec
     Data q = open_data(file, spec.query, "--query", "the queries", "[N, L, H*d_k] or [N, H, L, d_k]");
     Data k = open_data(file, spec.key, "--key", "the keys", "[N, L, H*d_k] or [N, H, L, d_k]");
     Data v = open_data(file, spec.value, "--value", "the values", "[N, L, H*d_v] or [N, H, L, d_v]");
-    spec.dtype = widest(widest(float_type(q, true), float_type(k, true)), float_type(v, true));
+    spec.dtype = detail::widest(detail::widest(float_type(q, true), float_type(k, true)), float_type(v, true));
 
     const std::size_t rank = q.dims.size();
     const bool offsets = object_kind(file, dataset::offsets) != ObjectKind::missing;
@@ -411,7 +297,7 @@ void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec
                         ", d_k from " + q.path + "); hint: check --heads and --kv-heads");
             }
         } else {
-            spec.kv_heads = kv_heads_from_widths(spec.heads, spec.d_k, extent(k, 2));
+            spec.kv_heads = detail::kv_heads_from_widths(spec.heads, spec.d_k, extent(k, 2));
             if (spec.kv_heads == 0) {
                 invalid(k.at() + " has H*d_k = " + std::to_string(extent(k, 2)) + " (shape " + shape_text(k.dims) + ") but " +
                         q.path + " has H*d_k = " + std::to_string(extent(q, 2)) + "; expected equal (queries and keys share "
@@ -449,141 +335,6 @@ void describe_qkv(const File& file, const InputOptions& options, InputSpec& spec
     }
 }
 
-// Weights matrix or bias `path`: rank `rank`, float32/64, its type folded into `dtype`;
-// nothing when it is optional and absent.
-std::optional<Data> open_weight(const File& file, const std::string& path, bool required, std::size_t rank,
-                                const std::string& expected, DataType& dtype) {
-    if (!required && object_kind(file, path) == ObjectKind::missing) return std::nullopt;
-    Data data = open_data(file, path, "--weights", "the projections file",
-                          "with /w_q [d, H*d_k], /w_k [d, H*d_k], /w_v [d, H*d_v] and optional /w_o "
-                          "[H*d_v, d_out], /b_q, /b_k, /b_v, /b_o");
-    dtype = widest(dtype, float_type(data));
-    expect_rank(data, rank, expected);
-    expect_extents(data, rank == 2 ? std::vector<std::string>{"rows", "columns"} : std::vector<std::string>{"size"});
-    return data;
-}
-
-void expect_shape(const Data& data, const Dims& expected, const std::string& why) {
-    if (data.dims == expected) return;
-    invalid(data.at() + " has shape " + shape_text(data.dims) + ", expected " + shape_text(expected) + " " + why);
-}
-
-// A head count the weights file states (root attribute `name`), 0 when it states none.
-std::int64_t stated_count(const File& file, const char* name) {
-    if (!has_attribute(file, name)) return 0;
-    try {
-        const std::int64_t value = get_int_attribute(file, name);
-        return value > 0 ? value : 0;
-    } catch (const H5Error&) {
-        return 0;  // not an integer: the file states nothing usable
-    }
-}
-
-// The option when given, else the file's count; both given and different: exit 2 naming both.
-std::int64_t agreed_count(int option_value, std::int64_t stated, const char* option, const char* name,
-                          const std::string& file) {
-    if (option_value != 0 && stated != 0 && option_value != stated) {
-        usage(std::string(option) + " " + std::to_string(option_value) + " contradicts " + file + ", whose attribute " + name +
-              " = " + std::to_string(stated) + " says how its weights are cut into heads; hint: omit " + option +
-              " to use the file's " + std::to_string(stated) + ", or fix the file's attribute");
-    }
-    return option_value != 0 ? option_value : stated;
-}
-
-WeightsSpec describe_weights(const InputOptions& options, InputSpec& spec) {
-    WeightsSpec weights;
-    weights.path = options.weights_path;
-    const File file = detail::open_input_file(options.weights_path, "--weights");
-    DataType& dtype = weights.dtype;
-    Data w_q = *open_weight(file, dataset::w_q, true, 2, "[d, H*d_k]", dtype);
-    Data w_k = *open_weight(file, dataset::w_k, true, 2, "[d, G*d_k]", dtype);
-    Data w_v = *open_weight(file, dataset::w_v, true, 2, "[d, G*d_v]", dtype);
-    std::optional<Data> w_o = open_weight(file, dataset::w_o, false, 2, "[H*d_v, d_out]", dtype);
-    std::optional<Data> b_q = open_weight(file, dataset::b_q, false, 1, "[H*d_k]", dtype);
-    std::optional<Data> b_k = open_weight(file, dataset::b_k, false, 1, "[G*d_k]", dtype);
-    std::optional<Data> b_v = open_weight(file, dataset::b_v, false, 1, "[G*d_v]", dtype);
-    std::optional<Data> b_o = open_weight(file, dataset::b_o, false, 1, "[d_out]", dtype);
-    weights.file_heads = stated_count(file, attribute::heads);
-    weights.file_kv_heads = stated_count(file, attribute::kv_heads);
-    if (has_attribute(file, attribute::rope_theta)) {
-        try {
-            weights.file_rope_theta = get_real_attribute(file, attribute::rope_theta);
-        } catch (const H5Error&) {
-            weights.file_rope_theta = 0;
-        }
-    }
-
-    const std::string embeddings = "from " + spec.path + ":" + spec.dataset;
-    if (extent(w_q, 0) != spec.d) {
-        invalid(w_q.at() + " has shape " + shape_text(w_q.dims) + ", expected [d, H*d_k] with d = " +
-                std::to_string(spec.d) + " " + embeddings + "; hint: the projections must match the embeddings");
-    }
-    for (const Data* matrix : {&w_k, &w_v}) {
-        if (extent(*matrix, 0) == spec.d) continue;
-        invalid(matrix->at() + " has shape " + shape_text(matrix->dims) + ", expected [d, " +
-                (matrix == &w_k ? "G*d_k" : "G*d_v") + "] with d = " + std::to_string(spec.d) + " " + embeddings +
-                "; hint: the projections must match the embeddings");
-    }
-    weights.d_in = spec.d;
-    weights.qk_width = extent(w_q, 1);
-    weights.k_width = extent(w_k, 1);
-    weights.v_width = extent(w_v, 1);
-
-    // The heads: --heads, else the file's; the K/V heads: --kv-heads, else the file's, else
-    // what the key width says.
-    spec.heads = agreed_count(options.heads, weights.file_heads, "--heads", attribute::heads, options.weights_path);
-    if (spec.heads == 0) spec.heads = 1;
-    expect_heads_divide(spec.heads, weights.qk_width, "the columns H*d_k", w_q.file + ":" + dataset::w_q);
-    const std::int64_t d_k = weights.qk_width / spec.heads;
-    spec.kv_heads = agreed_count(options.kv_heads, weights.file_kv_heads, "--kv-heads", attribute::kv_heads, options.weights_path);
-    if (spec.kv_heads != 0) {
-        expect_kv_heads_divide(spec.kv_heads, spec.heads, options.kv_heads != 0 ? "given" : "the attribute of " + options.weights_path);
-        if (weights.k_width != spec.kv_heads * d_k) {
-            invalid(w_k.at() + " has shape " + shape_text(w_k.dims) + ", expected [d, G*d_k] with G*d_k = " +
-                    std::to_string(spec.kv_heads) + "*" + std::to_string(d_k) + " = " + std::to_string(spec.kv_heads * d_k) +
-                    " (G = " + std::to_string(spec.kv_heads) + " K/V heads, d_k from " + dataset::w_q + " and H = " +
-                    std::to_string(spec.heads) + "); hint: check --heads and --kv-heads");
-        }
-    } else {
-        spec.kv_heads = kv_heads_from_widths(spec.heads, d_k, weights.k_width);
-        if (spec.kv_heads == 0) {
-            invalid(w_k.at() + " has shape " + shape_text(w_k.dims) + ", expected " + shape_text(w_q.dims) + " like " +
-                    dataset::w_q + " (keys and queries share d_k = " + std::to_string(d_k) + "), or [" + std::to_string(spec.d) +
-                    ", G*" + std::to_string(d_k) + "] for G K/V heads dividing H = " + std::to_string(spec.heads) +
-                    " (grouped-query attention); hint: check --heads and --kv-heads");
-        }
-    }
-    if (weights.v_width % spec.kv_heads != 0) {
-        invalid(w_v.at() + " has shape " + shape_text(w_v.dims) + ": its columns G*d_v = " + std::to_string(weights.v_width) +
-                " are not a multiple of G = " + std::to_string(spec.kv_heads) + " K/V heads; hint: check --kv-heads");
-    }
-    const std::int64_t attended_width = spec.heads * (weights.v_width / spec.kv_heads);  // H*d_v
-    if (w_o) {
-        if (extent(*w_o, 0) != attended_width) {
-            invalid(w_o->at() + " has shape " + shape_text(w_o->dims) + ", expected [H*d_v, d_out] with H*d_v = " +
-                    std::to_string(attended_width) + " (H = " + std::to_string(spec.heads) + " heads of the d_v = " +
-                    std::to_string(weights.v_width / spec.kv_heads) + " columns per head of /w_v)");
-        }
-        weights.has_w_o = true;
-        weights.d_out = extent(*w_o, 1);
-    }
-    const auto qk = static_cast<hsize_t>(weights.qk_width);
-    const auto kw = static_cast<hsize_t>(weights.k_width);
-    const auto vw = static_cast<hsize_t>(weights.v_width);
-    if (b_q) expect_shape(*b_q, {qk}, "(the columns of /w_q)");
-    if (b_k) expect_shape(*b_k, {kw}, "(the columns of /w_k)");
-    if (b_v) expect_shape(*b_v, {vw}, "(the columns of /w_v)");
-    if (b_o) {
-        if (!w_o) invalid(b_o->at() + " is present without /w_o; expected /w_o [H*d_v, d_out] alongside it");
-        expect_shape(*b_o, {static_cast<hsize_t>(weights.d_out)}, "(the columns of /w_o)");
-    }
-    weights.has_b_q = b_q.has_value();
-    weights.has_b_k = b_k.has_value();
-    weights.has_b_v = b_v.has_value();
-    weights.has_b_o = b_o.has_value();
-    return weights;
-}
-
 void check_option_combinations(const InputOptions& options) {
     if (options.input_path.empty()) usage("--input is required; hint: --input names the HDF5 file to read");
     const int given = !options.query.empty() + !options.key.empty() + !options.value.empty();
@@ -616,16 +367,6 @@ void select_sequences(InputSpec& spec, std::int64_t first, std::int64_t last) {
 }
 
 
-const char* name_of(DataType type) {
-    switch (type) {
-        case DataType::float64: return "float64";
-        case DataType::float16: return "float16";
-        case DataType::bfloat16: return "bfloat16";
-        case DataType::float32: break;
-    }
-    return "float32";
-}
-
 std::int64_t InputSpec::d_out() const {
     if (weights && weights->has_w_o) return weights->d_out;
     return heads * d_v;
@@ -656,7 +397,15 @@ InputSpec describe_input(const InputOptions& options) {
             spec.lengths = lengths_path;
         }
         if (!options.weights_path.empty()) {
-            spec.weights = describe_weights(options, spec);
+            WeightsRequest request;
+            request.heads = options.heads;
+            request.kv_heads = options.kv_heads;
+            request.d = spec.d;
+            request.d_source = spec.path + ":" + spec.dataset;
+            const DescribedWeights described = describe_weights(options.weights_path, request);
+            spec.weights = described.spec;
+            spec.heads = described.heads;
+            spec.kv_heads = described.kv_heads;
             spec.d_k = spec.weights->qk_width / spec.heads;
             spec.d_v = spec.weights->v_width / spec.kv_heads;
         }

@@ -1,9 +1,11 @@
-// Writing an input file and a projection weights file: datasets first, in a fixed order, then
-// the root attributes, so that the same content always makes the same bytes.
+// Writing an input file (and, through the weights writer, a projection weights file): datasets
+// first, in a fixed order, then the root attributes, so that the same content always makes
+// the same bytes.
 #include "attnbatch/io/input/input_writer.hpp"
 
-#include "attnbatch/io/h5/chunking.hpp"
 #include "attnbatch/io/h5/attribute.hpp"
+#include "attnbatch/io/h5/chunking.hpp"
+#include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/output/staged_file.hpp"
 #include "h5/slab_writer.hpp"
 
@@ -13,23 +15,6 @@ namespace attnbatch::io {
 namespace {
 
 MemType mem_type_of(DataType type) { return type == DataType::float64 ? MemType::f64 : MemType::f32; }
-
-// Creates a dataset chunked about 1 MiB along whole sequences (rows), labels its axes and
-// fills it in bounded slabs.
-WrittenDataset write_dataset(const File& file, const std::string& path, MemType type, const Dims& dims,
-                             const std::vector<std::string>& labels, std::size_t slab_bytes, const ValueSource& fill) {
-    DatasetCreation creation;
-    creation.chunk = chunk_shape(dims, mem_type_size(type));
-    const Datatype file_type = type == MemType::f64   ? Datatype::float64()
-                               : type == MemType::i32 ? Datatype::int32()
-                                                      : Datatype::float32();
-    Dataset dataset = Dataset::create(file, path, file_type, dims, creation);
-    set_dimension_labels(dataset, labels);
-    detail::write_computed(dataset, type, slab_bytes, fill);
-    dataset.close();
-    const char* name = type == MemType::f64 ? "float64" : type == MemType::i32 ? "int32" : "float32";
-    return WrittenDataset{path, name, dims};
-}
 
 void write_common_attributes(const File& file, const GeneratorRecord& record, const char* format_name,
                              std::int64_t heads, DataType dtype) {
@@ -51,7 +36,7 @@ std::vector<WrittenDataset> write_packed(const File& file, const InputContent& c
     const MemType type = mem_type_of(content.dtype);
     std::vector<WrittenDataset> written;
     if (content.mode == InputMode::embeddings) {
-        written.push_back(write_dataset(file, content.embeddings_path, type, {tokens, static_cast<hsize_t>(content.d)},
+        written.push_back(detail::write_computed_dataset(file, content.embeddings_path, type, {tokens, static_cast<hsize_t>(content.d)},
                                         {"T", "d"}, slab_bytes, content.embeddings));
     } else {
         const struct {
@@ -63,7 +48,7 @@ std::vector<WrittenDataset> write_packed(const File& file, const InputContent& c
                        {dataset::key, content.key, content.d_k, "H*d_k"},
                        {dataset::value, content.value, content.d_v, "H*d_v"}};
         for (const auto& t : tensors) {
-            written.push_back(write_dataset(file, t.path, type, {tokens, heads * static_cast<hsize_t>(t.head_width)},
+            written.push_back(detail::write_computed_dataset(file, t.path, type, {tokens, heads * static_cast<hsize_t>(t.head_width)},
                                             {"T", t.label}, slab_bytes, t.values));
         }
     }
@@ -87,7 +72,7 @@ std::vector<WrittenDataset> write_input(const File& file, const InputContent& co
     if (content.packed) {
         written = write_packed(file, content, slab_bytes);
     } else if (content.mode == InputMode::embeddings) {
-        written.push_back(write_dataset(file, content.embeddings_path, type, {n, len, static_cast<hsize_t>(content.d)},
+        written.push_back(detail::write_computed_dataset(file, content.embeddings_path, type, {n, len, static_cast<hsize_t>(content.d)},
                                         {"N", "L", "d"}, slab_bytes, content.embeddings));
     } else {
         const bool split = content.layout == QkvLayout::split;
@@ -110,11 +95,11 @@ std::vector<WrittenDataset> write_input(const File& file, const InputContent& co
             const std::vector<std::string> labels =
                 split ? std::vector<std::string>{"N", t.heads_label, "L", t.width_label}
                       : std::vector<std::string>{"N", "L", std::string(t.heads_label) + "*" + t.width_label};
-            written.push_back(write_dataset(file, t.path, type, dims, labels, slab_bytes, t.values));
+            written.push_back(detail::write_computed_dataset(file, t.path, type, dims, labels, slab_bytes, t.values));
         }
     }
     if (content.lengths) {
-        written.push_back(write_dataset(file, dataset::lengths, MemType::i32, {n}, {"N"}, slab_bytes, content.lengths));
+        written.push_back(detail::write_computed_dataset(file, dataset::lengths, MemType::i32, {n}, {"N"}, slab_bytes, content.lengths));
     }
     write_common_attributes(file, record, format::input, content.heads, content.dtype);
     set_text_attribute(file, attribute::layout, layout_name(content));
@@ -126,40 +111,6 @@ std::vector<WrittenDataset> write_input(const File& file, const InputContent& co
         set_int_attribute(file, attribute::head_dim, content.d_k);
         set_int_attribute(file, attribute::value_dim, content.d_v);
     }
-    return written;
-}
-
-std::vector<WrittenDataset> write_weights(const File& file, const WeightsContent& content, const GeneratorRecord& record,
-                                          std::size_t slab_bytes) {
-    const auto d = static_cast<hsize_t>(content.d);
-    const bool grouped = content.kv_heads > 0 && content.kv_heads != content.heads;
-    const std::int64_t kv_heads = grouped ? content.kv_heads : content.heads;
-    const std::string kv = grouped ? "G" : "H";
-    const auto qk = static_cast<hsize_t>(content.heads * content.d_k);
-    const auto kw = static_cast<hsize_t>(kv_heads * content.d_k);
-    const auto vw = static_cast<hsize_t>(kv_heads * content.d_v);
-    const auto v = static_cast<hsize_t>(content.heads * content.d_v);
-    const auto d_out = static_cast<hsize_t>(content.d_out);
-    const MemType type = mem_type_of(content.dtype);
-    const std::size_t slab = slab_bytes;
-    std::vector<WrittenDataset> written;
-    written.push_back(write_dataset(file, dataset::w_q, type, {d, qk}, {"d", "H*d_k"}, slab, content.w_q));
-    written.push_back(write_dataset(file, dataset::w_k, type, {d, kw}, {"d", kv + "*d_k"}, slab, content.w_k));
-    written.push_back(write_dataset(file, dataset::w_v, type, {d, vw}, {"d", kv + "*d_v"}, slab, content.w_v));
-    if (content.w_o) {
-        written.push_back(write_dataset(file, dataset::w_o, type, {v, d_out}, {"H*d_v", "d_out"}, slab, content.w_o));
-    }
-    if (content.b_q) written.push_back(write_dataset(file, dataset::b_q, type, {qk}, {"H*d_k"}, slab, content.b_q));
-    if (content.b_k) written.push_back(write_dataset(file, dataset::b_k, type, {kw}, {kv + "*d_k"}, slab, content.b_k));
-    if (content.b_v) written.push_back(write_dataset(file, dataset::b_v, type, {vw}, {kv + "*d_v"}, slab, content.b_v));
-    if (content.w_o && content.b_o) {
-        written.push_back(write_dataset(file, dataset::b_o, type, {d_out}, {"d_out"}, slab, content.b_o));
-    }
-    write_common_attributes(file, record, format::weights, content.heads, content.dtype);
-    if (grouped) set_int_attribute(file, attribute::kv_heads, content.kv_heads);
-    set_int_attribute(file, attribute::head_dim, content.d_k);
-    set_int_attribute(file, attribute::value_dim, content.d_v);
-    if (content.w_o) set_int_attribute(file, attribute::out_dim, content.d_out);
     return written;
 }
 
@@ -180,18 +131,6 @@ double input_bytes(const InputContent& content) {
     }
     return static_cast<double>(content.n) * static_cast<double>(content.len) * width * element_size(content.dtype) +
            (content.lengths ? 4.0 * static_cast<double>(content.n) : 0.0);
-}
-
-double weights_bytes(const WeightsContent& content) {
-    const double kv_heads = static_cast<double>(content.kv_heads > 0 ? content.kv_heads : content.heads);
-    const double qk = static_cast<double>(content.heads * content.d_k);
-    const double kw = kv_heads * static_cast<double>(content.d_k), vw = kv_heads * static_cast<double>(content.d_v);
-    const double v = static_cast<double>(content.heads * content.d_v);
-    const double d = static_cast<double>(content.d), d_out = static_cast<double>(content.d_out);
-    double elements = d * (qk + kw + vw);
-    elements += (content.b_q ? qk : 0.0) + (content.b_k ? kw : 0.0) + (content.b_v ? vw : 0.0);
-    if (content.w_o) elements += v * d_out + (content.b_o ? d_out : 0.0);
-    return elements * element_size(content.dtype);
 }
 
 WrittenInput write_input_files(const InputDestination& destination, const InputContent& input,
@@ -215,7 +154,10 @@ WrittenInput write_input_files(const InputDestination& destination, const InputC
     }
     if (weights) {
         File file = weights_file->create();
-        written.weights = write_weights(file, *weights, record, destination.slab_bytes);
+        WeightsRecord made;
+        made.generator = record.generator;
+        made.seed = record.seed;
+        written.weights = write_weights(file, *weights, made, destination.slab_bytes);
         file.close();
     }
     input_file.publish(destination.force);

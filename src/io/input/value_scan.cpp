@@ -5,7 +5,7 @@
 #include "attnbatch/io/h5/error.hpp"
 #include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
-#include "input/input_files.hpp"
+#include "h5/open_checked.hpp"
 
 #include <algorithm>
 #include <cfloat>

@@ -3,10 +3,10 @@
 #include "attnbatch/io/models/torch_import.hpp"
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/h5/attribute.hpp"
-#include "attnbatch/io/h5/dataset.hpp"
 #include "attnbatch/io/h5/error.hpp"
+#include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
+#include "attnbatch/io/models/weights_writer.hpp"
 #include "attnbatch/io/output/staged_file.hpp"
 #include "h5/paths.hpp"
 
@@ -285,13 +285,13 @@ Projections read_projections(const SafetensorsFile& model, const AttentionLayer&
     return p;
 }
 
-void write_matrix(const File& file, const char* path, const std::vector<float>& values, const Dims& dims,
-                  const std::vector<std::string>& labels, const std::string& source) {
-    Dataset dataset = Dataset::create(file, path, Datatype::float32(), dims);
-    set_dimension_labels(dataset, labels);
-    write_slab(dataset, Slab{}, values.data(), values.size());
-    set_text_attribute(dataset, attribute::source_tensor, source);
-    dataset.close();
+// Row-major values of a [rows, columns] matrix (or a vector: one row) as a ValueSource.
+ValueSource values_of(const std::vector<float>& values, std::int64_t columns) {
+    return [&values, columns](const Dims& index, std::size_t count, double* out) {
+        const std::size_t start = index.size() == 2 ? static_cast<std::size_t>(index[0] * static_cast<std::uint64_t>(columns) + index[1])
+                                                    : static_cast<std::size_t>(index[0]);
+        for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<double>(values[start + i]);
+    };
 }
 
 }  // namespace
@@ -414,52 +414,45 @@ ImportedWeights import_weights(const ImportRequest& request) {
     }
     result.datasets = p.sources;
 
-    // The file: as `generate` lays out weights, written as OUTPUT.partial and renamed once whole.
-    const double bytes = 4.0 * static_cast<double>(p.w_q.size() + p.w_k.size() + p.w_v.size() + p.w_o.size() + p.b_q.size() +
-                                                   p.b_k.size() + p.b_v.size() + p.b_o.size());
-    prepare_new_file("--output", request.output, request.force, bytes);
+    // The file: written by the weights writer `generate` uses, as OUTPUT.partial and renamed
+    // once whole.
+    WeightsContent content;
+    content.d = p.d;
+    content.heads = result.heads;
+    content.kv_heads = result.kv_heads;
+    content.d_k = result.d_k;
+    content.d_v = result.d_v;
+    content.d_out = result.d_out;
+    content.w_q = values_of(p.w_q, p.q_width);
+    content.w_k = values_of(p.w_k, p.k_width);
+    content.w_v = values_of(p.w_v, p.v_width);
+    if (!p.w_o.empty()) content.w_o = values_of(p.w_o, p.d_out);
+    const std::pair<ValueSource*, const std::vector<float>*> biases[] = {
+        {&content.b_q, &p.b_q}, {&content.b_k, &p.b_k}, {&content.b_v, &p.b_v}, {&content.b_o, &p.b_o}};
+    for (const auto& [source, values] : biases) {
+        if (!values->empty()) *source = values_of(*values, static_cast<std::int64_t>(values->size()));
+    }
+    content.source_tensors = std::map<std::string, std::string>(p.sources.begin(), p.sources.end());
+    WeightsRecord record;
+    record.generator = request.generator;
+    WeightsRecord::Import& made = record.import.emplace();
+    made.source = absolute(request.input);
+    made.source_format = "safetensors";
+    made.layer = layer.prefix;
+    made.naming = layer.naming;
+    std::set<std::string> seen;
+    for (const auto& [name, source] : p.sources) {
+        const std::string tensor = source.substr(0, source.find_first_of("[ "));
+        if (seen.insert(tensor).second) made.tensors += (made.tensors.empty() ? "" : ",") + tensor;
+    }
+    made.model_type = config.model_type;
+    made.rope_theta = config.rope_theta;
+
+    prepare_new_file("--output", request.output, request.force, weights_bytes(content));
     StagedFile staged(request.output);
     try {
         File file = staged.create();
-        const auto d = static_cast<hsize_t>(p.d);
-        const std::map<std::string, std::string> sources(p.sources.begin(), p.sources.end());
-        const auto source_of = [&](const char* name) { return sources.at(name); };
-        write_matrix(file, dataset::w_q, p.w_q, {d, static_cast<hsize_t>(p.q_width)}, {"d", "H*d_k"}, source_of(dataset::w_q));
-        write_matrix(file, dataset::w_k, p.w_k, {d, static_cast<hsize_t>(p.k_width)}, {"d", "G*d_k"}, source_of(dataset::w_k));
-        write_matrix(file, dataset::w_v, p.w_v, {d, static_cast<hsize_t>(p.v_width)}, {"d", "G*d_v"}, source_of(dataset::w_v));
-        if (!p.w_o.empty()) {
-            write_matrix(file, dataset::w_o, p.w_o, {static_cast<hsize_t>(result.heads * result.d_v), static_cast<hsize_t>(p.d_out)},
-                         {"H*d_v", "d_out"}, source_of(dataset::w_o));
-        }
-        const std::pair<const char*, const std::vector<float>*> biases[] = {
-            {dataset::b_q, &p.b_q}, {dataset::b_k, &p.b_k}, {dataset::b_v, &p.b_v}, {dataset::b_o, &p.b_o}};
-        const char* bias_labels[] = {"H*d_k", "G*d_k", "G*d_v", "d_out"};
-        for (std::size_t i = 0; i < 4; ++i) {
-            if (biases[i].second->empty()) continue;
-            write_matrix(file, biases[i].first, *biases[i].second, {static_cast<hsize_t>(biases[i].second->size())}, {bias_labels[i]},
-                         source_of(biases[i].first));
-        }
-        std::string tensors;
-        std::set<std::string> seen;
-        for (const auto& [name, source] : p.sources) {
-            const std::string tensor = source.substr(0, source.find_first_of("[ "));
-            if (seen.insert(tensor).second) tensors += (tensors.empty() ? "" : ",") + tensor;
-        }
-        set_text_attribute(file, attribute::format, format::weights);
-        set_text_attribute(file, attribute::generator, request.generator);
-        set_int_attribute(file, attribute::heads, result.heads);
-        set_int_attribute(file, attribute::kv_heads, result.kv_heads);
-        set_text_attribute(file, attribute::dtype, "float32");
-        set_int_attribute(file, attribute::head_dim, result.d_k);
-        set_int_attribute(file, attribute::value_dim, result.d_v);
-        if (!p.w_o.empty()) set_int_attribute(file, attribute::out_dim, result.d_out);
-        set_text_attribute(file, attribute::source, absolute(request.input));
-        set_text_attribute(file, attribute::source_format, "safetensors");
-        set_text_attribute(file, attribute::layer, layer.prefix);
-        set_text_attribute(file, attribute::naming, layer.naming);
-        set_text_attribute(file, attribute::tensors, tensors);
-        if (!config.model_type.empty()) set_text_attribute(file, attribute::model_type, config.model_type);
-        if (config.rope_theta > 0) set_real_attribute(file, attribute::rope_theta, config.rope_theta);
+        write_weights(file, content, record);
         file.close();
     } catch (const H5Error& error) {
         throw Error(exit_io, request.output + ": cannot write the weights: " + error.what());

@@ -1,7 +1,7 @@
 // What an HDF5 file holds, read without assuming anything about its content: every dataset at
 // any depth (type, shape, chunking, filters, dimension labels, attributes) and the root
 // attributes. `inspect` prints it and validates against it (output/output_check.hpp,
-// models/weights_check.hpp, file_kind.hpp).
+// models/weights_spec.hpp, file_kind.hpp).
 #pragma once
 
 #include "attnbatch/io/h5/dims.hpp"

@@ -31,6 +31,13 @@ std::size_t mem_type_size(MemType type) noexcept;
 // Bits of f16_bits or bf16_bits widened to float, exactly (every 16-bit value is a float).
 void widen_half_width(MemType type, const std::uint16_t* bits, float* out, std::size_t count);
 
+// The element type of stored float data. float16 (IEEE binary16) and bfloat16 (a 2-byte HDF5
+// float with 8 exponent and 7 mantissa bits, bias 127) data is read as its bits and widened
+// to float32 exactly.
+enum class DataType { float32, float64, float16, bfloat16 };
+
+const char* name_of(DataType type);  // "float32", "float64", "float16", "bfloat16"
+
 enum class TypeClass { integer, floating, string, other };
 
 struct TypeInfo {

@@ -1,4 +1,5 @@
-// Loading validated input into float32 memory: blocks of whole sequences, and the weights.
+// Loading validated input into float32 memory: blocks of whole sequences (the projection
+// weights: models/weights_reader.hpp).
 // float64 data is converted by HDF5 during the read (describe_input has already rejected
 // values beyond float32's range).
 #pragma once
@@ -68,15 +69,5 @@ private:
     std::int32_t length_of(std::int64_t sequence);
     void read_packed(std::int64_t first, std::int64_t last, InputBlock& block);
 };
-
-struct ProjectionWeights {
-    std::vector<float> w_q;  // (d, H*d_k)
-    std::vector<float> w_k;  // (d, H*d_k)
-    std::vector<float> w_v;  // (d, H*d_v)
-    std::vector<float> w_o;  // (H*d_v, d_out); empty without /w_o
-    std::vector<float> b_q, b_k, b_v, b_o;  // (H*d_k), (H*d_k), (H*d_v), (d_out); empty when absent
-};
-
-ProjectionWeights read_weights(const WeightsSpec& spec, const FileAccess& access = {});
 
 }  // namespace attnbatch::io

@@ -13,6 +13,7 @@
 
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/h5/scan.hpp"
+#include "attnbatch/io/models/weights_spec.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -41,30 +42,6 @@ struct InputOptions {
 enum class InputMode { embeddings, qkv };
 // packed: [N, L, H*d] with heads side by side in the last axis; split: [N, H, L, d].
 enum class QkvLayout { packed, split };
-// float16 (IEEE binary16) and bfloat16 (a 2-byte HDF5 float with 8 exponent and 7 mantissa
-// bits, bias 127) data is read as its bits and widened to float32 exactly.
-enum class DataType { float32, float64, float16, bfloat16 };
-
-const char* name_of(DataType type);
-
-struct WeightsSpec {
-    std::string path;
-    std::int64_t d_in = 0;      // rows of w_q, w_k, w_v: the embedding width d
-    std::int64_t qk_width = 0;  // H*d_k: columns of w_q (and of w_k without grouped-query attention)
-    std::int64_t v_width = 0;   // G*d_v: columns of w_v (H*d_v, the rows of w_o, when G = H)
-    std::int64_t k_width = 0;   // G*d_k: columns of w_k; 0: qk_width
-    bool has_w_o = false;
-    std::int64_t d_out = 0;     // columns of w_o (0 without it)
-    bool has_b_q = false, has_b_k = false, has_b_v = false, has_b_o = false;
-    DataType dtype = DataType::float32;  // float64 when any matrix is float64
-    // What the file says of itself (root attributes; 0 when absent): the head counts it was
-    // made for, and the rotary base of the model it was imported from (import-weights).
-    std::int64_t file_heads = 0, file_kv_heads = 0;
-    double file_rope_theta = 0;
-
-    std::int64_t key_width() const { return k_width > 0 ? k_width : qk_width; }
-};
-
 // Two layouts of the sequences: padded, every dataset [N, L, ...] with the valid tokens in
 // /lengths; packed (SPEC.md "packed layout"), the datasets [T, ...] holding every sequence's
 // tokens end to end and /offsets int64 [N+1] saying where each starts: sequence n is rows

@@ -5,17 +5,18 @@
 //                 and, for ragged sequences, int32 /lengths [N]            label N
 //                 or, packed (input_spec.hpp), the same with [T, ...] in place of [N, L, ...] and
 //                 /offsets int64 [N+1] (no /lengths)                     labels T, ...; N+1
-//   the weights   /w_q, /w_k [d, H*d_k], /w_v [d, H*d_v], optional /w_o [H*d_v, d_out] and
-//                 biases /b_q, /b_k [H*d_k], /b_v [H*d_v], /b_o [d_out]
+//   the weights   through models/weights_writer.hpp, the one writer of weights files
 // plus root attributes saying what the file is and how it was made (h5/schema_names.hpp).
 // Datasets are chunked about 1 MiB along whole sequences (rows). The values come from the
 // caller, computed run by run (ValueSource), so memory stays bounded whatever N is; each file
 // is written as PATH.partial and published only once whole (output/staged_file.hpp).
 #pragma once
 
+#include "attnbatch/io/h5/computed_values.hpp"
 #include "attnbatch/io/h5/dims.hpp"
-#include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/models/weights_writer.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -25,13 +26,6 @@
 #include <vector>
 
 namespace attnbatch::io {
-
-// The memory bound of one write unless the caller says otherwise.
-inline constexpr std::size_t default_slab_bytes = std::size_t{64} << 20;
-
-// Computes the `count` consecutive values along the last axis that start at multi-index
-// `index` of a dataset (one "run"), in double; the writer converts them to the file's type.
-using ValueSource = std::function<void(const Dims& index, std::size_t count, double* out)>;
 
 // How a synthetic file was made, recorded as root attributes so that it can be made again.
 struct GeneratorRecord {
@@ -59,16 +53,6 @@ struct InputContent {
     std::vector<std::int64_t> offsets;
 };
 
-struct WeightsContent {
-    DataType dtype = DataType::float32;
-    std::int64_t d = 0, heads = 1, d_k = 0, d_v = 0;
-    std::int64_t kv_heads = 0;       // G: /w_k, /w_v have G*d_k, G*d_v columns; 0: G = H
-    std::int64_t d_out = 0;          // columns of /w_o
-    ValueSource w_q, w_k, w_v;       // index [row, column]
-    ValueSource w_o;                 // empty: no /w_o (and no /b_o)
-    ValueSource b_q, b_k, b_v, b_o;  // index [column]; empty: no such bias
-};
-
 // Where the files go; the options name them in messages.
 struct InputDestination {
     std::string path;
@@ -79,19 +63,12 @@ struct InputDestination {
     std::size_t slab_bytes = default_slab_bytes;
 };
 
-struct WrittenDataset {
-    std::string path;
-    std::string dtype;  // "float32", "float64", "int32"
-    Dims dims;
-};
-
 struct WrittenInput {
     std::vector<WrittenDataset> input, weights;  // in the order written
 };
 
 // Uncompressed payload bytes, in double: the requested sizes may exceed 2^64.
 double input_bytes(const InputContent& content);
-double weights_bytes(const WeightsContent& content);
 
 // Checks both destinations (prepare_new_file) before writing either, writes the input and,
 // with `weights`, the weights file, then publishes both; on failure no .partial is left.

@@ -1,4 +1,5 @@
-// Opening input files and datasets with user-facing errors, shared by validation and reading.
+// Opening the files a run reads, and their datasets, with errors a user can act on: what is
+// wrong, and a hint naming the option.
 #pragma once
 
 #include "attnbatch/error.hpp"
@@ -6,6 +7,7 @@
 #include "attnbatch/io/h5/file.hpp"
 
 #include <string>
+#include <vector>
 
 namespace attnbatch::io::detail {
 
@@ -17,6 +19,11 @@ File open_input_file(const std::string& path, const std::string& option, const F
 // hold ("the embeddings [N, L, d]"), listing the file's top-level datasets.
 Dataset open_input_dataset(const File& file, const std::string& path, const std::string& option,
                            const std::string& role);
+
+// The message for `path` not being a dataset of `file`: `kind` says what it is instead
+// (missing, a group, ...); `available` are the file's top-level datasets, listed as hints.
+std::string not_a_dataset(const std::string& file, const std::string& path, ObjectKind kind, const std::string& option,
+                          const std::string& role, const std::vector<std::string>& available);
 
 // The H5Error of a failed read as an Error with exit code 4 (the message already names
 // file, object, call and HDF5's stack, plus the file-locking hint when that was the cause).

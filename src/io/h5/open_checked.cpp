@@ -1,5 +1,5 @@
 // Input files and datasets opened with messages a user can act on.
-#include "input/input_files.hpp"
+#include "h5/open_checked.hpp"
 
 #include "attnbatch/io/h5/file_schema.hpp"
 #include "attnbatch/io/h5/error.hpp"
@@ -101,21 +101,25 @@ Dataset open_input_dataset(const File& file, const std::string& path, const std:
         expect_filters_available(dataset);
         return dataset;
     }
-    std::string message = file.path() + ": ";
+    throw Error(exit_invalid_input, not_a_dataset(file.path(), path, kind, option, role, root_datasets(file)));
+}
+
+std::string not_a_dataset(const std::string& file, const std::string& path, ObjectKind kind, const std::string& option,
+                          const std::string& role, const std::vector<std::string>& available) {
+    std::string message = file + ": ";
     if (kind == ObjectKind::missing) {
         message += "dataset " + path + " not found";
     } else {
         message += path + " is a " + (kind == ObjectKind::group ? "group" : "named datatype") + ", not a dataset";
     }
     message += "; hint: " + option + " names " + role;
-    const std::vector<std::string> available = root_datasets(file);
     if (!available.empty()) {
         message += " (datasets in the file:";
         for (std::size_t i = 0; i < available.size() && i < 8; ++i) message += (i ? ", " : " ") + available[i];
         if (available.size() > 8) message += ", ...";
         message += ")";
     }
-    throw Error(exit_invalid_input, message);
+    return message;
 }
 
 void rethrow_read_failure(const std::exception& error) { throw Error(exit_io, error.what()); }
