@@ -46,22 +46,6 @@ constexpr std::uint64_t kSliceBytes = std::uint64_t{64} << 20;
 
 // The output must be a new file path, never the input or the weights (--force would otherwise
 // replace them) and never a directory (found out only at the final rename, after the work).
-void check_output_path(const JobSettings& s) {
-    struct stat out {};
-    if (::stat(s.output.c_str(), &out) != 0) return;
-    if (S_ISDIR(out.st_mode)) {
-        throw Error(exit_usage, "--output " + s.output + " is a directory, expected a file path; hint: e.g. " + s.output + "/out.h5");
-    }
-    for (const std::string* input : {&s.input.input_path, &s.input.weights_path}) {
-        struct stat in {};
-        if (input->empty() || ::stat(input->c_str(), &in) != 0) continue;
-        if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
-            throw Error(exit_usage, "--output " + s.output + " is the same file as " + *input +
-                                        ", expected a different path (inputs are never overwritten, even with --force)");
-        }
-    }
-}
-
 // A step's predicted cost is capped (see kMaxStepSeconds); a sequence costlier than that is
 // cut into pieces.
 double max_step_cost(const Job& job) {
@@ -298,7 +282,7 @@ bool already_complete(Job& job) {
     if (job.comm.is_root()) {
         struct stat status {};
         const bool output = ::lstat(s.output.c_str(), &status) == 0;
-        const bool partial = ::lstat(io::OutputFile::partial_path_for(s.output).c_str(), &status) == 0;
+        const bool partial = ::lstat(io::partial_path_for(s.output).c_str(), &status) == 0;
         complete = output && !(partial && s.force) ? 1 : 0;
     }
     job.comm.broadcast(&complete, sizeof complete, 0);
@@ -594,7 +578,9 @@ Job prepare_job(Comm& comm, const JobSettings& settings) {
     try {
         begin_phase(comm, Phase::validation);
         timed(job.phases.describe, [&] {
-            agreed(comm, comm.is_root(), [&] { check_output_path(job.settings); });
+            agreed(comm, comm.is_root(), [&] {
+                io::check_output_is_not_an_input(job.settings.output, {job.settings.input.input_path, job.settings.input.weights_path});
+            });
             assess_resources(job);
             describe(job);
         });

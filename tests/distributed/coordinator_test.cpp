@@ -709,7 +709,7 @@ TEST(GatherIo, RankZeroReadsAndWritesForEveryRankWithSynchronousSends) {
                 },
                 comm_options);
             ASSERT_TRUE(std::filesystem::exists(output));
-            ASSERT_FALSE(std::filesystem::exists(io::OutputFile::partial_path_for(output)));
+            ASSERT_FALSE(std::filesystem::exists(io::partial_path_for(output)));
             const OutputContents got = read_output(output);
             if (ranks == 1 && schedule == Schedule::static_contiguous) {
                 baseline = got;

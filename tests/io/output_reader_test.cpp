@@ -140,7 +140,7 @@ TEST(OutputReader, IncompleteOutputAndNoWeights) {
     const RunData data(layout);
     write_output(path, layout, data, false);
 
-    const OutputReader reader(OutputFile::partial_path_for(path));
+    const OutputReader reader(partial_path_for(path));
     EXPECT_FALSE(reader.complete());
     EXPECT_EQ(reader.layout().save_weights, SaveWeights::none);
     EXPECT_EQ(reader.layout().weights_count(), 0);

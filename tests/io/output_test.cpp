@@ -1,6 +1,7 @@
 // The output file: schema (read back by h5py), completion marker, .partial and rename,
 // never overwriting without force, weights subsets, sizes.
 #include "attnbatch/io/h5/h5.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/io/output/output_size.hpp"
 #include "attnbatch/kernels/half.hpp"

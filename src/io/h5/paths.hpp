@@ -1,5 +1,7 @@
-// Path spelling shared by the io sources: HDF5 object paths and file-system directories.
+// Path spelling shared by the io sources: HDF5 object paths, file-system directories and names.
 #pragma once
+
+#include <sys/stat.h>
 
 #include <string>
 
@@ -15,6 +17,12 @@ inline std::string directory_of(const std::string& path) {
     const std::size_t slash = path.find_last_of('/');
     if (slash == std::string::npos) return ".";
     return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Whether anything (a file, a directory, a dangling link) has the name `path`.
+inline bool path_exists(const std::string& path) {
+    struct stat status {};
+    return ::lstat(path.c_str(), &status) == 0;
 }
 
 }  // namespace attnbatch::io::detail

@@ -367,6 +367,15 @@ void select_sequences(InputSpec& spec, std::int64_t first, std::int64_t last) {
 }
 
 
+OutputLayout output_layout_for(const InputSpec& spec) {
+    OutputLayout layout;
+    layout.n = spec.n;
+    layout.len = spec.len;
+    layout.heads = spec.heads;
+    layout.d_out = spec.d_out();
+    return layout;
+}
+
 std::int64_t InputSpec::d_out() const {
     if (weights && weights->has_w_o) return weights->d_out;
     return heads * d_v;

@@ -3,7 +3,6 @@
 
 #include "attnbatch/io/h5/attribute.hpp"
 #include "attnbatch/io/h5/dataset.hpp"
-#include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/io/output/staged_file.hpp"
 
@@ -20,7 +19,7 @@ void write_attention_maps(const std::string& path, const AttentionMaps& maps, bo
         throw std::invalid_argument("write_attention_maps: " + std::to_string(maps.values.size()) +
                                     " values for the shape " + shape_text(dims));
     }
-    ::unlink(OutputFile::partial_path_for(path).c_str());  // an earlier attempt's, if any
+    ::unlink(partial_path_for(path).c_str());  // an earlier attempt's, if any
     StagedFile staged(path);
     {
         File file = staged.create();

@@ -26,23 +26,6 @@ namespace {
 
 [[noreturn]] void usage(const std::string& message) { throw Error(exit_usage, message); }
 
-bool exists(const std::string& path) {
-    struct stat status {};
-    return ::lstat(path.c_str(), &status) == 0;
-}
-
-// Whether another process holds the HDF5 lock of `path` (HDF5 takes flock(LOCK_EX) on files
-// it opens for writing). Unknowable when the user turned HDF5's locking off: then no.
-bool held_by_a_writer(const std::string& path) {
-    const char* locking = std::getenv("HDF5_USE_FILE_LOCKING");
-    if (locking && std::string(locking) == "FALSE") return false;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    ::close(fd);  // releases our lock, if we got it
-    return held;
-}
-
 void check_layout(const OutputLayout& layout, const std::string& path) {
     const auto fail = [&](const std::string& what) { usage(path + ": cannot create the output: " + what); };
     if (layout.n < 1 || layout.len < 1 || layout.heads < 1 || layout.d_out < 1) {
@@ -176,114 +159,12 @@ void expect_pointer(const void* pointer, const char* name, std::int64_t count) {
 
 }  // namespace
 
-std::string creation_time_now() {
-    const char* pinned = std::getenv("SOURCE_DATE_EPOCH");
-    const std::time_t now = pinned && *pinned ? static_cast<std::time_t>(std::strtoll(pinned, nullptr, 10)) : std::time(nullptr);
-    std::tm utc {};
-    gmtime_r(&now, &utc);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    return text;
-}
-
-const char* name_of(SaveWeights save) {
-    switch (save) {
-        case SaveWeights::none: return "none";
-        case SaveWeights::all: return "all";
-        case SaveWeights::mean: return "mean";
-    }
-    return "?";
-}
-
-const char* name_of(WeightsDtype type) { return type == WeightsDtype::f16 ? "f16" : "f32"; }
-
-std::pair<std::int64_t, std::int64_t> OutputLayout::weights_range(std::int64_t first, std::int64_t last) const noexcept {
-    if (save_weights == SaveWeights::none) return {first, first};
-    const std::int64_t begin = std::max(first, weights_first);
-    const std::int64_t end = std::min(last, weights_end());
-    return begin < end ? std::pair{begin, end} : std::pair{begin, begin};
-}
-
-OutputLayout output_layout_for(const InputSpec& spec) {
-    OutputLayout layout;
-    layout.n = spec.n;
-    layout.len = spec.len;
-    layout.heads = spec.heads;
-    layout.d_out = spec.d_out();
-    return layout;
-}
-
-// OutputFile::create writes the new file under this name and renames it to OUTPUT.partial
-// once it is whole: a run killed while creating it (a second stop signal, SIGKILL) leaves
-// this, never a .partial that --resume cannot read.
-std::string staging_path_for(const std::string& output_path) { return OutputFile::partial_path_for(output_path) + ".new"; }
-
-void check_output_target(const std::string& output_path, bool force, bool continuing) {
-    const std::string partial = OutputFile::partial_path_for(output_path);
-    const std::string staging = staging_path_for(output_path);
-    // A staging file is never resumable, so it is removed without --force (prepare_output_path);
-    // unless a run is creating it right now.
-    if (exists(staging) && held_by_a_writer(staging)) {
-        usage(staging + " is being created by another process (it holds the file's lock); hint: wait for that "
-                        "run or stop it first");
-    }
-    if (!force && exists(output_path)) {
-        usage(output_path + ": the output file exists; hint: --force replaces it once the new run is complete, or "
-                            "choose another --output");
-    }
-    if (!continuing && exists(partial)) {
-        if (!force) {
-            usage(partial + " exists, left by an interrupted run; hint: --resume continues it, --force starts afresh");
-        }
-        if (held_by_a_writer(partial)) {
-            usage(partial + " is being written by another process (it holds the file's lock), so --force does not "
-                            "remove it; hint: wait for that run or stop it first");
-        }
-    }
-    const std::string directory = detail::directory_of(output_path);
-    struct stat status {};
-    if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
-        throw Error(exit_io, output_path + ": cannot create the output: directory " + directory +
-                                       " does not exist; hint: create it or fix --output");
-    }
-    // Root passes this test wherever root may write, as it does the creation itself; a
-    // read-only mount stops both.
-    if (!continuing && ::access(directory.c_str(), W_OK | X_OK) != 0) {
-        const int cause = errno;
-        throw Error(exit_io, partial + ": cannot create the output: directory " + directory + " is not writable: " +
-                                 std::strerror(cause) + "; hint: " +
-                                 (cause == EROFS ? "the file system is mounted read-only; write to another directory"
-                                                 : "check the permissions of the directory, or choose another --output"));
-    }
-}
-
-void prepare_output_path(const std::string& output_path, bool force) {
-    check_output_target(output_path, force);
-    const std::string staging = staging_path_for(output_path);
-    if (::unlink(staging.c_str()) != 0 && errno != ENOENT) {
-        throw Error(exit_io, staging + ": cannot remove the output a killed run left half created: " + std::strerror(errno));
-    }
-    const std::string partial = OutputFile::partial_path_for(output_path);
-    if (exists(partial) && ::unlink(partial.c_str()) != 0) {
-        throw Error(exit_io, partial + ": cannot remove the stale partial output: " + std::strerror(errno));
-    }
-}
-
-std::string OutputFile::partial_path_for(const std::string& output_path) { return output_path + ".partial"; }
-
 OutputFile::OutputFile() : h5_(std::make_unique<Handles>()) {}
 OutputFile::OutputFile(OutputFile&&) noexcept = default;
 OutputFile& OutputFile::operator=(OutputFile&&) noexcept = default;
 OutputFile::~OutputFile() = default;
 
 File& OutputFile::file() noexcept { return h5_->file; }
-
-void discard_partial_output(const std::string& output_path) {
-    const std::string partial = OutputFile::partial_path_for(output_path);
-    if (::unlink(partial.c_str()) != 0 && errno != ENOENT) {
-        throw Error(exit_io, partial + ": cannot remove the partial output: " + std::strerror(errno));
-    }
-}
 
 OutputFile OutputFile::create(const std::string& output_path, const OutputLayout& layout,
                               const Provenance& provenance, const OutputOptions& options) {
@@ -315,7 +196,7 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
     }
     // Whole and flushed: now under the name --resume looks for. Under MPI every rank renames;
     // the first one does it and the others find it done (the flush before was collective).
-    if (::rename(staging.c_str(), partial.c_str()) != 0 && !(errno == ENOENT && exists(partial))) {
+    if (::rename(staging.c_str(), partial.c_str()) != 0 && !(errno == ENOENT && detail::path_exists(partial))) {
         const int saved = errno;
         out = OutputFile();
         ::unlink(staging.c_str());

@@ -1,7 +1,8 @@
 // Making a finished OUTPUT.partial the OUTPUT, durably: the data reaches the disk before the
 // name does, and the name before we report success.
+#include "attnbatch/error.hpp"
 #include "attnbatch/io/output/fault_injection.hpp"
-#include "attnbatch/io/output/output_file.hpp"
+#include "attnbatch/io/output/output_paths.hpp"
 #include "h5/paths.hpp"
 
 #include <fcntl.h>
@@ -45,7 +46,7 @@ int rename_no_replace(const std::string& from, const std::string& to) {
 }  // namespace
 
 void publish_output(const std::string& output_path, bool force) {
-    const std::string partial = OutputFile::partial_path_for(output_path);
+    const std::string partial = partial_path_for(output_path);
     fsync_path(partial, O_RDONLY);
     fault_point("before_rename");
     const int renamed = force ? ::rename(partial.c_str(), output_path.c_str()) : rename_no_replace(partial, output_path);

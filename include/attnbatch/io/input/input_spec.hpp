@@ -14,6 +14,7 @@
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/h5/scan.hpp"
 #include "attnbatch/io/models/weights_spec.hpp"
+#include "attnbatch/io/output/output_layout.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -78,6 +79,9 @@ struct InputSpec {
 };
 
 InputSpec describe_input(const InputOptions& options);
+
+// The output such an input gives: N, L, H and D_out; every other field keeps its default.
+OutputLayout output_layout_for(const InputSpec& spec);
 
 // Narrows a described input to its sequences [first, last) (0 <= first < last <= spec.n, else
 // std::invalid_argument): spec.n becomes last - first, spec.first_sequence grows by first.

@@ -30,11 +30,12 @@
 #pragma once
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/h5/chunking.hpp"
 #include "attnbatch/io/h5/file_access.hpp"
 #include "attnbatch/io/h5/transfer.hpp"
-#include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/io/output/journal.hpp"
+#include "attnbatch/io/output/output_layout.hpp"
+#include "attnbatch/io/output/output_paths.hpp"
+#include "attnbatch/io/output/provenance.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -46,78 +47,6 @@
 namespace attnbatch::io {
 
 class File;  // h5/file.hpp
-
-enum class SaveWeights { none, all, mean };
-enum class WeightsDtype { f32, f16 };
-
-const char* name_of(SaveWeights save);   // "none", "all", "mean"
-const char* name_of(WeightsDtype type);  // "f32", "f16"
-
-struct OutputLayout {
-    std::int64_t n = 0;       // sequences
-    std::int64_t len = 0;     // L
-    std::int64_t heads = 0;   // H
-    std::int64_t d_out = 0;   // D_out
-    SaveWeights save_weights = SaveWeights::all;
-    WeightsDtype weights_dtype = WeightsDtype::f32;
-    std::int64_t weights_first = 0;  // A: first sequence with stored weights
-    std::int64_t weights_last = -1;  // B (exclusive); -1: N
-    int gzip_level = 0;              // 0: no compression; 1-9: shuffle + deflate
-    std::size_t chunk_bytes = default_chunk_bytes;
-    // Row 0 holds this input sequence (run --sequences). Rows and weights_first/last count
-    // from row 0; the attributes first_sequence and weights_sequences record input sequences.
-    std::int64_t first_sequence = 0;
-    // The packed layout: `offsets` (N + 1 row offsets, from 0 to T) say where each sequence's
-    // rows are; len is then the longest sequence.
-    bool packed = false;
-    std::shared_ptr<const std::vector<std::int64_t>> offsets;
-
-    std::int64_t tokens() const noexcept { return packed && offsets ? offsets->back() : n * len; }  // T
-    // Rows sequence s has in /output: its length when packed, L when padded.
-    std::int64_t rows_of(std::int64_t s) const noexcept {
-        return packed ? (*offsets)[static_cast<std::size_t>(s) + 1] - (*offsets)[static_cast<std::size_t>(s)] : len;
-    }
-
-    std::int64_t weights_end() const noexcept { return weights_last < 0 ? n : weights_last; }
-    std::int64_t weights_heads() const noexcept { return save_weights == SaveWeights::mean ? 1 : heads; }
-    std::int64_t weights_count() const noexcept {  // N_w = B - A; 0 without weights
-        return save_weights == SaveWeights::none ? 0 : weights_end() - weights_first;
-    }
-    // The stored-weights part of sequences [first, last): [max(first, A), min(last, B)),
-    // empty (first == second) when they do not meet.
-    std::pair<std::int64_t, std::int64_t> weights_range(std::int64_t first, std::int64_t last) const noexcept;
-};
-
-// N, L, H and D_out from a validated input; every other field keeps its default.
-OutputLayout output_layout_for(const InputSpec& spec);
-
-// Recorded as root attributes (and /config); the CLI fills it. Under MPI-IO every rank must
-// pass identical values (attribute writes are collective): set creation_time on one rank and
-// broadcast it rather than letting each rank read its own clock.
-// Now, as ISO 8601 UTC; SOURCE_DATE_EPOCH (reproducible-builds.org), when set, pins it so
-// that two runs can make byte-identical files.
-std::string creation_time_now();
-
-struct Provenance {
-    std::string version;
-    std::string creation_time;  // empty: creation_time_now()
-    std::string input_file;           // as given
-    std::string input_file_absolute;  // empty: not recorded
-    std::string weights_file;         // as given; empty without projection weights
-    std::string weights_file_absolute;
-    std::string input_dataset;  // "/embeddings", or "/q,/k,/v" for Q/K/V input
-    std::int64_t heads = 0;
-    std::int64_t kv_heads = 0;  // G; 0: recorded as H
-    std::int64_t d_k = 0, d_v = 0;
-    double rope_theta = 0.0;    // 0: no rotary embeddings
-    bool causal = false;
-    double scale = 0.0;
-    std::int64_t ranks = 1;
-    std::int64_t threads = 1;
-    std::string io_mode = "gather";
-    std::string precision = "fp32";  // the kernel's arithmetic (kernels::precision_name)
-    std::string config;  // the full resolved configuration text
-};
 
 struct OutputOptions {
     bool force = false;  // replace an existing OUTPUT at the final rename; discard a stale .partial
@@ -133,52 +62,8 @@ struct OutputOptions {
     int writer = 0, writers = 1;
 };
 
-// The checks and clean-up before creating OUTPUT.partial: Error with exit 2 when
-// OUTPUT exists (without force) or a .partial is left from an interrupted run (without force;
-// with force it is removed), exit 4 when the directory does not exist or the stale file
-// cannot be removed.
-void prepare_output_path(const std::string& output_path, bool force);
-
-// The checks of prepare_output_path() without its clean-up, changing nothing, plus that the
-// directory is writable (exit 4): what a run asks before it writes anything (its preflight,
-// and a dry run). `continuing`: OUTPUT.partial is the one --resume goes on with, so that it
-// exists is no error.
-void check_output_target(const std::string& output_path, bool force, bool continuing = false);
-// What one write covers: whole sequences [first, last), or a piece, rows [row_first, row_last)
-// of sequence `first` (last = first + 1, 0 <= row_first < row_last <= its rows).
-struct OutputSpan {
-    std::int64_t first = 0, last = 0;
-    std::int64_t row_first = 0, row_last = 0;  // row_last = 0: whole sequences
-    bool piece() const noexcept { return row_last > 0; }
-};
-
-// The elements of each array of an OutputBlock for a span (its canonical layout below).
-struct SpanSizes {
-    std::size_t output = 0, lse = 0, lengths = 0, attention = 0;
-};
-SpanSizes span_sizes(const OutputLayout& layout, const OutputSpan& span);
-
-// One block of whole sequences [first, last) for write_block(). The attention pointer that
-// matches the layout's dtype holds only the sequences of layout.weights_range(first, last),
-// (count_w, H_w, L, L); it may be null when that range is empty.
-// For write_span() the same arrays hold, for each sequence s of the span in turn, its rows
-// r of the span (all its rows, or a piece's):
-//   output     (r, D_out) after each other: padded whole sequences are (count, L, D_out)
-//   lse        padded: (H, r) after each other, i.e. (count, H, L); packed: (H, total rows)
-//   lengths    one per sequence the span ends (a piece: only with its sequence's last row)
-//   attention  (H_w, r, L) after each other, for the sequences with stored weights
-struct OutputBlock {
-    const float* output = nullptr;             // (count, L, D_out)
-    const float* lse = nullptr;                // (count, H, L)
-    const std::int32_t* lengths = nullptr;     // (count)
-    const float* attention_f32 = nullptr;      // (count_w, H_w, L, L)
-    const std::uint16_t* attention_f16 = nullptr;  // (count_w, H_w, L, L), IEEE binary16 bits
-};
-
 class OutputFile {
 public:
-    static std::string partial_path_for(const std::string& output_path);  // OUTPUT + ".partial"
-
     // Creates OUTPUT.partial with every dataset, label and attribute (complete = 0) and
     // flushes it. Error: exit 2 when OUTPUT (or a stale .partial) exists without
     // force or the layout is unusable; exit 4 when the file cannot be created.
@@ -272,13 +157,5 @@ std::string read_journal_identity(const std::string& partial_path);
 // The identity a complete OUTPUT records in the journal it keeps (journal.hpp); nullopt when it
 // has none (an output of an older version). Error exit 4 when the file cannot be read.
 std::optional<std::string> read_output_identity(const std::string& output_path);
-
-// Removes OUTPUT.partial, closed, of a run that can never complete (its input holds a bad
-// value); nothing when it does not exist. Error (exit 4) when it cannot be removed.
-void discard_partial_output(const std::string& output_path);
-
-// fsync OUTPUT.partial, rename it to OUTPUT (replacing an existing OUTPUT only with force),
-// fsync the directory. Under MPI only one rank calls it, after close_complete().
-void publish_output(const std::string& output_path, bool force);
 
 }  // namespace attnbatch::io

@@ -4,17 +4,13 @@
 // weights, `weights`' maps); a run's output, which can be resumed, is OutputFile's.
 #pragma once
 
+#include "attnbatch/io/output/output_paths.hpp"
+
 #include <string>
 
 namespace attnbatch::io {
 
 class File;  // h5/file.hpp
-
-// The checks before writing `path`, which `option` names in the messages: Error exit 2 when
-// it is a directory, exists (without force), a .partial is left over (without force; with
-// force it is removed) or `bytes` exceed 2^62; exit 4 when its directory does not exist, the
-// left-over .partial cannot be removed, or its file system has less than `bytes` free.
-void prepare_new_file(const std::string& option, const std::string& path, bool force, double bytes);
 
 // Owns PATH.partial from create() on: removed when the StagedFile goes away unpublished.
 class StagedFile {
