@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -21,6 +20,7 @@
 #include "attnbatch/distributed/stop_point.hpp"
 #include "attnbatch/distributed/stop_request.hpp"
 #include "attnbatch/error.hpp"
+#include "attnbatch/io/h5/file_paths.hpp"
 #include "attnbatch/io/input/value_scan.hpp"
 #include "attnbatch/io/output/fault_injection.hpp"
 #include "wall_clock.hpp"
@@ -423,28 +423,18 @@ void name_first_bad_value(Job& job) {
     scan_values(job);
 }
 
-// `path` from the root, so that verify and weights find it from any directory: its real path,
-// as the journal's identity names it (two runs of one file through different symbolic links
-// record the same), else absolute.
-std::string absolute_path(const std::string& path) {
-    if (path.empty()) return path;
-    std::error_code error;
-    const std::filesystem::path real = std::filesystem::canonical(path, error);
-    if (!error) return real.string();
-    const std::filesystem::path absolute = std::filesystem::absolute(path, error);
-    return error ? path : absolute.lexically_normal().string();
-}
-
+// The input and weights files are recorded by their real path (io::real_path), as the
+// journal's identity names them, so that verify and weights find them from any directory.
 io::Provenance provenance_of(const Job& job) {
     const JobSettings& s = job.settings;
     io::Provenance provenance;
     provenance.version = s.version;
     provenance.creation_time = io::creation_time_now();
     provenance.input_file = job.spec.path;
-    provenance.input_file_absolute = absolute_path(job.spec.path);
+    provenance.input_file_absolute = io::real_path(job.spec.path);
     if (job.spec.weights) {
         provenance.weights_file = job.spec.weights->path;
-        provenance.weights_file_absolute = absolute_path(job.spec.weights->path);
+        provenance.weights_file_absolute = io::real_path(job.spec.weights->path);
     }
     provenance.input_dataset = job.spec.mode == io::InputMode::embeddings
                                    ? job.spec.dataset

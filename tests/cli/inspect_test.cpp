@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -225,6 +227,17 @@ TEST(Inspect, MissingFileIsUnreadable) {
     EXPECT_EQ(run.status, 4);
     expect_mentions(run.err, "nowhere.h5: cannot open: No such file or directory");
     EXPECT_EQ(line_count(run.err), 1u);
+}
+
+// The opening checks of run's inputs: a FIFO with no writer would block the open forever.
+TEST(Inspect, FifoIsRefusedNotWaitedOn) {
+    const TempDir dir;
+    const std::string path = dir.file("stream.h5");
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+    const Outcome run = attnbatch({"inspect", path});
+    EXPECT_EQ(run.status, 4);
+    expect_mentions(run.err, path + ": is a FIFO, expected a regular HDF5 file");
+    EXPECT_EQ(line_count(run.err), 1u) << run.err;
 }
 
 TEST(Inspect, WrongRankDatasetIsNamed) {

@@ -7,7 +7,7 @@
 #include "h5/strings.hpp"
 #include "h5/transfer_list.hpp"
 #include "h5/type_info_of.hpp"
-#include "h5/paths.hpp"
+#include "h5/object_paths.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -54,6 +54,20 @@ MemoryType memory_type(MemType type) {
 std::string describe(const Where& where) { return where.file + ":" + where.object; }
 
 
+// A box of the dataset's rank inside its extent; std::invalid_argument naming `what` otherwise.
+void check_box(const Where& where, const Dims& dims, const Slab& box, const char* what) {
+    if (box.offset.size() != dims.size() || box.count.size() != dims.size()) {
+        throw std::invalid_argument(describe(where) + ": " + what + " of rank " + std::to_string(box.count.size()) +
+                                    " on a dataset of rank " + std::to_string(dims.size()));
+    }
+    for (std::size_t axis = 0; axis < dims.size(); ++axis) {
+        if (box.offset[axis] > dims[axis] || box.count[axis] > dims[axis] - box.offset[axis]) {
+            throw std::invalid_argument(describe(where) + ": " + what + " offset " + shape_text(box.offset) + " count " +
+                                        shape_text(box.count) + " exceeds shape " + shape_text(dims));
+        }
+    }
+}
+
 // The file and memory dataspaces of one transfer, after checking the slab against the
 // dataset's extent and the caller's buffer.
 struct Selection {
@@ -69,16 +83,7 @@ Selection select(const Dataset& dataset, const Slab& slab, std::size_t capacity)
         box.offset.assign(dims.size(), 0);
         box.count = dims;
     }
-    if (box.offset.size() != dims.size() || box.count.size() != dims.size()) {
-        throw std::invalid_argument(describe(where) + ": selection of rank " + std::to_string(box.count.size()) +
-                                    " on a dataset of rank " + std::to_string(dims.size()));
-    }
-    for (std::size_t axis = 0; axis < dims.size(); ++axis) {
-        if (box.offset[axis] > dims[axis] || box.count[axis] > dims[axis] - box.offset[axis]) {
-            throw std::invalid_argument(describe(where) + ": selection offset " + shape_text(box.offset) + " count " +
-                                        shape_text(box.count) + " exceeds shape " + shape_text(dims));
-        }
-    }
+    check_box(where, dims, box, "selection");
     const std::size_t elements = element_count(box.count);
     if (elements > capacity) {
         throw std::invalid_argument(describe(where) + ": selection of " + std::to_string(elements) +
@@ -215,16 +220,7 @@ Selection select_boxes(const Dataset& dataset, const std::vector<Slab>& boxes, s
     H5_CALL(H5Sselect_none, where, selection.file_space.id());
     std::size_t selected = 0;
     for (const Slab& box : boxes) {
-        if (box.offset.size() != dims.size() || box.count.size() != dims.size()) {
-            throw std::invalid_argument(describe(where) + ": box of rank " + std::to_string(box.count.size()) +
-                                        " on a dataset of rank " + std::to_string(dims.size()));
-        }
-        for (std::size_t axis = 0; axis < dims.size(); ++axis) {
-            if (box.offset[axis] > dims[axis] || box.count[axis] > dims[axis] - box.offset[axis]) {
-                throw std::invalid_argument(describe(where) + ": box offset " + shape_text(box.offset) + " count " +
-                                            shape_text(box.count) + " exceeds shape " + shape_text(dims));
-            }
-        }
+        check_box(where, dims, box, "box");
         const std::size_t count = element_count(box.count);
         if (count == 0) continue;
         // The first box set, not or-ed onto "none": one box stays a regular hyperslab, which

@@ -3,11 +3,19 @@
 
 namespace attnbatch::io {
 
-std::string shape_text(const Dims& dims) {
+namespace {
+
+template <class Extents>
+std::string bracketed(const Extents& extents) {
     std::string text = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+    for (std::size_t i = 0; i < extents.size(); ++i) text += (i ? ", " : "") + std::to_string(extents[i]);
     return text + "]";
 }
+
+}  // namespace
+
+std::string shape_text(const Dims& dims) { return bracketed(dims); }
+std::string shape_text(const std::vector<std::int64_t>& shape) { return bracketed(shape); }
 
 std::size_t element_count(const Dims& dims) noexcept {
     std::size_t count = 1;

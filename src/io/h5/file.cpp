@@ -5,7 +5,7 @@
 #include "h5/check.hpp"
 #include "h5/creation.hpp"
 #include "h5/compat.hpp"
-#include "h5/paths.hpp"
+#include "h5/object_paths.hpp"
 
 #include <stdexcept>
 

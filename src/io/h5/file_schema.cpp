@@ -7,16 +7,12 @@
 #include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/h5/error.hpp"
 #include "h5/check.hpp"
+#include "h5/open_checked.hpp"
 #include "h5/compat.hpp"
 #include "h5/type_info_of.hpp"
 
 #include <H5DSpublic.h>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <set>
 
 namespace attnbatch::io {
@@ -128,23 +124,10 @@ const AttributeValue* FileSchema::attribute(const std::string& name) const { ret
 
 namespace {
 
-// The file-open checks of read_file_schema().
+// The file-open checks of read_file_schema(): the input's, but that any file may be asked about
+// (a damaged one is exit 4, it cannot be read), and a .partial locked by its run is in progress.
 File open_for_schema(const std::string& path) {
-    struct stat status {};
-    if (::stat(path.c_str(), &status) != 0) {
-        throw Error(exit_io, path + ": cannot open: " + std::strerror(errno) + "; hint: check the path");
-    }
-    if (S_ISDIR(status.st_mode)) throw Error(exit_io, path + ": is a directory, expected an HDF5 file");
-    if (::access(path.c_str(), R_OK) != 0) {
-        throw Error(exit_io, path + ": cannot read: " + std::strerror(errno) + "; hint: check the permissions");
-    }
-    bool hdf5 = false;
-    try {
-        hdf5 = is_hdf5_file(path);
-    } catch (const H5Error& error) {
-        throw Error(exit_io, path + ": cannot read: " + error.what());
-    }
-    if (!hdf5) throw Error(exit_invalid_input, path + ": not an HDF5 file (no HDF5 signature found)");
+    detail::check_readable_hdf5(path, "");
     try {
         return File::open(path, FileMode::read_only);
     } catch (const H5Error& error) {

@@ -1,4 +1,4 @@
-// Input files and datasets opened with messages a user can act on.
+// Files and datasets opened with messages a user can act on.
 #include "h5/open_checked.hpp"
 
 #include "attnbatch/io/h5/file_schema.hpp"
@@ -28,23 +28,24 @@ std::string file_stem(const std::string& path) {
 
 }  // namespace
 
-File open_input_file(const std::string& path, const std::string& option, const FileAccess& access) {
+void check_readable_hdf5(const std::string& path, const std::string& option) {
+    // The hints name the option when one named the file.
+    const auto hint = [&](const std::string& text) { return option.empty() ? std::string() : "; hint: " + option + text; };
     struct stat status {};
     if (::stat(path.c_str(), &status) != 0) {
-        throw Error(exit_io, path + ": cannot open: " + std::strerror(errno) + "; hint: check the path given to " +
-                                      option);
+        throw Error(exit_io, path + ": cannot open: " + std::strerror(errno) + "; hint: check the path" +
+                                 (option.empty() ? "" : " given to " + option));
     }
     if (S_ISDIR(status.st_mode)) {
-        throw Error(exit_io, path + ": is a directory, expected an HDF5 file; hint: " + option +
-                                      " takes a file path");
+        throw Error(exit_io, path + ": is a directory, expected an HDF5 file" + hint(" takes a file path"));
     }
     // A FIFO, socket or device would block the open (a FIFO with no writer forever, deaf to
     // SIGTERM) or stream bytes HDF5 cannot seek in.
     if (!S_ISREG(status.st_mode)) {
         const char* kind = S_ISFIFO(status.st_mode) ? "a FIFO" : S_ISSOCK(status.st_mode) ? "a socket"
                            : S_ISCHR(status.st_mode) || S_ISBLK(status.st_mode) ? "a device" : "not a regular file";
-        throw Error(exit_io, path + ": is " + std::string(kind) + ", expected a regular HDF5 file; hint: " + option +
-                                      " takes a file path (copy streamed data to a file first)");
+        throw Error(exit_io, path + ": is " + std::string(kind) + ", expected a regular HDF5 file" +
+                                 hint(" takes a file path (copy streamed data to a file first)"));
     }
     if (::access(path.c_str(), R_OK) != 0) {
         throw Error(exit_io, path + ": cannot read: " + std::strerror(errno) + "; hint: check the permissions");
@@ -56,9 +57,13 @@ File open_input_file(const std::string& path, const std::string& option, const F
         throw Error(exit_io, path + ": cannot read: " + error.what());
     }
     if (!hdf5) {
-        throw Error(exit_invalid_input, path + ": not an HDF5 file (no HDF5 signature found); hint: " + option +
-                                                 " expects an HDF5 file, e.g. one written by `attnbatch generate`");
+        throw Error(exit_invalid_input, path + ": not an HDF5 file (no HDF5 signature found)" +
+                                            hint(" expects an HDF5 file, e.g. one written by `attnbatch generate`"));
     }
+}
+
+File open_input_file(const std::string& path, const std::string& option, const FileAccess& access) {
+    check_readable_hdf5(path, option);
     try {
         return File::open(path, FileMode::read_only, access);
     } catch (const H5Error& error) {

@@ -11,8 +11,14 @@
 
 namespace attnbatch::io::detail {
 
-// Opens `path` read-only after checking it exists, is readable and is HDF5. `option` is the
-// command-line option that named it ("--input", "--weights"), for the hint.
+// The checks before opening `path` for reading, each failure one line: it exists, is a
+// regular file (a FIFO would block the open forever), is readable (Error exit 4) and has
+// HDF5's signature (exit 3). `option` is the command-line option that named it ("--input"),
+// for the hints; empty when none did (inspect).
+void check_readable_hdf5(const std::string& path, const std::string& option);
+
+// Opens an input file read-only after check_readable_hdf5(): a file HDF5 still refuses is
+// damaged (exit 3) unless another process holds its lock (exit 4).
 File open_input_file(const std::string& path, const std::string& option, const FileAccess& access = {});
 
 // Opens the dataset `path` or throws Error (exit 3) naming `option` and what it should

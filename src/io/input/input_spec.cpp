@@ -7,7 +7,7 @@
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/io/input/value_scan.hpp"
 #include "h5/dataset_rules.hpp"
-#include "h5/paths.hpp"
+#include "h5/object_paths.hpp"
 #include "h5/open_checked.hpp"
 
 #include <algorithm>

@@ -3,17 +3,16 @@
 #include "attnbatch/io/models/torch_import.hpp"
 
 #include "attnbatch/error.hpp"
+#include "attnbatch/io/h5/dims.hpp"
 #include "attnbatch/io/h5/error.hpp"
 #include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/io/models/weights_writer.hpp"
 #include "attnbatch/io/output/staged_file.hpp"
-#include "h5/paths.hpp"
+#include "attnbatch/io/h5/file_paths.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include <climits>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -33,12 +32,6 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 
 std::string joined(const std::string& prefix, const std::string& name) { return prefix.empty() ? name : prefix + "." + name; }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-    std::string text = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-    return text + "]";
-}
-
 std::string list_text(const std::vector<std::string>& items, std::size_t most = 12) {
     std::string text;
     for (std::size_t i = 0; i < items.size() && i < most; ++i) text += (i ? ", " : "") + items[i];
@@ -54,11 +47,6 @@ std::string divisors_of(std::int64_t value) {
         text += (listed++ ? " " : "") + std::to_string(h);
     }
     return text;
-}
-
-std::string absolute(const std::string& path) {
-    char resolved[PATH_MAX];
-    return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
 }
 
 // What the tensor names say of the layers: a suffix that only a scheme's tensors have.
@@ -85,7 +73,7 @@ struct ModelConfig {
 
 ModelConfig read_config(const std::string& model_path) {
     ModelConfig config;
-    const std::string path = detail::directory_of(model_path) + "/config.json";
+    const std::string path = directory_of(model_path) + "/config.json";
     std::ifstream in(path);
     if (!in) return config;
     config.path = path;
@@ -436,7 +424,7 @@ ImportedWeights import_weights(const ImportRequest& request) {
     WeightsRecord record;
     record.generator = request.generator;
     WeightsRecord::Import& made = record.import.emplace();
-    made.source = absolute(request.input);
+    made.source = real_path(request.input);
     made.source_format = "safetensors";
     made.layer = layer.prefix;
     made.naming = layer.naming;

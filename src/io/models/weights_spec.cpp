@@ -211,7 +211,7 @@ Findings apply_rules(const WeightsFacts& f, const WeightsRequest& request, bool 
         const Dims& dims = f.entries[slot].facts.dims;
         if (dims != Dims{static_cast<std::uint64_t>(width)}) {
             broken(invalid(at(slot) + " has shape " + shape_text(dims) + ", expected " +
-                           shape_text({static_cast<std::uint64_t>(width)}) + " (the columns of " + matrix + ")"));
+                           shape_text(Dims{static_cast<std::uint64_t>(width)}) + " (the columns of " + matrix + ")"));
         }
     };
     bias(b_q, qk, dataset::w_q);

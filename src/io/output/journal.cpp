@@ -1,32 +1,16 @@
+// Checksums of the output's units, and the identity lines a resumed run must match.
 #include "attnbatch/io/output/journal.hpp"
-#include "attnbatch/io/output/output_file.hpp"
+
+#include "attnbatch/io/output/output_layout.hpp"
+#include "output/xxh3.hpp"
 
 #include <xxhash.h>
 
 #include <cstdio>
-#include <memory>
 #include <set>
 #include <stdexcept>
 
 namespace attnbatch::io {
-namespace {
-
-struct HashState {
-    HashState() : state(XXH3_createState()) {
-        if (state == nullptr) throw std::bad_alloc();
-        XXH3_64bits_reset(state);
-    }
-    ~HashState() { XXH3_freeState(state); }
-    HashState(const HashState&) = delete;
-    HashState& operator=(const HashState&) = delete;
-    void add(const void* data, std::size_t bytes) {
-        if (bytes > 0) XXH3_64bits_update(state, data, bytes);
-    }
-    std::uint64_t digest() const { return XXH3_64bits_digest(state); }
-    XXH3_state_t* state;
-};
-
-}  // namespace
 
 std::int64_t JournalState::done_units() const {
     std::int64_t count = 0;
@@ -41,7 +25,7 @@ std::uint64_t unit_checksum(const OutputLayout& layout, std::int64_t first, std:
     const std::size_t len = size(layout.len);
     const std::size_t skip = size(first - block_first), count = size(last - first);
     const std::size_t output_row = len * size(layout.d_out), lse_row = size(layout.heads) * len;
-    HashState hash;
+    detail::Xxh3 hash;
     hash.add(block.output + skip * output_row, count * output_row * sizeof(float));
     hash.add(block.lse + skip * lse_row, count * lse_row * sizeof(float));
     hash.add(block.lengths + skip, count * sizeof(std::int32_t));

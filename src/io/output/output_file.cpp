@@ -4,7 +4,7 @@
 #include "attnbatch/io/h5/attribute.hpp"
 #include "attnbatch/io/h5/error.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
-#include "h5/paths.hpp"
+#include "attnbatch/io/h5/file_paths.hpp"
 #include "output/output_handles.hpp"
 
 #include <fcntl.h>
@@ -196,7 +196,7 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
     }
     // Whole and flushed: now under the name --resume looks for. Under MPI every rank renames;
     // the first one does it and the others find it done (the flush before was collective).
-    if (::rename(staging.c_str(), partial.c_str()) != 0 && !(errno == ENOENT && detail::path_exists(partial))) {
+    if (::rename(staging.c_str(), partial.c_str()) != 0 && !(errno == ENOENT && path_exists(partial))) {
         const int saved = errno;
         out = OutputFile();
         ::unlink(staging.c_str());
@@ -268,8 +268,8 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
                                     std::to_string(last) + ") outside [0, " + std::to_string(layout_.n) + ")");
     }
     const std::int64_t count = last - first;
-    const auto [weights_begin, weights_end] = layout_.weights_range(first, last);
-    const std::int64_t weights_count = weights_end - weights_begin;
+    const auto [maps_begin, maps_end] = layout_.weights_range(first, last);
+    const std::int64_t maps_count = maps_end - maps_begin;
     expect_pointer(block.output, "output", count);
     expect_pointer(block.lse, "lse", count);
     expect_pointer(block.lengths, "lengths", count);
@@ -281,14 +281,14 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
         write_rows(*h5_->lse, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
         if (h5_->attention) {
             // Called even when empty: collective writes need every rank.
-            const hsize_t offset = weights_count > 0 ? rows(weights_begin - layout_.weights_first) : 0;
-            const std::size_t elements = size(weights_count) * size(layout_.weights_heads()) * len * len;
+            const hsize_t offset = maps_count > 0 ? rows(maps_begin - layout_.weights_first) : 0;
+            const std::size_t elements = size(maps_count) * size(layout_.weights_heads()) * len * len;
             if (layout_.weights_dtype == WeightsDtype::f16) {
-                expect_pointer(block.attention_f16, "attention_f16", weights_count);
-                write_rows(*h5_->attention, offset, rows(weights_count), block.attention_f16, elements, transfer);
+                expect_pointer(block.attention_f16, "attention_f16", maps_count);
+                write_rows(*h5_->attention, offset, rows(maps_count), block.attention_f16, elements, transfer);
             } else {
-                expect_pointer(block.attention_f32, "attention_f32", weights_count);
-                write_rows(*h5_->attention, offset, rows(weights_count), block.attention_f32, elements, transfer);
+                expect_pointer(block.attention_f32, "attention_f32", maps_count);
+                write_rows(*h5_->attention, offset, rows(maps_count), block.attention_f32, elements, transfer);
             }
         }
         write_rows(*h5_->lengths, rows(first), rows(count), block.lengths, size(count), transfer);
@@ -307,30 +307,29 @@ void OutputFile::flush() {
     }
 }
 
-void OutputFile::close_complete() {
+void OutputFile::flush_and_close(const char* what) {
     try {
-        set_int_attribute(h5_->file, attribute::complete, 1);
         h5_->file.flush();
-        for (std::optional<Dataset>* dataset : {&h5_->output, &h5_->attention, &h5_->lse, &h5_->lengths, &h5_->offsets, &h5_->journal_progress}) {
+        for (std::optional<Dataset>* dataset :
+             {&h5_->output, &h5_->attention, &h5_->lse, &h5_->lengths, &h5_->offsets, &h5_->journal_progress}) {
             if (*dataset) (*dataset)->close();
         }
         h5_->file.close();
     } catch (const H5Error& error) {
-        throw Error(exit_io, partial_path() + ": cannot complete the output: " + error.what());
+        throw Error(exit_io, partial_path() + ": cannot " + what + " the output: " + error.what());
     }
 }
 
-void OutputFile::close_incomplete() {
+void OutputFile::close_complete() {
     try {
-        h5_->file.flush();
-        for (std::optional<Dataset>* dataset : {&h5_->output, &h5_->attention, &h5_->lse, &h5_->lengths, &h5_->offsets, &h5_->journal_progress}) {
-            if (*dataset) (*dataset)->close();
-        }
-        h5_->file.close();
+        set_int_attribute(h5_->file, attribute::complete, 1);
     } catch (const H5Error& error) {
-        throw Error(exit_io, partial_path() + ": cannot close the output: " + error.what());
+        throw Error(exit_io, partial_path() + ": cannot complete the output: " + error.what());
     }
+    flush_and_close("complete");
 }
+
+void OutputFile::close_incomplete() { flush_and_close("close"); }
 
 void OutputFile::finalize() {
     close_complete();

@@ -4,7 +4,7 @@
 
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/output/output_size.hpp"
-#include "h5/paths.hpp"
+#include "attnbatch/io/h5/file_paths.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -47,15 +47,15 @@ void check_output_target(const std::string& output_path, bool force, bool contin
     const std::string staging = staging_path_for(output_path);
     // A staging file is never resumable, so it is removed without --force (prepare_output_path);
     // unless a run is creating it right now.
-    if (detail::path_exists(staging) && held_by_a_writer(staging)) {
+    if (path_exists(staging) && held_by_a_writer(staging)) {
         usage(staging + " is being created by another process (it holds the file's lock); hint: wait for that "
                         "run or stop it first");
     }
-    if (!force && detail::path_exists(output_path)) {
+    if (!force && path_exists(output_path)) {
         usage(output_path + ": the output file exists; hint: --force replaces it once the new run is complete, or "
                             "choose another --output");
     }
-    if (!continuing && detail::path_exists(partial)) {
+    if (!continuing && path_exists(partial)) {
         if (!force) {
             usage(partial + " exists, left by an interrupted run; hint: --resume continues it, --force starts afresh");
         }
@@ -64,7 +64,7 @@ void check_output_target(const std::string& output_path, bool force, bool contin
                             "remove it; hint: wait for that run or stop it first");
         }
     }
-    const std::string directory = detail::directory_of(output_path);
+    const std::string directory = directory_of(output_path);
     struct stat status {};
     if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
         throw Error(exit_io, output_path + ": cannot create the output: directory " + directory +
@@ -88,7 +88,7 @@ void prepare_output_path(const std::string& output_path, bool force) {
         throw Error(exit_io, staging + ": cannot remove the output a killed run left half created: " + std::strerror(errno));
     }
     const std::string partial = partial_path_for(output_path);
-    if (detail::path_exists(partial) && ::unlink(partial.c_str()) != 0) {
+    if (path_exists(partial) && ::unlink(partial.c_str()) != 0) {
         throw Error(exit_io, partial + ": cannot remove the stale partial output: " + std::strerror(errno));
     }
 }
@@ -121,11 +121,11 @@ void prepare_new_file(const std::string& option, const std::string& path, bool f
     if (::stat(path.c_str(), &target) == 0 && S_ISDIR(target.st_mode)) {
         usage(option + " " + path + ": is a directory, expected the path of an HDF5 file to write");
     }
-    if (detail::path_exists(path) && !force) {
+    if (path_exists(path) && !force) {
         usage(option + " " + path + ": the file exists; hint: --force replaces it, or choose another name");
     }
     const std::string partial = partial_path_for(path);
-    if (detail::path_exists(partial)) {
+    if (path_exists(partial)) {
         if (!force) {
             usage(option + " " + path + ": " + partial +
                   " exists, left by an interrupted (or still running) generate; hint: --force removes it");
@@ -134,7 +134,7 @@ void prepare_new_file(const std::string& option, const std::string& path, bool f
             throw Error(exit_io, partial + ": cannot remove the stale partial file: " + std::strerror(errno));
         }
     }
-    const std::string directory = detail::directory_of(path);
+    const std::string directory = directory_of(path);
     struct stat status {};
     if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
         throw Error(exit_io, option + " " + path + ": directory " + directory + " does not exist");

@@ -205,11 +205,11 @@ void OutputReader::read_lengths(std::int64_t first, std::int64_t last, std::vect
 namespace {
 
 template <class T>
-void read_weights_rows(const Dataset& attention, const OutputLayout& layout, std::int64_t first, std::int64_t last,
+void read_map_rows(const Dataset& attention, const OutputLayout& layout, std::int64_t first, std::int64_t last,
                        std::vector<T>& out) {
     if (first < layout.weights_first || first > last || last > layout.weights_end()) {
         throw std::invalid_argument("OutputReader: sequences " + range_text(first, last) +
-                                    " outside the stored weights " +
+                                    " outside the stored attention maps " +
                                     range_text(layout.weights_first, layout.weights_end()));
     }
     read_sequences(attention, first - layout.weights_first, last - first, out);
@@ -218,16 +218,16 @@ void read_weights_rows(const Dataset& attention, const OutputLayout& layout, std
 }  // namespace
 
 void OutputReader::read_attention(std::int64_t first, std::int64_t last, std::vector<float>& out) const {
-    read_weights_rows(require(h5_->attention, path_, dataset::attention), layout_, first, last, out);
+    read_map_rows(require(h5_->attention, path_, dataset::attention), layout_, first, last, out);
 }
 
 void OutputReader::read_attention(std::int64_t first, std::int64_t last, std::vector<std::uint16_t>& out) const {
     const Dataset& attention = require(h5_->attention, path_, dataset::attention);
     if (layout_.weights_dtype != WeightsDtype::f16) {
         throw std::invalid_argument("OutputReader: " + h5_->file.path() + ":" + attention.path() +
-                                    " holds float32 weights, not float16 bits");
+                                    " holds float32 attention maps, not float16 bits");
     }
-    read_weights_rows(attention, layout_, first, last, out);
+    read_map_rows(attention, layout_, first, last, out);
 }
 
 void OutputReader::read(std::int64_t first, std::int64_t last, OutputRows& rows) const {

@@ -1,7 +1,7 @@
 // Output size estimates and free space.
 #include "attnbatch/io/output/output_size.hpp"
 
-#include "h5/paths.hpp"
+#include "attnbatch/io/h5/file_paths.hpp"
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -32,7 +32,7 @@ std::uint64_t free_bytes_at(const std::string& path) {
     std::string where = path;
     struct stat status {};
     if (::stat(where.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
-        where = detail::directory_of(where);
+        where = directory_of(where);
     }
     struct statvfs info {};
     if (::statvfs(where.c_str(), &info) != 0) {

@@ -6,7 +6,7 @@
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "output/output_handles.hpp"
 
-#include <xxhash.h>
+#include "output/xxh3.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -42,8 +42,8 @@ std::int64_t span_rows(const OutputLayout& layout, const OutputSpan& span) {
     return (span.last - span.first) * layout.len;
 }
 
-// Rows of the sequences with stored weights in the span.
-std::int64_t weights_rows(const OutputLayout& layout, const OutputSpan& span) {
+// Rows of the sequences with stored attention maps in the span.
+std::int64_t map_rows(const OutputLayout& layout, const OutputSpan& span) {
     const auto [begin, end] = layout.weights_range(span.first, span.last);
     if (end <= begin) return 0;
     if (span.piece()) return span.row_last - span.row_first;
@@ -58,7 +58,7 @@ Boxes boxes_of(const OutputLayout& layout, const OutputSpan& span) {
     Boxes boxes;
     const auto h = [](std::int64_t v) { return static_cast<hsize_t>(v); };
     const hsize_t d_out = h(layout.d_out), heads = h(layout.heads), len = h(layout.len);
-    const hsize_t weights_heads = h(layout.weights_heads());
+    const hsize_t map_heads = h(layout.weights_heads());
     const std::int64_t rows = span_rows(layout, span);
     if (layout.packed) {
         const std::int64_t t0 = row_of(layout, span.first) + (span.piece() ? span.row_first : 0);
@@ -80,30 +80,16 @@ Boxes boxes_of(const OutputLayout& layout, const OutputSpan& span) {
     for (std::int64_t s = begin; s < end; ++s) {
         const hsize_t map = h(s - layout.weights_first);
         if (span.piece()) {
-            boxes.attention.push_back(Slab{{map, 0, h(span.row_first), 0}, {1, weights_heads, h(rows), len}});
+            boxes.attention.push_back(Slab{{map, 0, h(span.row_first), 0}, {1, map_heads, h(rows), len}});
         } else if (layout.packed) {
-            boxes.attention.push_back(Slab{{map, 0, 0, 0}, {1, weights_heads, h(layout.rows_of(s)), len}});
+            boxes.attention.push_back(Slab{{map, 0, 0, 0}, {1, map_heads, h(layout.rows_of(s)), len}});
         } else {
-            boxes.attention.push_back(Slab{{map, 0, 0, 0}, {h(end - begin), weights_heads, len, len}});
+            boxes.attention.push_back(Slab{{map, 0, 0, 0}, {h(end - begin), map_heads, len, len}});
             break;
         }
     }
     return boxes;
 }
-
-struct Hash {
-    Hash() : state(XXH3_createState()) {
-        if (state == nullptr) throw std::bad_alloc();
-        XXH3_64bits_reset(state);
-    }
-    ~Hash() { XXH3_freeState(state); }
-    Hash(const Hash&) = delete;
-    Hash& operator=(const Hash&) = delete;
-    void add(const void* data, std::size_t bytes) {
-        if (bytes > 0) XXH3_64bits_update(state, data, bytes);
-    }
-    XXH3_state_t* state;
-};
 
 }  // namespace
 
@@ -117,7 +103,7 @@ SpanSizes span_sizes(const OutputLayout& layout, const OutputSpan& span) {
     sizes.lengths = span.piece() ? (span.row_last == layout.rows_of(span.first) ? 1 : 0) : z(span.last - span.first);
     sizes.attention = layout.save_weights == SaveWeights::none
                           ? 0
-                          : z(weights_rows(layout, span)) * z(layout.weights_heads()) * z(layout.len);
+                          : z(map_rows(layout, span)) * z(layout.weights_heads()) * z(layout.len);
     return sizes;
 }
 
@@ -132,7 +118,7 @@ std::uint64_t span_checksum(const OutputLayout& layout, const OutputSpan& unit, 
     const std::int64_t before = unit.piece() ? unit.row_first - block_span.row_first
                                              : span_rows(layout, OutputSpan{block_span.first, unit.first, 0, 0});
     const std::size_t d_out = z(layout.d_out), heads = z(layout.heads), len = z(layout.len);
-    Hash hash;
+    detail::Xxh3 hash;
     hash.add(block.output + z(before) * d_out, z(unit_rows) * d_out * sizeof(float));
     if (layout.packed || unit.piece()) {
         for (std::size_t h = 0; h < heads; ++h) {
@@ -152,9 +138,9 @@ std::uint64_t span_checksum(const OutputLayout& layout, const OutputSpan& unit, 
         const std::size_t element = f16 ? sizeof(std::uint16_t) : sizeof(float);
         const auto* base = f16 ? static_cast<const unsigned char*>(static_cast<const void*>(block.attention_f16))
                                : static_cast<const unsigned char*>(static_cast<const void*>(block.attention_f32));
-        const std::size_t weights_heads = z(layout.weights_heads());
+        const std::size_t map_heads = z(layout.weights_heads());
         if (unit.piece()) {
-            for (std::size_t h = 0; h < weights_heads; ++h) {
+            for (std::size_t h = 0; h < map_heads; ++h) {
                 hash.add(base + ((h * z(block_rows) + z(before)) * len) * element, z(unit_rows) * len * element);
             }
         } else {
@@ -162,10 +148,10 @@ std::uint64_t span_checksum(const OutputLayout& layout, const OutputSpan& unit, 
             (void)block_end;
             const std::int64_t rows_before = span_rows(layout, OutputSpan{block_begin, begin, 0, 0});
             const std::int64_t rows = span_rows(layout, OutputSpan{begin, end, 0, 0});
-            hash.add(base + z(rows_before) * weights_heads * len * element, z(rows) * weights_heads * len * element);
+            hash.add(base + z(rows_before) * map_heads * len * element, z(rows) * map_heads * len * element);
         }
     }
-    return XXH3_64bits_digest(hash.state);
+    return hash.digest();
 }
 
 void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Transfer transfer) {

@@ -3,7 +3,7 @@
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/output/fault_injection.hpp"
 #include "attnbatch/io/output/output_paths.hpp"
-#include "h5/paths.hpp"
+#include "attnbatch/io/h5/file_paths.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -57,7 +57,7 @@ void publish_output(const std::string& output_path, bool force) {
         }
         io_failure(partial, "cannot rename to " + output_path);
     }
-    fsync_path(detail::directory_of(output_path), O_RDONLY | O_DIRECTORY);
+    fsync_path(directory_of(output_path), O_RDONLY | O_DIRECTORY);
 }
 
 }  // namespace attnbatch::io

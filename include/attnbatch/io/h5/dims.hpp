@@ -17,8 +17,10 @@ struct Slab {
     Dims count;
 };
 
-// "[4, 16, 8]": how every message shows a shape.
+// "[4, 16, 8]": how every message shows a shape (also of a tensor in another format, whose
+// extents are signed).
 std::string shape_text(const Dims& dims);
+std::string shape_text(const std::vector<std::int64_t>& shape);
 
 std::size_t element_count(const Dims& dims) noexcept;
 

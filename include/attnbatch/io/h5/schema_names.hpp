@@ -62,7 +62,7 @@ inline constexpr const char* kv_heads = "kv_heads";
 // model's, from its config.json, which `run` applies only when given --rope-theta).
 inline constexpr const char* rope_theta = "rope_theta";
 
-// Input and weights files written by `generate`.
+// Input and projection-weights files written by `generate`.
 inline constexpr const char* generator = "generator";        // "attnbatch generate VERSION"
 inline constexpr const char* seed = "seed";                  // the random seed
 inline constexpr const char* dtype = "dtype";                // "float32" or "float64"
@@ -71,7 +71,7 @@ inline constexpr const char* scale_values = "scale_values";  // the factor the d
 inline constexpr const char* min_len = "min_len";            // the least length drawn (ragged inputs only)
 inline constexpr const char* head_dim = "head_dim";          // d_k
 inline constexpr const char* value_dim = "value_dim";        // d_v
-inline constexpr const char* out_dim = "out_dim";            // d_out (weights with /w_o only)
+inline constexpr const char* out_dim = "out_dim";            // d_out (projection weights with /w_o only)
 
 // Output provenance (output/output_file.hpp Provenance and OutputLayout).
 inline constexpr const char* format_version = "format_version";        // 1
@@ -79,14 +79,14 @@ inline constexpr const char* version = "version";                      // attnba
 inline constexpr const char* creation_time = "creation_time";          // ISO 8601 UTC
 inline constexpr const char* input_file = "input_file";                // the run's --input, as given
 inline constexpr const char* input_file_absolute = "input_file_absolute";  // the same, absolute
-inline constexpr const char* weights_file = "weights_file";            // the run's --weights, as given (with weights only)
+inline constexpr const char* weights_file = "weights_file";            // the run's --weights (projections), as given; only with them
 inline constexpr const char* weights_file_absolute = "weights_file_absolute";  // the same, absolute
 inline constexpr const char* input_dataset = "input_dataset";          // "/embeddings", or "/q,/k,/v"
 inline constexpr const char* causal = "causal";                        // 0 or 1
 inline constexpr const char* scale = "scale";                          // the softmax scale used
-inline constexpr const char* save_weights = "save_weights";            // "none", "all" or "mean"
-inline constexpr const char* weights_dtype = "weights_dtype";          // "f32" or "f16"
-inline constexpr const char* weights_sequences = "weights_sequences";  // [A, B]: sequences with stored weights
+inline constexpr const char* save_weights = "save_weights";            // which attention maps: "none", "all" or "mean"
+inline constexpr const char* weights_dtype = "weights_dtype";          // the attention maps' "f32" or "f16"
+inline constexpr const char* weights_sequences = "weights_sequences";  // [A, B]: sequences with stored attention maps
 inline constexpr const char* ranks = "ranks";                          // MPI ranks of the run
 inline constexpr const char* threads = "threads";                      // threads per rank
 inline constexpr const char* io_mode = "io_mode";                      // "gather" or "parallel"
@@ -112,7 +112,7 @@ inline constexpr const char* sequences = "sequences";  // the sequences of its r
 inline constexpr const char* source = "source";        // root: the output the maps came from
 inline constexpr const char* source_absolute = "source_absolute";  // root: its real path
 
-// Weights files written by `import-weights` (plus heads, kv_heads, rope_theta, source: the
+// Projection-weights files written by `import-weights` (plus heads, kv_heads, rope_theta, source: the
 // absolute path of the model file).
 inline constexpr const char* source_format = "source_format";  // "safetensors"
 inline constexpr const char* layer = "layer";                  // the layer's prefix in the model ("" at the top)

@@ -7,7 +7,7 @@
 //   /config     scalar UTF-8 string: the full resolved configuration
 // plus root attributes for provenance and `complete`, 0 until finalize() sets it to 1, and
 // dimension scales /N, /L, /D_out, /H, /L_k (and /N_w, /H_mean for a subset or the mean of the
-// weights) attached to every axis, so that netCDF readers show the axes' names.
+// attention maps) attached to every axis, so that netCDF readers show the axes' names.
 //
 // The file is written as OUTPUT.partial and renamed to OUTPUT only once complete, so a file
 // named OUTPUT is always whole; an existing OUTPUT is replaced (with force) only by that
@@ -148,6 +148,9 @@ private:
     std::vector<std::pair<std::int64_t, std::int64_t>> pending_;  // (unit, checksum) written, not yet recorded
     bool checkpoint_flushes_ = true;
     void prepare_checkpoints();  // after create or reopen
+    // Flush, close every dataset, then the file (checked: HDF5 keeps a file with open objects
+    // open); `what` names the step in the message of a failure.
+    void flush_and_close(const char* what);
 };
 
 // The identity recorded in a partial output's journal (journal.hpp), read without opening

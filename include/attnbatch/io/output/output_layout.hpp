@@ -26,7 +26,7 @@ struct OutputLayout {
     std::int64_t d_out = 0;   // D_out
     SaveWeights save_weights = SaveWeights::all;
     WeightsDtype weights_dtype = WeightsDtype::f32;
-    std::int64_t weights_first = 0;  // A: first sequence with stored weights
+    std::int64_t weights_first = 0;  // A: first sequence with stored attention maps
     std::int64_t weights_last = -1;  // B (exclusive); -1: N
     int gzip_level = 0;              // 0: no compression; 1-9: shuffle + deflate
     std::size_t chunk_bytes = default_chunk_bytes;
@@ -49,7 +49,7 @@ struct OutputLayout {
     std::int64_t weights_count() const noexcept {  // N_w = B - A; 0 without weights
         return save_weights == SaveWeights::none ? 0 : weights_end() - weights_first;
     }
-    // The stored-weights part of sequences [first, last): [max(first, A), min(last, B)),
+    // The part of sequences [first, last) with stored attention maps: [max(first, A), min(last, B)),
     // empty (first == second) when they do not meet.
     std::pair<std::int64_t, std::int64_t> weights_range(std::int64_t first, std::int64_t last) const noexcept;
 };
@@ -76,7 +76,7 @@ SpanSizes span_sizes(const OutputLayout& layout, const OutputSpan& span);
 //   output     (r, D_out) after each other: padded whole sequences are (count, L, D_out)
 //   lse        padded: (H, r) after each other, i.e. (count, H, L); packed: (H, total rows)
 //   lengths    one per sequence the span ends (a piece: only with its sequence's last row)
-//   attention  (H_w, r, L) after each other, for the sequences with stored weights
+//   attention  (H_w, r, L) after each other, for the sequences with stored attention maps
 struct OutputBlock {
     const float* output = nullptr;             // (count, L, D_out)
     const float* lse = nullptr;                // (count, H, L)

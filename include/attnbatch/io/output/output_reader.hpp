@@ -4,7 +4,7 @@
 //
 // The layout comes from the datasets themselves: N, L and D_out from /output, H from /lse,
 // (packed layout, with /offsets: N from /offsets, L the longest sequence or /attention's L),
-// and from /attention (when present) the weights' dtype, their sequences [A, B) (attribute
+// and from /attention (when present) the maps' dtype, their sequences [A, B) (attribute
 // first_sequence) and whether they are the mean over heads. Creation parameters that do not
 // change what is read (gzip level, chunk size) keep OutputLayout's defaults.
 #pragma once
@@ -30,7 +30,7 @@ struct OutputRows {
     std::vector<float> lse;             // (count, H, L)
     std::vector<std::int32_t> lengths;  // (count)
     // The sequences of layout().weights_range(first, first + count) only, (count_w, H_w, L, L):
-    // f32 weights in `attention`, f16 weights as IEEE binary16 bits in `attention_f16`.
+    // f32 maps in `attention`, f16 maps as IEEE binary16 bits in `attention_f16`.
     std::vector<float> attention;
     std::vector<std::uint16_t> attention_f16;
 };
@@ -66,7 +66,7 @@ public:
     void read_lengths(std::int64_t first, std::int64_t last, std::vector<std::int32_t>& out) const;
     void read_attention(std::int64_t first, std::int64_t last, std::vector<float>& out) const;  // f16 widened
     void read_attention(std::int64_t first, std::int64_t last, std::vector<std::uint16_t>& out) const;  // f16 bits
-    // All of them for sequences [first, last); the weights of their stored part, in the dtype stored.
+    // All of them for sequences [first, last); the attention maps of their stored part, in the dtype stored.
     void read(std::int64_t first, std::int64_t last, OutputRows& rows) const;
 
 private:

@@ -11,7 +11,7 @@ namespace attnbatch::io {
 
 struct OutputSizes {
     std::uint64_t output = 0;     // /output
-    std::uint64_t attention = 0;  // /attention (the weights; the usual giant: N*H*L*L)
+    std::uint64_t attention = 0;  // /attention (the attention maps; the usual giant: N*H*L*L)
     std::uint64_t lse = 0;        // /lse
     std::uint64_t lengths = 0;    // /lengths
     std::uint64_t offsets = 0;    // /offsets (the packed layout)
