@@ -38,6 +38,7 @@
 
 namespace {
 
+using namespace attnbatch;
 using namespace attnbatch::io;
 
 constexpr std::uint64_t kMaxScanned = std::uint64_t{1} << 20;

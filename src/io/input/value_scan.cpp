@@ -4,7 +4,6 @@
 #include "attnbatch/io/h5/dataset.hpp"
 #include "attnbatch/io/h5/error.hpp"
 #include "attnbatch/io/h5/file.hpp"
-#include "attnbatch/io/h5/schema_names.hpp"
 #include "h5/open_checked.hpp"
 
 #include <algorithm>
@@ -97,13 +96,9 @@ void ValueScanner::scan_weights() {
     try {
         Files& f = *files_;
         if (!f.weights) {
-            const WeightsSpec& w = *spec_.weights;
-            f.weights = detail::open_input_file(w.path, "--weights");
-            const std::pair<const char*, bool> present[] = {
-                {dataset::w_q, true},      {dataset::w_k, true},      {dataset::w_v, true},      {dataset::w_o, w.has_w_o},
-                {dataset::b_q, w.has_b_q}, {dataset::b_k, w.has_b_k}, {dataset::b_v, w.has_b_v}, {dataset::b_o, w.has_b_o}};
-            for (const auto& [path, here] : present) {
-                if (here) f.matrices.push_back(detail::open_input_dataset(*f.weights, path, "--weights", "the projections file "));
+            f.weights = detail::open_input_file(spec_.weights->path, "--weights");
+            for (const char* path : spec_.weights->datasets()) {
+                f.matrices.push_back(detail::open_input_dataset(*f.weights, path, "--weights", "the projections file "));
             }
         }
         for (const Dataset& matrix : f.matrices) {

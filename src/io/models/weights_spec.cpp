@@ -245,6 +245,15 @@ std::int64_t stated_count(const File& file, const char* name) {
 
 }  // namespace
 
+std::vector<const char*> WeightsSpec::datasets() const {
+    const bool present[kSlots] = {true, true, true, has_w_o, has_b_q, has_b_k, has_b_v, has_b_o};
+    std::vector<const char*> paths;
+    for (int slot = 0; slot < kSlots; ++slot) {
+        if (present[slot]) paths.push_back(kRules[slot].path);
+    }
+    return paths;
+}
+
 DescribedWeights describe_weights(const std::string& path, const WeightsRequest& request) {
     WeightsFacts facts;
     facts.file = path;

@@ -35,6 +35,8 @@ struct WeightsSpec {
     double file_rope_theta = 0;
 
     std::int64_t key_width() const { return k_width > 0 ? k_width : qk_width; }
+    // The datasets the file has, in SPEC order: /w_q, /w_k, /w_v, then /w_o and the biases it has.
+    std::vector<const char*> datasets() const;
 };
 
 // What the caller knows besides the file.
