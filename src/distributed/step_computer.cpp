@@ -13,6 +13,9 @@
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "attnbatch/kernels/projection.hpp"
 #include "attnbatch/kernels/rope.hpp"
@@ -28,8 +31,14 @@ T* StepOutputs::Buffer<T>::reserve(std::size_t n) {
     // Grown without copying or clearing: each step writes all it uses.
     data_.reset();
     capacity_ = 0;
-    void* p = std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64);
+    const std::size_t huge = std::size_t{2} << 20;
+    const std::size_t align = n * sizeof(T) >= huge ? huge : 64;
+    const std::size_t bytes = (n * sizeof(T) + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, bytes);
     if (!p) throw std::bad_alloc();
+#if defined(__linux__)
+    if (align == huge) ::madvise(p, bytes, MADV_HUGEPAGE);
+#endif
     data_.reset(static_cast<T*>(p));
     capacity_ = n;
     return data_.get();
