@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <new>
 #include <stdexcept>
@@ -52,12 +53,16 @@ namespace {
 // Rows of one projection's input, in spans of this many rows (a multiple of every backend's
 // micro-tile height), the unit in which threads share a projection.
 constexpr std::int32_t kSpanRows = 96;
-// Scratch for the rows in flight (projected Q, K, V and the attention output before w_o) when
-// the caller gives no bound: a few MiB, so that they are still in the cache when read again.
-constexpr std::size_t kDefaultStagingBytes = std::size_t{2} << 20;
-// Sequences up to this many query rows are computed one per thread (each kernel call on one
-// thread) when a chunk holds enough of them; longer ones get every thread.
+// Scratch for the rows in flight of one chunk (projected Q, K, V and the attention output
+// before w_o) when the caller gives no bound: about a core's L2, so that they are still in the
+// cache when the kernel and w_o read them.
+constexpr std::size_t kDefaultStagingBytes = std::size_t{1} << 20;
+// Ranges of up to this many query rows go through whole chunks one thread each (no barrier
+// between projection, attention and w_o), when there are enough chunks to share; longer ones
+// through chunks that every thread works on, stage by stage.
 constexpr int kShortSequence = 512;
+// Short ranges are cut into about this many chunks per thread, so that the last ones even out.
+constexpr std::size_t kChunksPerThread = 4;
 
 struct PackedMatrix {
     std::vector<float> packed;
@@ -142,6 +147,7 @@ public:
         }
         // K staged (projected or rotated) in rows of K | V (projected) or K alone (rotated).
         kv_width_ = w_kv_ ? static_cast<std::size_t>(w_kv_.out) : k_width_;
+        lanes_.resize(static_cast<std::size_t>(threads_));
     }
 
     void compute(const io::InputBlock& in, StepOutputs& outputs, io::OutputBlock& block, ComputeTally& tally) {
@@ -157,13 +163,32 @@ public:
         // A piece's query rows past the length are not in its input: its Q is always copied.
         stage_q_ = w_q_ || rope_ || in.piece();
         stage_k_ = w_kv_ || rope_;
-        for (std::size_t first = 0; first < step.ranges.size();) {
-            std::size_t last = first + 1, bytes = staged_bytes(step.ranges[first]);
-            while (last < step.ranges.size() && bytes + staged_bytes(step.ranges[last]) <= staging_bytes_) {
-                bytes += staged_bytes(step.ranges[last++]);
+        cut_chunks(step);
+        // Chunks of short ranges one per thread when there are enough to share, the others (and
+        // all of them when not) with every thread. A row's bits depend on neither.
+        std::size_t narrow = 0;
+        for (const Chunk& c : chunks_) narrow += c.narrow ? 1 : 0;
+        const bool spread = threads_ > 1 && narrow >= static_cast<std::size_t>(threads_);
+        for (const Chunk& c : chunks_) {
+            if (!spread || !c.narrow) compute_chunk(step, c, in, results, lanes_[0], threads_);
+        }
+        if (spread) {
+            std::exception_ptr failure;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
+#endif
+            for (std::size_t j = 0; j < chunks_.size(); ++j) {
+                if (!chunks_[j].narrow) continue;
+                try {
+                    compute_chunk(step, chunks_[j], in, results, lanes_[static_cast<std::size_t>(thread_index())], 1);
+                } catch (...) {
+#if defined(_OPENMP)
+#pragma omp critical(attnbatch_step_failure)
+#endif
+                    if (!failure) failure = std::current_exception();
+                }
             }
-            compute_chunk(step, first, last, in, results);
-            first = last;
+            if (failure) std::rethrow_exception(failure);
         }
         count(step, tally);
         block.output = results.output;
@@ -181,7 +206,13 @@ private:
         std::uint16_t* maps_f16 = nullptr;
     };
 
-    // Where a range's rows are in the chunk's scratch.
+    // Consecutive ranges computed together: ranges [first, last) of the step.
+    struct Chunk {
+        std::size_t first = 0, last = 0;
+        bool narrow = false;  // all short: one thread does all of it
+    };
+
+    // Where a range's rows are in its chunk's scratch.
     struct Staged {
         std::size_t q_row = 0, kv_row = 0, attended_row = 0;
     };
@@ -193,6 +224,16 @@ private:
         bool lse_direct = true;  // else written to scratch and spread (packed layout, H > 1)
     };
 
+    // What a chunk needs while it is computed: one per thread, reused by every chunk and step.
+    struct Lane {
+        std::vector<Staged> staged;
+        std::vector<float> q, kv, attended;
+        std::vector<k::ProjectionSpan> spans;
+        std::vector<Call> calls;
+        std::vector<unsigned char> workspace, projection_workspace;
+        std::vector<float> lse;
+    };
+
     std::size_t staged_bytes(const RowRange& r) const {
         std::size_t floats = 0;
         if (stage_q_) floats += static_cast<std::size_t>(r.rows) * q_width_;
@@ -202,52 +243,75 @@ private:
     }
 
     static bool attended(const RowRange& r) { return r.query_rows > 0 && r.keys > 0; }
+    static bool short_range(const RowRange& r) { return r.rows <= kShortSequence; }
 
-    void compute_chunk(const StepRows& step, std::size_t first, std::size_t last, const io::InputBlock& in,
-                       const Results& results) {
-        staged_.resize(last - first);
+    // Chunks of consecutive ranges, short or not, of at most staging_bytes_ of scratch (at least
+    // one range); short ones also in enough chunks to share among the threads.
+    void cut_chunks(const StepRows& step) {
+        chunks_.clear();
+        std::size_t short_ranges = 0;
+        for (const RowRange& r : step.ranges) short_ranges += short_range(r) ? 1 : 0;
+        const std::size_t share = static_cast<std::size_t>(threads_) * kChunksPerThread;
+        const std::size_t most_short = threads_ > 1 ? std::max<std::size_t>(1, (short_ranges + share - 1) / share) : step.ranges.size();
+        for (std::size_t first = 0; first < step.ranges.size();) {
+            const bool narrow = short_range(step.ranges[first]);
+            std::size_t last = first + 1, bytes = staged_bytes(step.ranges[first]);
+            while (last < step.ranges.size() && short_range(step.ranges[last]) == narrow &&
+                   bytes + staged_bytes(step.ranges[last]) <= staging_bytes_ && (!narrow || last - first < most_short)) {
+                bytes += staged_bytes(step.ranges[last++]);
+            }
+            chunks_.push_back(Chunk{first, last, narrow});
+            first = last;
+        }
+    }
+
+    void compute_chunk(const StepRows& step, const Chunk& chunk, const io::InputBlock& in, const Results& results, Lane& lane,
+                       int threads) {
+        lane.staged.resize(chunk.last - chunk.first);
         std::size_t q_rows = 0, kv_rows = 0, attended_rows = 0;
-        for (std::size_t i = first; i < last; ++i) {
+        for (std::size_t i = chunk.first; i < chunk.last; ++i) {
             const RowRange& r = step.ranges[i];
-            staged_[i - first] = Staged{q_rows, kv_rows, attended_rows};
+            lane.staged[i - chunk.first] = Staged{q_rows, kv_rows, attended_rows};
             q_rows += static_cast<std::size_t>(r.rows);
             kv_rows += static_cast<std::size_t>(r.keys);
             attended_rows += static_cast<std::size_t>(r.rows);
         }
-        if (stage_q_) q_stage_.resize(std::max(q_stage_.size(), q_rows * q_width_));
-        if (stage_k_) kv_stage_.resize(std::max(kv_stage_.size(), kv_rows * kv_width_));
-        if (w_o_) attended_.resize(std::max(attended_.size(), attended_rows * attended_width_));
+        if (stage_q_) lane.q.resize(std::max(lane.q.size(), q_rows * q_width_));
+        if (stage_k_) lane.kv.resize(std::max(lane.kv.size(), kv_rows * kv_width_));
+        if (w_o_) lane.attended.resize(std::max(lane.attended.size(), attended_rows * attended_width_));
 
-        if (stage_q_) stage(true, step, first, last);
-        if (stage_k_) stage(false, step, first, last);
-        attend(step, first, last, in, results);
-        if (w_o_) project_output(step, first, last, results);
+        if (stage_q_) stage(true, step, chunk, lane, threads);
+        if (stage_k_) stage(false, step, chunk, lane, threads);
+        attend(step, chunk, in, results, lane, threads);
+        if (w_o_) project_output(step, chunk, results, lane, threads);
     }
 
     // Q (queries) or K of the chunk's ranges into their scratch, rows of H*d_k or of K | V
     // (G*(d_k + d_v) when projected, else G*d_k): projected (the projection of K gives V beside
     // it), or copied from the input; rotated at the rows' positions; the rows reserved past the
     // length zero (the kernel reads whole micro-tiles of query rows, and no key row past them).
-    void stage(bool queries, const StepRows& step, std::size_t first, std::size_t last) {
+    void stage(bool queries, const StepRows& step, const Chunk& chunk, Lane& lane, int threads) {
         const PackedMatrix& w = queries ? w_q_ : w_kv_;
         const OperandView& view = queries ? step.q : step.k;
         const std::size_t width = queries ? q_width_ : kv_width_, count_heads = queries ? heads_ : kv_heads_;
         const auto valid = [queries](const RowRange& r) { return queries ? r.query_rows : r.key_rows; };
         const auto at = [queries](const RowRange& r) { return queries ? r.query_at : r.key_at; };
-        const auto to_rows = [&](std::size_t i) { return queries ? q_stage(i - first) : kv_stage(i - first); };
+        const auto to_rows = [&](std::size_t i) { return queries ? q_rows(lane, i - chunk.first) : kv_rows(lane, i - chunk.first); };
         if (w) {
-            spans_.clear();
-            for (std::size_t i = first; i < last; ++i) add_spans(view.base + at(step.ranges[i]), valid(step.ranges[i]), to_rows(i), view.row, width);
-            project(w, view.row, width);
+            lane.spans.clear();
+            for (std::size_t i = chunk.first; i < chunk.last; ++i) {
+                add_spans(lane, view.base + at(step.ranges[i]), valid(step.ranges[i]), to_rows(i), view.row, width);
+            }
+            project(w, lane, view.row, width, threads);
         }
         const k::TensorStrides staged{0, static_cast<std::ptrdiff_t>(dk_), static_cast<std::ptrdiff_t>(width)};
-        for (std::size_t i = first; i < last; ++i) {
+        for (std::size_t i = chunk.first; i < chunk.last; ++i) {
             const RowRange& r = step.ranges[i];
             float* to = to_rows(i);
             if (valid(r) > 0 && (rope_ || !w)) {
                 const float* from = w ? to : view.base + at(r);
                 const k::TensorStrides from_strides = w ? staged : k::TensorStrides{0, view.head, view.row};
-                if (rope_) rotate(from, from_strides, to, staged, count_heads, valid(r), queries ? r.q0 : 0);
+                if (rope_) rotate(from, from_strides, to, staged, count_heads, valid(r), queries ? r.q0 : 0, threads);
                 else copy_rows(from, from_strides, to, count_heads, dk_, valid(r));
             }
             const auto reserved = static_cast<std::size_t>(queries ? r.rows : r.keys);
@@ -255,87 +319,46 @@ private:
         }
     }
 
-    void attend(const StepRows& step, std::size_t first, std::size_t last, const io::InputBlock& in, const Results& results) {
-        calls_.clear();
-        for (std::size_t i = first; i < last; ++i) {
+    void attend(const StepRows& step, const Chunk& chunk, const io::InputBlock& in, const Results& results, Lane& lane,
+                int threads) {
+        lane.calls.clear();
+        for (std::size_t i = chunk.first; i < chunk.last; ++i) {
             const RowRange& r = step.ranges[i];
+            const std::size_t at = i - chunk.first;
             if (!attended(r)) {
-                fill_unattended(r, out_rows(r, i - first, results), results);
+                fill_unattended(r, out_rows(r, lane, at, results), results);
                 continue;
             }
-            Call call = call_for(step, r, i - first, in, results);
-            if (!calls_.empty() && extend(calls_.back(), call, step.ranges[calls_.back().first + first], r)) continue;
-            call.first = i - first;
-            calls_.push_back(call);
+            Call call = call_for(step, r, lane, at, in, results);
+            if (!lane.calls.empty() && extend(lane.calls.back(), call, step.ranges[chunk.first + lane.calls.back().first], r)) continue;
+            call.first = at;
+            lane.calls.push_back(call);
         }
-        // Short calls one per thread when there are enough of them to share; the rest, and all
-        // of them on one thread, with every thread. A row's bits depend on neither.
-        std::vector<std::size_t>& wide = wide_calls_;
-        std::vector<std::size_t>& narrow = narrow_calls_;
-        wide.clear();
-        narrow.clear();
-        for (std::size_t c = 0; c < calls_.size(); ++c) {
-            (calls_[c].count == 1 && calls_[c].p.len_q <= kShortSequence ? narrow : wide).push_back(c);
+        k::KernelOptions options = settings_.kernel;
+        options.threads = threads;
+        for (Call& call : lane.calls) {
+            if (!call.lse_direct) {
+                lane.lse.resize(heads_ * static_cast<std::size_t>(call.p.len_q));
+                call.p.lse = lane.lse.data();
+            }
+            const std::size_t bytes = k::attention_workspace_bytes(call.p, options);
+            if (lane.workspace.size() < bytes) lane.workspace.resize(bytes);
+            k::attention_forward(call.p, options, lane.workspace.data(), lane.workspace.size());
+            if (call.lse_direct) continue;
+            const RowRange& r = step.ranges[chunk.first + call.first];
+            const auto rows = static_cast<std::size_t>(r.rows);
+            for (std::size_t h = 0; h < heads_; ++h) {
+                std::memcpy(results.lse + r.lse_at + h * r.lse_head_stride, lane.lse.data() + h * rows, rows * sizeof(float));
+            }
         }
-        if (threads_ == 1 || narrow.size() < static_cast<std::size_t>(threads_)) {
-            wide.insert(wide.end(), narrow.begin(), narrow.end());
-            narrow.clear();
-        }
-        for (const std::size_t c : wide) run_call(step, first, calls_[c], settings_.kernel, workspace_, lse_scratch_, results);
-        if (!narrow.empty()) run_narrow(step, first, results);
         // The kernel's map rows are `keys` wide; the stored rows L wide, zero past the keys.
         const auto len = static_cast<std::size_t>(spec_.len);
-        for (std::size_t i = first; i < last; ++i) {
+        for (std::size_t i = chunk.first; i < chunk.last; ++i) {
             const RowRange& r = step.ranges[i];
             if (!r.maps || !attended(r) || static_cast<std::size_t>(r.keys) >= len) continue;
             const std::size_t rows = static_cast<std::size_t>(layout_.weights_heads()) * static_cast<std::size_t>(r.rows);
             if (results.maps_f16) widen_rows(results.maps_f16 + r.map_at, rows, static_cast<std::size_t>(r.keys), len);
             else widen_rows(results.maps_f32 + r.map_at, rows, static_cast<std::size_t>(r.keys), len);
-        }
-    }
-
-    void run_narrow(const StepRows& step, std::size_t first, const Results& results) {
-        k::KernelOptions one_thread = settings_.kernel;
-        one_thread.threads = 1;
-        thread_workspaces_.resize(static_cast<std::size_t>(threads_));
-        thread_lse_.resize(static_cast<std::size_t>(threads_));
-        std::size_t bytes = 0;
-        for (const std::size_t c : narrow_calls_) bytes = std::max(bytes, k::attention_workspace_bytes(calls_[c].p, one_thread));
-        for (auto& workspace : thread_workspaces_) {
-            if (workspace.size() < bytes) workspace.resize(bytes);
-        }
-        std::string failure;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
-#endif
-        for (std::size_t j = 0; j < narrow_calls_.size(); ++j) {
-            const auto me = static_cast<std::size_t>(thread_index());
-            try {
-                run_call(step, first, calls_[narrow_calls_[j]], one_thread, thread_workspaces_[me], thread_lse_[me], results);
-            } catch (const std::exception& e) {
-#if defined(_OPENMP)
-#pragma omp critical(attnbatch_step_failure)
-#endif
-                if (failure.empty()) failure = e.what();
-            }
-        }
-        if (!failure.empty()) throw std::runtime_error(failure);
-    }
-
-    void run_call(const StepRows& step, std::size_t first, Call call, const k::KernelOptions& options,
-                  std::vector<unsigned char>& workspace, std::vector<float>& lse_scratch, const Results& results) const {
-        if (!call.lse_direct) {
-            lse_scratch.resize(heads_ * static_cast<std::size_t>(call.p.len_q));
-            call.p.lse = lse_scratch.data();
-        }
-        const std::size_t bytes = k::attention_workspace_bytes(call.p, options);
-        if (workspace.size() < bytes) workspace.resize(bytes);
-        k::attention_forward(call.p, options, workspace.data(), workspace.size());
-        if (call.lse_direct) return;
-        const RowRange& r = step.ranges[first + call.first];
-        const auto rows = static_cast<std::size_t>(r.rows);
-        for (std::size_t h = 0; h < heads_; ++h) {
-            std::memcpy(results.lse + r.lse_at + h * r.lse_head_stride, lse_scratch.data() + h * rows, rows * sizeof(float));
         }
     }
 
@@ -348,7 +371,7 @@ private:
     }
 
     // The kernel's parameters for range r alone.
-    Call call_for(const StepRows& step, const RowRange& r, std::size_t at, const io::InputBlock& in, const Results& results) {
+    Call call_for(const StepRows& step, const RowRange& r, Lane& lane, std::size_t at, const io::InputBlock& in, const Results& results) {
         Call call;
         k::AttentionParams& p = call.p;
         p.batch = 1;
@@ -361,10 +384,10 @@ private:
         p.dim_v = static_cast<int>(dv_);
         p.scale = settings_.scale;
         p.causal = settings_.causal;
-        std::tie(p.q, p.q_strides) = operand(stage_q_ ? q_stage(at) : nullptr, q_width_, dk_, step.q, r.query_at);
-        std::tie(p.k, p.k_strides) = operand(stage_k_ ? kv_stage(at) : nullptr, kv_width_, dk_, step.k, r.key_at);
-        std::tie(p.v, p.v_strides) = operand(w_kv_ ? kv_stage(at) + k_width_ : nullptr, kv_width_, dv_, step.v, r.value_at);
-        p.out = out_rows(r, at, results);
+        std::tie(p.q, p.q_strides) = operand(stage_q_ ? q_rows(lane, at) : nullptr, q_width_, dk_, step.q, r.query_at);
+        std::tie(p.k, p.k_strides) = operand(stage_k_ ? kv_rows(lane, at) : nullptr, kv_width_, dk_, step.k, r.key_at);
+        std::tie(p.v, p.v_strides) = operand(w_kv_ ? kv_rows(lane, at) + k_width_ : nullptr, kv_width_, dv_, step.v, r.value_at);
+        p.out = out_rows(r, lane, at, results);
         p.out_strides = k::TensorStrides{0, static_cast<std::ptrdiff_t>(dv_), static_cast<std::ptrdiff_t>(attended_width_)};
         p.lengths = in.lengths.data() + r.sequence;
         call.lse_direct = heads_ == 1 || r.lse_head_stride == static_cast<std::size_t>(r.rows);
@@ -435,44 +458,43 @@ private:
     }
 
     // Y = attention output W_o + b_o for the valid rows; rows past the length zero.
-    void project_output(const StepRows& step, std::size_t first, std::size_t last, const Results& results) {
-        spans_.clear();
-        for (std::size_t i = first; i < last; ++i) {
+    void project_output(const StepRows& step, const Chunk& chunk, const Results& results, Lane& lane, int threads) {
+        lane.spans.clear();
+        for (std::size_t i = chunk.first; i < chunk.last; ++i) {
             const RowRange& r = step.ranges[i];
             float* y = results.output + r.output_row * d_out_;
-            add_spans(attended_.data() + staged_[i - first].attended_row * attended_width_, r.query_rows, y,
-                      static_cast<std::ptrdiff_t>(attended_width_), d_out_);
+            add_spans(lane, out_rows(r, lane, i - chunk.first, results), r.query_rows, y, static_cast<std::ptrdiff_t>(attended_width_), d_out_);
             std::fill(y + static_cast<std::size_t>(r.query_rows) * d_out_, y + static_cast<std::size_t>(r.rows) * d_out_, 0.0f);
         }
-        project(w_o_, static_cast<std::ptrdiff_t>(attended_width_), d_out_);
+        project(w_o_, lane, static_cast<std::ptrdiff_t>(attended_width_), d_out_, threads);
     }
 
-    void add_spans(const float* x, int rows, float* y, std::ptrdiff_t x_row, std::size_t y_row) {
+    static void add_spans(Lane& lane, const float* x, int rows, float* y, std::ptrdiff_t x_row, std::size_t y_row) {
         for (std::int32_t r0 = 0; r0 < rows; r0 += kSpanRows) {
-            spans_.push_back(k::ProjectionSpan{x + r0 * x_row, y + static_cast<std::size_t>(r0) * y_row, std::min(kSpanRows, rows - r0)});
+            lane.spans.push_back(k::ProjectionSpan{x + r0 * x_row, y + static_cast<std::size_t>(r0) * y_row, std::min(kSpanRows, rows - r0)});
         }
     }
 
-    void project(const PackedMatrix& w, std::ptrdiff_t x_row, std::size_t y_row) {
-        if (spans_.empty()) return;
+    void project(const PackedMatrix& w, Lane& lane, std::ptrdiff_t x_row, std::size_t y_row, int threads) const {
+        if (lane.spans.empty()) return;
         k::ProjectionParams pp;
-        pp.spans = spans_.data();
-        pp.span_count = spans_.size();
+        pp.spans = lane.spans.data();
+        pp.span_count = lane.spans.size();
         pp.x_row_stride = x_row;
         pp.y_row_stride = static_cast<std::ptrdiff_t>(y_row);
         pp.in = w.in;
         pp.out = w.out;
         pp.packed_w = w.packed.data();
         pp.bias = w.bias.empty() ? nullptr : w.bias.data();
-        const std::size_t bytes = k::projection_workspace_bytes(w.in, isa_, threads_);
-        if (projection_workspace_.size() < bytes) projection_workspace_.resize(bytes);
-        k::project(pp, isa_, threads_, projection_workspace_.data(), projection_workspace_.size());
+        const std::size_t bytes = k::projection_workspace_bytes(w.in, isa_, threads);
+        if (lane.projection_workspace.size() < bytes) lane.projection_workspace.resize(bytes);
+        k::project(pp, isa_, threads, lane.projection_workspace.data(), lane.projection_workspace.size());
     }
 
     // Rotary embeddings of `rows` rows of `count_heads` heads, row 0 at `first_position` (the
     // table is indexed by position, so a piece rotates its rows as the whole sequence does).
     void rotate(const float* from, const k::TensorStrides& from_strides, float* to, const k::TensorStrides& to_strides,
-                std::size_t count_heads, int rows, int first_position) const {
+                std::size_t count_heads, int rows, int first_position, int threads) const {
         k::RopeParams rp;
         rp.in = from;
         rp.in_strides = from_strides;
@@ -485,7 +507,7 @@ private:
         rp.row_offset = first_position;
         rp.cos_table = rope_cos_.data();
         rp.sin_table = rope_sin_.data();
-        k::apply_rope(rp, threads_);
+        k::apply_rope(rp, threads);
     }
 
     // `rows` rows of `count_heads` heads of width d into rows of count_heads * d.
@@ -510,11 +532,12 @@ private:
         }
     }
 
-    float* q_stage(std::size_t at) { return q_stage_.data() + staged_[at].q_row * q_width_; }
-    float* kv_stage(std::size_t at) { return kv_stage_.data() + staged_[at].kv_row * kv_width_; }
+    // The scratch rows of the chunk's range `at`.
+    float* q_rows(Lane& lane, std::size_t at) const { return lane.q.data() + lane.staged[at].q_row * q_width_; }
+    float* kv_rows(Lane& lane, std::size_t at) const { return lane.kv.data() + lane.staged[at].kv_row * kv_width_; }
     // Where the kernel writes range r's attention output: the scratch before w_o, else /output.
-    float* out_rows(const RowRange& r, std::size_t at, const Results& results) {
-        return w_o_ ? attended_.data() + staged_[at].attended_row * attended_width_ : results.output + r.output_row * d_out_;
+    float* out_rows(const RowRange& r, Lane& lane, std::size_t at, const Results& results) const {
+        return w_o_ ? lane.attended.data() + lane.staged[at].attended_row * attended_width_ : results.output + r.output_row * d_out_;
     }
 
     void count(const StepRows& step, ComputeTally& tally) const {
@@ -545,18 +568,10 @@ private:
     bool rope_ = false;
     std::vector<float> rope_cos_, rope_sin_;  // (L, d_k/2)
 
-    // Per step: which operands pass through the scratch.
+    // Per step: which operands pass through the scratch, and the chunks.
     bool stage_q_ = false, stage_k_ = false;
-    // Scratch of one chunk of ranges, reused by every chunk and step.
-    std::vector<Staged> staged_;
-    std::vector<float> q_stage_, kv_stage_, attended_;
-    std::vector<k::ProjectionSpan> spans_;
-    std::vector<Call> calls_;
-    std::vector<std::size_t> wide_calls_, narrow_calls_;
-    std::vector<unsigned char> workspace_, projection_workspace_;
-    std::vector<float> lse_scratch_;
-    std::vector<std::vector<unsigned char>> thread_workspaces_;
-    std::vector<std::vector<float>> thread_lse_;
+    std::vector<Chunk> chunks_;
+    std::vector<Lane> lanes_;  // one per thread
 };
 
 StepComputer::StepComputer(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,

@@ -55,12 +55,14 @@ public:
 };
 
 // Built once per job: it packs the projection weights once, and its scratch (the rows being
-// projected and attended, the kernels' workspaces) serves every step. One compute() at a time.
+// projected and attended, the kernels' workspaces, one set per thread) serves every step. One
+// compute() at a time.
 class StepComputer {
 public:
-    // `staging_bytes` bounds the scratch of projected and rotated rows: the sequences of a
-    // step pass through it a few at a time, so that they are still in the cache when the
-    // kernel reads them (0: a default of a few MiB). The results do not depend on it.
+    // `staging_bytes` bounds the scratch of one chunk of a step's sequences (their projected
+    // or rotated Q, K, V and their attention output before w_o): the sequences pass through it a
+    // few at a time, so that those rows are still in the cache when the kernel and w_o read them
+    // (0: 1 MiB, about a core's L2). The results do not depend on it.
     StepComputer(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
                  const AttentionSettings& settings, const io::OutputLayout& layout, std::size_t staging_bytes = 0);
     ~StepComputer();
