@@ -87,6 +87,17 @@
 //              bits change (NMSE against fp64 1.116e-5 -> 1.126e-5 over 64 heads). Same-process
 //              A/B on CPU time (the kernel built twice, 31 interleaved calls): bf16 x1.09, fp32
 //              x1.02 full and causal; bf16 / fp32 about 1.7 at L = 512, 1 thread.
+//  14          The next task's rows reach L2 (prefetch.hpp): one load per page of the input rows
+//              it will read before they are prefetched (prefetches to pages without a cached
+//              translation were dropped here), its output rows prefetched for writing too, the
+//              next head's keys and values prefetched in shares that follow each task's work
+//              (with a causal mask the last tiles are the dear ones) over a better count of
+//              each task's prefetch steps; fp32 values read where they are when their rows
+//              need no padding (no copy into v_pack). Outputs byte-identical. Same-process A/B
+//              (both builds' code 64-byte aligned: unaligned, two copies of the same code
+//              differed by up to 8% with a causal mask): fp32 x1.02 full, x1.07-1.08 causal;
+//              bf16 x1.01-1.02 full, x1.06-1.09 causal; the CLI's [B, L, H*d] layout x1.00-1.02
+//              full, x1.02-1.03 causal. Causal / full about 0.87-0.89 (host loaded).
 #pragma once
 
 #include <cstddef>
@@ -215,23 +226,30 @@ void prefetch_next_task(const AttentionParams& p, const Layout& layout, Prefetch
     if (next.b >= 0) {
         const float* q = p.q + next.b * p.q_strides.seq + next.h * p.q_strides.head + next.i0 * p.q_strides.row;
         pf.add(q, p.q_strides.row, imin(layout.bq, p.len_q - next.i0), p.dim_k);
+        const float* o = p.out + next.b * p.out_strides.seq + next.h * p.out_strides.head + next.i0 * p.out_strides.row;
+        pf.add(o, p.out_strides.row, imin(layout.bq, p.len_q - next.i0), p.dim_v, true);
     }
     if (next.kv_b >= 0 && !(next.kv_b == b && kv_head_of(p, next.kv_h) == kv_head_of(p, h))) {
         const int next_kv_h = kv_head_of(p, next.kv_h);
         const long next_keys = valid_keys(p, next.kv_b);
-        const int k_lo = static_cast<int>(next_keys * next.kv_row0 / p.len_q);
-        const int k_hi = static_cast<int>(next_keys * next.kv_row1 / p.len_q);
+        // With a causal mask a query tile's work grows with its last row squared: the share
+        // follows the work, so that cheap tiles do not prefetch as many lines as dear ones.
+        auto part = [&](long row) { return p.causal ? row * row / p.len_q : row; };
+        const int k_lo = static_cast<int>(next_keys * part(next.kv_row0) / p.len_q);
+        const int k_hi = static_cast<int>(next_keys * part(next.kv_row1) / p.len_q);
         pf.add(p.k + next.kv_b * p.k_strides.seq + next_kv_h * p.k_strides.head + k_lo * p.k_strides.row,
                p.k_strides.row, k_hi - k_lo, p.dim_k);
         pf.add(p.v + next.kv_b * p.v_strides.seq + next_kv_h * p.v_strides.head + k_lo * p.v_strides.row,
                p.v_strides.row, k_hi - k_lo, p.dim_v);
     }
-    // Micro-kernel calls of this task (about half of them with a causal mask), so that the
-    // prefetches finish about three quarters into the task.
-    long calls = static_cast<long>(blocks) * ((tile_keys + kNR - 1) / kNR + kMR + layout.dvp / kNRpv);
-    if (p.causal) calls /= 2;
+    // Prefetch steps of this task (a Q K^T call per key panel of a row block, a softmax row, a
+    // P V call per value panel), so that the prefetches finish about three quarters into the
+    // task. With a causal mask the tile's rows see bq / 2 keys fewer than its last on average.
+    const int mean_keys = p.causal ? imax(tile_keys - blocks * kMR / 2, kNR) : tile_keys;
+    long calls = static_cast<long>(blocks) * ((mean_keys + kNR - 1) / kNR + kMR + layout.dvp / kNRpv);
     calls = calls * 3 / 4 > 0 ? calls * 3 / 4 : 1;
     pf.lines_per_step = static_cast<int>((pf.total_lines() + calls - 1) / calls);
+    pf.touch_pages();
 }
 
 // One (sequence, head, query tile): rows [i0, i0 + bq) of head h of sequence b.

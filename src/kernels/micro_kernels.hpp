@@ -67,7 +67,7 @@ inline void micro_qk(const float* __restrict a, std::ptrdiff_t lda, const float*
 // with kFresh o = p . v, o not read (it may hold anything): the first key tile.
 template <int kRows = kMR, bool kFresh = false>
 inline void micro_pv(float* __restrict o, int ldo, const float* __restrict alpha,
-                     const float* __restrict p, int ldp, const float* __restrict v, int ldv,
+                     const float* __restrict p, int ldp, const float* __restrict v, std::ptrdiff_t ldv,
                      int count) {
     Vec acc[kRows][kNVpv];
 #pragma GCC unroll 16
