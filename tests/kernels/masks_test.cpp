@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
+#include "runnable_variants.hpp"
 #include "support/kernel_test_support.hpp"
 
 namespace attnbatch::test {
@@ -15,7 +17,8 @@ namespace {
 class Masks : public ::testing::TestWithParam<Variant> {
 protected:
     void SetUp() override {
-        if (!variant_available(GetParam())) GTEST_SKIP() << GetParam().name << " is not available here";
+        const std::string why = why_unavailable(GetParam());
+        if (!why.empty()) GTEST_SKIP() << GetParam().name << ": " << why;
     }
 };
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runnable_variants.hpp"
 #include "support/kernel_test_support.hpp"
 
 namespace attnbatch::test {
@@ -112,7 +113,8 @@ std::vector<float> widen(const std::vector<float>& weights, int len_k, int len) 
 class RowSlices : public ::testing::TestWithParam<Variant> {
 protected:
     void SetUp() override {
-        if (!variant_available(GetParam())) GTEST_SKIP() << GetParam().name << " is not available here";
+        const std::string why = why_unavailable(GetParam());
+        if (!why.empty()) GTEST_SKIP() << GetParam().name << ": " << why;
     }
 };
 

@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "attnbatch/kernels/half.hpp"
+#include "runnable_variants.hpp"
 #include "support/kernel_test_support.hpp"
 
 namespace attnbatch::test {
@@ -16,7 +18,8 @@ namespace {
 class Weights : public ::testing::TestWithParam<Variant> {
 protected:
     void SetUp() override {
-        if (!variant_available(GetParam())) GTEST_SKIP() << GetParam().name << " is not available here";
+        const std::string why = why_unavailable(GetParam());
+        if (!why.empty()) GTEST_SKIP() << GetParam().name << ": " << why;
     }
 };
 
