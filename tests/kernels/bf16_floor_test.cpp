@@ -68,13 +68,7 @@ std::vector<double> floor_outputs(const Problem& problem) {
     return out;
 }
 
-class Bf16Floor : public ::testing::TestWithParam<Variant> {
-protected:
-    void SetUp() override {
-        const std::string why = why_unavailable(GetParam());
-        if (!why.empty()) GTEST_SKIP() << GetParam().name << ": " << why;
-    }
-};
+class Bf16Floor : public VariantTest {};
 
 TEST_P(Bf16Floor, NmseWithinAFifthOfTheRoundingFloor) {
     for (const FloorCase& c : floor_cases()) {

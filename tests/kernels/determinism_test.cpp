@@ -13,13 +13,7 @@
 namespace attnbatch::test {
 namespace {
 
-class Determinism : public ::testing::TestWithParam<Variant> {
-protected:
-    void SetUp() override {
-        const std::string why = why_unavailable(GetParam());
-        if (!why.empty()) GTEST_SKIP() << GetParam().name << ": " << why;
-    }
-};
+class Determinism : public VariantTest {};
 
 Shape determinism_shape(const Variant& variant) {
     Shape s;

@@ -14,13 +14,7 @@
 namespace attnbatch::test {
 namespace {
 
-class Masks : public ::testing::TestWithParam<Variant> {
-protected:
-    void SetUp() override {
-        const std::string why = why_unavailable(GetParam());
-        if (!why.empty()) GTEST_SKIP() << GetParam().name << ": " << why;
-    }
-};
+class Masks : public VariantTest {};
 
 // Lengths 0 (the whole sequence masked), 1, L and two in between, one of them a tile edge.
 Shape ragged_shape(bool causal, Layout layout) {

@@ -143,13 +143,7 @@ INSTANTIATE_TEST_SUITE_P(Kernels, Preconditions, ::testing::ValuesIn(kBadCases),
 
 // The checks of one variant's workspace and dispatch, each variant its own test (skipped, with
 // the reason, where it cannot run).
-class PreconditionsOfVariant : public ::testing::TestWithParam<Variant> {
-protected:
-    void SetUp() override {
-        const std::string why = why_unavailable(GetParam());
-        if (!why.empty()) GTEST_SKIP() << GetParam().name << ": " << why;
-    }
-};
+class PreconditionsOfVariant : public VariantTest {};
 
 // Positive control for the cases above: the unmutated problem is accepted and runs.
 TEST_P(PreconditionsOfVariant, ValidParametersAreAccepted) {

@@ -110,13 +110,7 @@ std::vector<float> widen(const std::vector<float>& weights, int len_k, int len) 
     return wide;
 }
 
-class RowSlices : public ::testing::TestWithParam<Variant> {
-protected:
-    void SetUp() override {
-        const std::string why = why_unavailable(GetParam());
-        if (!why.empty()) GTEST_SKIP() << GetParam().name << ": " << why;
-    }
-};
+class RowSlices : public VariantTest {};
 
 TEST_P(RowSlices, RowsComputedApartAreTheRowsOfTheWholeSequence) {
     const bool reference = GetParam().kind == kn::KernelKind::reference;

@@ -3,6 +3,8 @@
 // reports that variant's tests skipped with the reason (GTEST_SKIP; ctest lists them skipped).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 
@@ -33,5 +35,14 @@ inline std::string why_unavailable(const Variant& variant) {
 #endif
     return "the operating system did not grant this process AMX tile state (arch_prctl XTILEDATA)";
 }
+
+// A test of one variant (the parameter): skipped, with the reason, where it cannot run.
+class VariantTest : public ::testing::TestWithParam<Variant> {
+protected:
+    void SetUp() override {
+        const std::string why = why_unavailable(GetParam());
+        if (!why.empty()) GTEST_SKIP() << GetParam().name << ": " << why;
+    }
+};
 
 }  // namespace attnbatch::test

@@ -12,13 +12,7 @@
 namespace attnbatch::test {
 namespace {
 
-class Tiles : public ::testing::TestWithParam<Variant> {
-protected:
-    void SetUp() override {
-        const std::string why = why_unavailable(GetParam());
-        if (!why.empty()) GTEST_SKIP() << GetParam().name << ": " << why;
-    }
-};
+class Tiles : public VariantTest {};
 
 constexpr int kBlocks[] = {1, 7, 16, 64, 200};
 

@@ -15,13 +15,7 @@
 namespace attnbatch::test {
 namespace {
 
-class Weights : public ::testing::TestWithParam<Variant> {
-protected:
-    void SetUp() override {
-        const std::string why = why_unavailable(GetParam());
-        if (!why.empty()) GTEST_SKIP() << GetParam().name << ": " << why;
-    }
-};
+class Weights : public VariantTest {};
 
 // Lk = 77 is not a multiple of 8, so vector conversions and their scalar tail both run.
 Shape weights_shape(bool causal) {
