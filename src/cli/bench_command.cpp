@@ -350,7 +350,10 @@ int bench_command(const std::vector<std::string>& args) {
     // Accuracy against the fp64 reference on the first (sequence, head) pairs of the last run.
     if (vm["check"].as<int>() < 0) throw Error(exit_usage, "--check: expected a number of (sequence, head) pairs >= 0");
     const int checked = std::min(vm["check"].as<int>(), batch * heads);
-    double max_error = 0, sum_sq_error = 0, sum_sq_ref = 0;
+    // With bf16 arithmetic also the floor of its error: the same NMSE of attention in double on
+    // Q, K, V and P rounded to bf16 (kernels::bf16_operands_attention_f64).
+    const bool bf16_floor = kopt.kind == k::KernelKind::blocked && kopt.precision == k::Precision::bf16;
+    double max_error = 0, sum_sq_error = 0, sum_sq_ref = 0, sum_sq_floor_error = 0;
     if (checked > 0) {
         k::AttentionParams first = p;
         first.batch = 1;
@@ -358,7 +361,7 @@ int bench_command(const std::vector<std::string>& args) {
         first.lse = nullptr;
         first.weights = nullptr;
         first.weights_mode = k::WeightsMode::none;
-        std::vector<double> ref(static_cast<std::size_t>(len) * dim_v);
+        std::vector<double> ref(static_cast<std::size_t>(len) * dim_v), floor_out(bf16_floor ? ref.size() : 0);
         for (int pair = 0; pair < checked; ++pair) {
             const std::ptrdiff_t head_q = static_cast<std::ptrdiff_t>(pair) * len * dim_k;
             const std::ptrdiff_t head_v = static_cast<std::ptrdiff_t>(pair) * len * dim_v;
@@ -368,6 +371,12 @@ int bench_command(const std::vector<std::string>& args) {
             k::ReferenceOutputs ro;
             ro.out = ref.data();
             k::reference_attention_f64(first, ro);
+            if (bf16_floor) {
+                k::ReferenceOutputs fo;
+                fo.out = floor_out.data();
+                k::bf16_operands_attention_f64(first, fo);
+                for (std::size_t i = 0; i < ref.size(); ++i) sum_sq_floor_error += (floor_out[i] - ref[i]) * (floor_out[i] - ref[i]);
+            }
             const float* got = p.out + head_v;
             for (std::size_t i = 0; i < ref.size(); ++i) {
                 const double e = std::fabs(static_cast<double>(got[i]) - ref[i]);
@@ -378,6 +387,7 @@ int bench_command(const std::vector<std::string>& args) {
         }
     }
     const double nmse = sum_sq_ref > 0 ? sum_sq_error / sum_sq_ref : 0.0;
+    const double nmse_floor = sum_sq_ref > 0 ? sum_sq_floor_error / sum_sq_ref : 0.0;
 
     const double med = median(seconds);
     const double best = *std::min_element(seconds.begin(), seconds.end());
@@ -414,6 +424,7 @@ int bench_command(const std::vector<std::string>& args) {
         j << ", \"on_cpu\": " << median(on_cpu) << ", \"gflops_on_cpu\": " << median(rates_on_cpu)
           << ", \"fraction_on_cpu\": " << median(fractions_on_cpu);
         if (checked > 0) j << ", \"checked_heads\": " << checked << ", \"max_abs_error\": " << max_error << ", \"nmse\": " << nmse;
+        if (checked > 0 && bf16_floor) j << ", \"nmse_floor\": " << nmse_floor;
         j << "}\n";
         std::cout << j.str();
     } else {
@@ -445,6 +456,10 @@ int bench_command(const std::vector<std::string>& args) {
         if (checked > 0) {
             std::cout << std::scientific << std::setprecision(2) << "  accuracy   max abs error " << max_error << ", NMSE "
                       << nmse << " against the fp64 reference (" << checked << " sequence-head pairs)\n";
+            if (bf16_floor) {
+                std::cout << "             floor NMSE " << nmse_floor << " (Q, K, V and P rounded to bf16, all else in double): "
+                          << std::fixed << std::setprecision(3) << (nmse_floor > 0 ? nmse / nmse_floor : 0.0) << "x\n";
+            }
         }
     }
     return exit_ok;
