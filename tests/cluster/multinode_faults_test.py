@@ -31,7 +31,7 @@ import h5py
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import rig  # noqa: E402
-from harness import check, exit_status, fresh_directory, rank_pids, run_with_timeout, wait_until_gone  # noqa: E402
+from harness import check, exit_status, rank_pids, run_with_timeout, wait_until_gone  # noqa: E402
 
 TIMEOUT = 180
 NODE_LOST_LIMIT = 15.0   # seconds from the kill to mpirun's end; 2-3 s measured
@@ -105,13 +105,7 @@ def strike(case, run, fault, limit, binary, work):
 
 
 def main():
-    if len(sys.argv) != 4:
-        print(__doc__)
-        return 2
-    binary, mpiexec, work = os.path.realpath(sys.argv[1]), sys.argv[2], sys.argv[3]
-    rig.require()
-    fresh_directory(work)
-    work = os.path.realpath(work)
+    binary, mpiexec, work = rig.arguments(__doc__)
     env = rig.env(SOURCE_DATE_EPOCH="1767225600")
     hosts = {k: rig.hostfile(os.path.join(work, "hosts-%d-%d" % k), *k) for k in ((3, 1), (2, 1), (3, 2))}
     data, small = os.path.join(work, "in.h5"), os.path.join(work, "small.h5")

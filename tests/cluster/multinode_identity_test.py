@@ -24,7 +24,6 @@ node must name the one-node default. Skipped (77) where the rig cannot run.
 import itertools
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -34,7 +33,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import rig  # noqa: E402
-from harness import check, exit_status, fresh_directory, run_with_timeout  # noqa: E402
+from harness import check, exit_status, run_with_timeout  # noqa: E402
 
 TIMEOUT = 120
 LAYOUTS = [(nodes, per_node) for nodes in (2, 3, 4) for per_node in (1, 2)]
@@ -106,12 +105,7 @@ def check_report(path, nodes, per_node, label, one_node=False):
 
 
 def main():
-    if len(sys.argv) != 4:
-        print(__doc__)
-        return 2
-    binary, mpiexec, work = sys.argv[1:]
-    rig.require()
-    fresh_directory(work)
+    binary, mpiexec, work = rig.arguments(__doc__)
     env = rig.env()
     started = time.monotonic()
     inputs = make_inputs(binary, work, env)

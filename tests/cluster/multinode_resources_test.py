@@ -18,7 +18,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import rig  # noqa: E402
-from harness import check, exit_status, fresh_directory, run_with_timeout  # noqa: E402
+from harness import check, exit_status, run_with_timeout  # noqa: E402
 
 TIMEOUT = 120
 PLACEMENT = {"node1": 2, "node2": 1, "node3": 1}
@@ -47,12 +47,7 @@ def node_lines(stdout):
 
 
 def main():
-    if len(sys.argv) != 4:
-        print(__doc__)
-        return 2
-    binary, mpiexec, work = sys.argv[1:]
-    rig.require()
-    fresh_directory(work)
+    binary, mpiexec, work = rig.arguments(__doc__)
     env = rig.env()
     nodes = rig.info()
     hosts = os.path.join(work, "hosts")

@@ -11,7 +11,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 RIG = os.path.join(HERE, "local-cluster.sh")
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
-from harness import mpi_env  # noqa: E402
+from harness import fresh_directory, mpi_env  # noqa: E402
 
 SKIP = 77
 
@@ -33,6 +33,18 @@ def require():
     if code != 0:
         print("FAIL: the rig is not up (the fixture test multinode.cluster_up starts it):\n" + text)
         sys.exit(1)
+
+
+def arguments(doc):
+    """A test's ATTNBATCH MPIEXEC WORKDIR (the paths made absolute, WORKDIR emptied), once the
+    rig is known to be up (require()); the usage and exit 2 without them."""
+    if len(sys.argv) != 4:
+        print(doc)
+        sys.exit(2)
+    require()
+    binary, mpiexec, work = os.path.realpath(sys.argv[1]), sys.argv[2], os.path.realpath(sys.argv[3])
+    fresh_directory(work)
+    return binary, mpiexec, work
 
 
 def env(**extra):

@@ -193,7 +193,10 @@ exit_code)
     [ "$failures" = 0 ] || show_log "$WORK/job-$job.out"
     ;;
 
-array|array_failure)
+array|array_failure|multinode_array)
+    # multinode_array: every array task on 2 nodes x 1 rank (submit-shards.sh --nodes).
+    shape=()
+    [ "$case_name" = multinode_array ] && shape=(--nodes 2 --tasks-per-node 1)
     generate all.h5 --num-seqs 12 --seq-len 40 --dim 16 --heads 2 --min-len 4 --seed 11
     /usr/bin/python3 "$REPO/jobs/tools/split_shards.py" all.h5 3 shards >split.log || die "split_shards.py failed"
     check "split_shards.py listed 3 blocks of all.h5, half-open" test "$(cat shards/shards.txt)" = "$(printf '0:4 %s\n4:8 %s\n8:12 %s' "$WORK/all.h5" "$WORK/all.h5" "$WORK/all.h5")"
@@ -203,14 +206,14 @@ array|array_failure)
         /usr/bin/python3 -c 'import h5py, sys; f = h5py.File(sys.argv[1], "r+"); f["embeddings"][5, 0, 0] = float("nan")' all.h5 ||
             die "cannot put a NaN into all.h5"
     fi
-    out=$(cd "$WORK" && bash "$REPO/jobs/slurm/submit-shards.sh" --samples all shards/shards.txt results --heads 2 --save-weights mean) ||
-        die "submit-shards.sh failed: $out"
+    out=$(cd "$WORK" && bash "$REPO/jobs/slurm/submit-shards.sh" "${shape[@]}" --samples all shards/shards.txt results \
+        --heads 2 --save-weights mean) || die "submit-shards.sh failed: $out"
     note "$out"
     array=$(sed -n 's/^array=\([0-9]*\) .*/\1/p' <<<"$out")
     verify=$(sed -n 's/.* verify=\([0-9]*\)$/\1/p' <<<"$out")
     if [ -z "$array" ] || [ -z "$verify" ]; then die "submit-shards.sh printed '$out'"; fi
     check "the verify job depends on the array with afterok" bash -c "scontrol -o show job $verify | grep -q 'Dependency=afterok:${array}_\*'"
-    if [ "$case_name" = array ]; then
+    if [ "$case_name" != array_failure ]; then
         expect_completed "$verify" "$WORK/attnbatch-verify-$verify.out"
         rc=0
         states=$(wait_job "$array" 30) || rc=$?
@@ -218,6 +221,11 @@ array|array_failure)
         check "3 array tasks, all COMPLETED with ExitCode=0:0" test "$(grep -c 'JobState=COMPLETED ExitCode=0:0' <<<"$states")" = 3
         check "the verify job says 3 of 3 shards verified" grep -q 'verify-shards: 3 of 3 shards verified' "$WORK/attnbatch-verify-$verify.out"
         check "per-shard reports written" test "$(find results -name '*.report.json' | wc -l)" = 3
+        [ "$case_name" = multinode_array ] && check "every shard ran on 2 nodes x 1 rank (its report)" /usr/bin/python3 -c '
+import glob, json
+for path in glob.glob("results/*.report.json"):
+    r = json.load(open(path))
+    assert r["nodes"] == 2 and r["ranks_per_node"] == [1, 1], (path, r["nodes"], r["ranks_per_node"])'
     else
         rc=0
         states=$(wait_job "$array" 120) || rc=$?
@@ -450,33 +458,6 @@ assert (m["layer"], m["chosen_by"], m["transports"]) == ("ob1", "Open MPI", ["tc
 import h5py, sys
 a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
 assert all(a[n][()].tobytes() == b[n][()].tobytes() for n in ("output", "lse", "attention"))' out-srun.h5 out-mpirun.h5
-    ;;
-
-multinode_array)
-    # submit-shards.sh with every array task on 2 nodes x 1 rank, and the verify job after them.
-    generate all.h5 --num-seqs 12 --seq-len 40 --dim 16 --heads 2 --min-len 4 --seed 11
-    /usr/bin/python3 "$REPO/jobs/tools/split_shards.py" all.h5 3 shards >split.log || die "split_shards.py failed"
-    out=$(cd "$WORK" && bash "$REPO/jobs/slurm/submit-shards.sh" --nodes 2 --tasks-per-node 1 --samples all \
-        shards/shards.txt results --heads 2 --save-weights mean) || die "submit-shards.sh failed: $out"
-    note "$out"
-    array=$(sed -n 's/^array=\([0-9]*\) .*/\1/p' <<<"$out")
-    verify=$(sed -n 's/.* verify=\([0-9]*\)$/\1/p' <<<"$out")
-    if [ -z "$array" ] || [ -z "$verify" ]; then die "submit-shards.sh printed '$out'"; fi
-    nodes=$(job_field "$array" NumNodes)
-    check "each array task asks for 2 nodes (NumNodes=$nodes)" test "${nodes%%-*}" = 2
-    expect_completed "$verify" "$WORK/attnbatch-verify-$verify.out"
-    rc=0
-    states=$(wait_job "$array" 30) || rc=$?
-    echo "$states"
-    check "3 array tasks, all COMPLETED with ExitCode=0:0" test "$(grep -c 'JobState=COMPLETED ExitCode=0:0' <<<"$states")" = 3
-    check "the verify job says 3 of 3 shards verified" grep -q 'verify-shards: 3 of 3 shards verified' "$WORK/attnbatch-verify-$verify.out"
-    check "every shard ran on 2 nodes x 1 rank (its report)" /usr/bin/python3 -c '
-import glob, json
-reports = sorted(glob.glob("results/*.report.json"))
-assert len(reports) == 3, reports
-for path in reports:
-    r = json.load(open(path))
-    assert r["nodes"] == 2 and r["ranks_per_node"] == [1, 1], (path, r["nodes"], r["ranks_per_node"])'
     ;;
 
 multinode_node_lost|multinode_node_lost_srun)
