@@ -11,6 +11,7 @@ Ranks are placed unevenly, 2 on node1 and 1 each on node2 and node3, so that the
 node and (where the rig's nodes have memory cgroups of 3, 2, 3 GiB) the memories differ.
 Skipped (77) where the rig cannot run.
 """
+import json
 import os
 import re
 import sys
@@ -34,12 +35,18 @@ def format_bytes(value):
     return "%.0f %s" % (value, units[unit]) if unit == 0 else "%.1f %s" % (value, units[unit])
 
 
-def mem_total():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no MemTotal in /proc/meminfo")
+def own_memory(binary, data, work, env):
+    """(bytes, source) of this host as attnbatch sees it outside the rig's cgroups: MemTotal,
+    or the limit of the cgroup this test runs in (a container's). A rig node's own limit
+    counts where it is lower."""
+    report = os.path.join(work, "own.json")
+    result = run_with_timeout([binary, "run", "--input", data, "--heads", "2", "--output", os.path.join(work, "own.h5"),
+                               "--report", report], TIMEOUT, env=env)
+    if result is None or result.returncode != 0:
+        raise RuntimeError("one-process run: %s" % (result.stderr if result else "timed out"))
+    with open(report) as f:
+        r = json.load(f)
+    return r["node_memory_bytes"][0], r["node_memory_source"][0]
 
 
 def node_lines(stdout):
@@ -59,16 +66,18 @@ def main():
     check(made is not None and made.returncode == 0, "generate: %s" % (made.stderr if made else "timeout"))
 
     # What each node must say, from what the rig gave it.
+    own = own_memory(binary, data, work, env)
+    memory_of = {name: (limit, "cgroup") if limit is not None and limit < own[0] else own
+                 for name, (_, limit) in nodes.items()}
     expected, shares = [], []
     for name, ranks in PLACEMENT.items():
-        limit = nodes[name][1]
-        memory, source = (limit, "cgroup") if limit is not None and limit < mem_total() else (mem_total(), "meminfo")
+        memory, source = memory_of[name]
         share = memory // 4 // ranks
         shares.append(share)
         expected.append("%s: %d rank%s, memory %s (%s): budget %s, %s per rank" % (
             name, ranks, "" if ranks == 1 else "s", format_bytes(memory), source, format_bytes(memory / 4),
             format_bytes(share)))
-    print("the rig's nodes: %s" % nodes)
+    print("the rig's nodes: %s; outside them attnbatch sees %d bytes (%s)" % (nodes, own[0], own[1]))
     ranks = sum(PLACEMENT.values())
     launch = [mpiexec, "--hostfile", hosts, "-np", str(ranks), "--bind-to", "none", binary, "run", "--input", data,
               "--heads", "2", "--threads", "1"]
@@ -91,8 +100,7 @@ def main():
     check(node_lines(runs["dry run"]) == node_lines(runs["run"]), "the dry run and the run list the nodes differently")
 
     # More than a node can give its ranks: 2 ranks x 60% of node1's memory.
-    first = nodes["node1"][1] if nodes["node1"][1] is not None and nodes["node1"][1] < mem_total() else mem_total()
-    too_much = first * 6 // 10 // (1 << 20)
+    too_much = memory_of["node1"][0] * 6 // 10 // (1 << 20)
     result = run_with_timeout(launch + ["--dry-run", "--output", os.path.join(work, "dry.h5"), "--max-memory",
                                         "%dM" % too_much], TIMEOUT, env=env)
     check(result is not None and result.returncode == 0 and

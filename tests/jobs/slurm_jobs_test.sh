@@ -29,8 +29,9 @@
 #                 then a complete output that verifies and is byte-identical (cmp) to an
 #                 uninterrupted run
 #   preempt_1rank the same on 1 rank
-#   preempt_term  SIGTERM to the step's tasks directly (scancel --signal=TERM, srun): the ranks
-#                 stop themselves (exit 5) -> requeue -> complete, byte-identical
+#   preempt_term  a job on 2 nodes x 1 rank (label multinode): SIGTERM to the step's tasks
+#                 directly (scancel --signal=TERM, srun): the ranks stop themselves (exit 5)
+#                 -> requeue -> complete, byte-identical
 #   preempt_term_mpirun
 #                 SIGTERM to every process of the job (--full), launcher mpirun: mpirun ends
 #                 the ranks itself (exit 1), which the script takes as interrupted after the
@@ -41,7 +42,6 @@
 #                 chosen by Open MPI over tcp + vader; verifies; srun and mpirun agree bytewise
 #   multinode_array  submit-shards.sh --nodes 2 --tasks-per-node 1: 3 tasks of 2 nodes each,
 #                 the verify job after them, every shard's report says 2 nodes x 1 rank
-#   multinode_preempt_term  preempt_term with one rank on each of 2 nodes
 #   multinode_node_lost, multinode_node_lost_srun
 #                 every process of the job's second node SIGKILLed mid-run: requeued (mpirun:
 #                 its own exit code, above 5, taken as a lost node by the script; srun: Slurm
@@ -374,14 +374,13 @@ preempt|preempt_1rank)
     [ "$failures" = 0 ] || show_log "$log"
     ;;
 
-preempt_term|preempt_term_mpirun|multinode_preempt_term)
+preempt_term|preempt_term_mpirun)
     # SIGTERM as Slurm sends it on preemption or cancel, not only to the batch shell: with
-    # srun to the step's tasks alone (scancel --signal=TERM), with mpirun to every process of
-    # the job (--full: the shell, mpirun, which then ends the ranks itself, and the ranks).
-    # multinode_preempt_term: srun, one rank on each of two nodes.
-    launcher=srun scope=() layout=(-n 2)
-    [ "$case_name" = preempt_term_mpirun ] && launcher=mpirun scope=(--full)
-    [ "$case_name" = multinode_preempt_term ] && layout=(-N 2 --ntasks-per-node 1)
+    # srun to the step's tasks alone (scancel --signal=TERM), here one rank on each of two
+    # nodes; with mpirun to every process of the job (--full: the shell, mpirun, which then
+    # ends the ranks itself, and the ranks).
+    launcher=srun scope=() layout=(-N 2 --ntasks-per-node 1)
+    [ "$case_name" = preempt_term_mpirun ] && launcher=mpirun scope=(--full) layout=(-n 2)
     # Long enough (about 7 s alone) that the signal still finds the run going when the suite's
     # other tests slow scancel's delivery: 384 sequences (2 s) once ended and published before
     # the SIGTERM reached them, and the job was requeued with a complete OUTPUT.
@@ -415,7 +414,7 @@ preempt_term|preempt_term_mpirun|multinode_preempt_term)
             grep -qE 'stopped by the launcher or a signal after SIGTERM \(exit (1|1[3-9][0-9])\).*exit 5$' "$log"
     fi
     check "a resumable out.h5.partial, no out.h5" test -e out.h5.partial -a ! -e out.h5
-    [ "$case_name" = multinode_preempt_term ] && check "the job ran on 2 nodes x 1 rank" \
+    [ "$launcher" = srun ] && check "the job ran on 2 nodes x 1 rank" \
         grep -q '^  2 nodes, ranks per node 1; messaging ob1 over tcp' "$log"
     release_requeued "$job"
     expect_completed "$job" "$log"
@@ -509,7 +508,16 @@ multinode_node_lost|multinode_node_lost_srun)
     done
     check "requeued after the lost node (Restarts=1)" test $requeued = 1
     [ $requeued = 1 ] || { show_log "$log"; bash "$RIG" revive "$lost"; finish; }
-    [ "$(job_field "$job" JobState)" = PENDING ] && release_requeued "$job"
+    # The first incarnation ends (COMPLETING), then the restart waits for its hold (PENDING:
+    # released here) or starts at once.
+    for _ in $(seq 1 240); do
+        case $(job_field "$job" JobState) in
+            PENDING) release_requeued "$job"; break ;;
+            RUNNING) grep -q 'restart 1 on' "$log" && break ;;
+            COMPLETED|FAILED|CANCELLED) break ;;
+        esac
+        sleep 0.25
+    done
     expect_completed "$job" "$log"
     check "the restart ran elsewhere than $lost: $(job_field "$job" NodeList)" \
         test -z "$(scontrol show hostnames "$(job_field "$job" NodeList)" | grep -x "$lost")"
