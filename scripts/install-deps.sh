@@ -17,11 +17,13 @@ packages=(
   # and the test that outputs open in xarray by dimension name (engine h5netcdf).
   python3-torch python3-xarray python3-h5netcdf
   time
-  # jobs/ and scripts/: linting, scaling plots, and the single-node Slurm cluster the job
-  # script tests submit to (shared/slurm/local-cluster.sh; libpmix-dev ships the
-  # unversioned libpmix.so that srun --mpi=pmix dlopen()s).
+  # jobs/ and scripts/: linting and scaling plots; and the multi-node rig the job-script and
+  # multi-node tests run on (tests/cluster/local-cluster.sh): network namespaces, a bridge and
+  # tc from iproute2 (nsenter, unshare and flock come with util-linux, which every Debian
+  # has), Slurm with one slurmd per node, munge (libpmix-dev ships the unversioned
+  # libpmix.so that srun --mpi=pmix dlopen()s).
   shellcheck python3-matplotlib
-  munge slurmctld slurmd slurm-client libpmix-dev
+  iproute2 munge slurmctld slurmd slurm-client libpmix-dev
 )
 
 missing=()

@@ -6,22 +6,29 @@
 #
 #   scripts/scaling.sh --quick --out scaling/            # about a minute
 #   scripts/scaling.sh --ranks "1 2 4" --threads "1 2" --repeats 5 --seqs 256 --out scaling/
+#   scripts/scaling.sh --nodes 1,2,4 --ranks 2 --threads 1 --hostfile hosts --out scaling/
 #
 # Strong scaling: the same batch (--seqs sequences) for every configuration;
 #   speedup = T(1x1) / T(P x T), efficiency = speedup / (P*T).
 # Weak scaling: --seqs sequences per worker (P*T workers), so the work grows with them;
 #   efficiency = T(1x1) / T(P x T), scaled speedup = P*T * efficiency.
+# Across N nodes the workers are N*P*T and the baseline is 1 node x 1 rank x 1 thread.
 # Each run: mpirun -np P --bind-to none [--oversubscribe] attnbatch run --threads T ...
-# --report FILE.json; the PERFORMANCE line and the report's per-rank phase times (read,
+# --report FILE.json; across N nodes, mpirun --hostfile (the first N hosts) -np N*P
+# --map-by ppr:P:node, P ranks on each node (the workers are then N*P*T); the PERFORMANCE line and the report's per-rank phase times (read,
 # compute, communicate, write, idle; mean over ranks) are recorded. A configuration with more
-# workers than cores is flagged oversubscribed=1 (its times say little about scaling). A run
+# workers than cores is flagged oversubscribed=1 (its times say little about scaling: on the
+# rig's nodes, which share this host's cores, that is any N*P*T above them). A run
 # that fails (e.g. more ranks than this build supports) is recorded with its exit code and
 # error line, and the sweep goes on; the script exits non-zero only if no run succeeded.
 #
 # Options:
 #   --out DIR          where CSVs, PNGs, inputs and logs go [scaling-results]
 #   --quick            ranks "1 2", threads "1 2", 2 repeats, a small problem
-#   --ranks LIST       MPI ranks to sweep ["1 2 4"]        --threads LIST  threads ["1 2"]
+#   --ranks LIST       MPI ranks (per node) to sweep ["1 2 4"]   --threads LIST  threads ["1 2"]
+#   --nodes LIST       node counts, e.g. 1,2,4 [1]: the first N hosts of --hostfile
+#   --hostfile FILE    the hosts for --nodes above 1 [Slurm's allocation inside a job, else the
+#                      nodes of tests/cluster/local-cluster.sh when that rig is up]
 #   --repeats R        runs per configuration [3]          --mode strong|weak|both [both]
 #   --seqs N           strong: sequences in total; weak: per worker [128; quick 32]
 #   --seq-len L [512]  --dim D [128; quick 64]  --heads H [4]
@@ -32,7 +39,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=/usr/bin/python3   # Debian's python with h5py, numpy, matplotlib
 
-out=scaling-results quick=0 ranks="1 2 4" threads="1 2" repeats=3 mode=both
+out=scaling-results quick=0 ranks="1 2 4" threads="1 2" repeats=3 mode=both nodes_list=1 hostfile=""
 seqs=128 seq_len=512 dim=128 heads=4 run_args="--save-weights none" timeout_s=600 plot=1
 bin=${ATTNBATCH:-$repo/build/attnbatch}
 explicit=()
@@ -42,6 +49,8 @@ while [ $# -gt 0 ]; do
         --quick) quick=1; shift ;;
         --ranks) ranks=$2; explicit+=(ranks); shift 2 ;;
         --threads) threads=$2; explicit+=(threads); shift 2 ;;
+        --nodes) nodes_list=${2//,/ }; shift 2 ;;
+        --hostfile) hostfile=$2; shift 2 ;;
         --repeats) repeats=$2; explicit+=(repeats); shift 2 ;;
         --mode) mode=$2; shift 2 ;;
         --seqs) seqs=$2; explicit+=(seqs); shift 2 ;;
@@ -71,15 +80,43 @@ case $mode in strong) modes=(strong) ;; weak) modes=(weak) ;; both) modes=(stron
 [ -x "$bin" ] || { echo "scaling.sh: $bin is not executable (build it, or pass --bin / set ATTNBATCH)" >&2; exit 2; }
 command -v mpirun >/dev/null || { echo "scaling.sh: mpirun not found" >&2; exit 2; }
 cores=$(nproc)
+for n in $nodes_list; do
+    [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "scaling.sh: --nodes $nodes_list: expected counts such as 1,2,4" >&2; exit 2; }
+done
 
 mkdir -p "$out/data" "$out/logs"
 out=$(cd "$out" && pwd)
 runs_csv=$out/runs.csv
-echo "mode,ranks,threads,workers,repeat,sequences,seq_len,dim,heads,cores,oversubscribed,status,exit_code,reported_ranks,reported_threads,seconds,seqs_per_s,tokens,compute_gflops,end_to_end_gflops,read,compute,communicate,write,idle,imbalance,error" >"$runs_csv"
+echo "mode,nodes,ranks_per_node,ranks,threads,workers,repeat,sequences,seq_len,dim,heads,cores,oversubscribed,status,exit_code,reported_ranks,reported_threads,seconds,seqs_per_s,tokens,compute_gflops,end_to_end_gflops,read,compute,communicate,write,idle,imbalance,error" >"$runs_csv"
 
-# Open MPI as root, and shared memory only on one node.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
+
+# The hosts for runs on more than one node: --hostfile, Slurm's allocation, or the rig's
+# nodes (then with its Open MPI settings: the rsh agent that enters a node, its subnet). The
+# rig's nodes share this host's cores: its workers are counted against them all together.
+hosts=() one_host=0 source=""
+most=1
+for n in $nodes_list; do [ "$n" -gt "$most" ] && most=$n; done
+if [ "$most" -gt 1 ]; then
+    rig=$repo/tests/cluster/local-cluster.sh
+    if [ -n "$hostfile" ]; then
+        [ -r "$hostfile" ] || { echo "scaling.sh: --hostfile $hostfile is not readable" >&2; exit 2; }
+        mapfile -t hosts < <(awk '!/^[[:space:]]*(#|$)/ && !seen[$1]++ { print $1 }' "$hostfile")
+        source=$hostfile
+    elif [ -n "${SLURM_JOB_NODELIST:-}" ]; then
+        mapfile -t hosts < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
+        source="Slurm job $SLURM_JOB_ID"
+    elif bash "$rig" status >/dev/null 2>&1; then
+        eval "$(bash "$rig" env)"
+        mapfile -t hosts < <(bash "$rig" nodes)
+        one_host=1 source="the rig (namespaces of this host, sharing its $cores cores)"
+    else
+        echo "scaling.sh: --nodes $nodes_list needs hosts: --hostfile FILE, a Slurm allocation, or the rig (tests/cluster/local-cluster.sh start)" >&2
+        exit 2
+    fi
+    [ "${#hosts[@]}" -ge "$most" ] || { echo "scaling.sh: --nodes $nodes_list but only ${#hosts[@]} host(s): ${hosts[*]}" >&2; exit 2; }
+    echo "scaling: hosts from $source: ${hosts[*]}"
+fi
 
 input_for() {  # input_for N: a cached input of N sequences
     local n=$1 f=$out/data/in-$1-$seq_len-$dim-$heads.h5
@@ -110,17 +147,26 @@ csv_text() { tr ',\n"' ';  ' <<<"$1" | cut -c1-200; }
 total=0 good=0
 t_sweep=$SECONDS
 for m in "${modes[@]}"; do
+  for nodes in $nodes_list; do
     for p in $ranks; do
         for t in $threads; do
-            workers=$((p * t))
+            workers=$((nodes * p * t))
             if [ "$m" = strong ]; then n=$seqs; else n=$((seqs * workers)); fi
             input=$(input_for "$n")
             over=0
-            [ $workers -gt "$cores" ] && over=1
-            mpi=(mpirun -np "$p" --bind-to none)
-            [ "$p" -gt "$cores" ] && mpi+=(--oversubscribe)
+            # Per node, or all together where the nodes share this host.
+            if [ $one_host = 1 ]; then [ $workers -gt "$cores" ] && over=1; else [ $((p * t)) -gt "$cores" ] && over=1; fi
+            if [ "$nodes" = 1 ]; then
+                # One node: shared memory only.
+                mpi=(env OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader}" mpirun -np "$p" --bind-to none)
+                [ "$p" -gt "$cores" ] && mpi+=(--oversubscribe)
+            else
+                printf '%s slots='"$p"'\n' "${hosts[@]:0:$nodes}" >"$out/logs/hosts-$nodes-$p"
+                mpi=(mpirun --hostfile "$out/logs/hosts-$nodes-$p" -np $((nodes * p)) --map-by "ppr:$p:node" --bind-to none)
+                [ "$p" -gt "$cores" ] && mpi+=(--oversubscribe)
+            fi
             for r in $(seq 1 "$repeats"); do
-                tag=$m-p$p-t$t-r$r
+                tag=$m-n$nodes-p$p-t$t-r$r
                 log=$out/logs/$tag.log report=$out/logs/$tag.json
                 rm -f "$report" "$out/data/out.h5" "$out/data/out.h5.partial"
                 rc=0
@@ -143,46 +189,47 @@ for m in "${modes[@]}"; do
                 fi
                 ph=",,,,,"
                 [ -s "$report" ] && ph=$(phases "$report")
-                printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"%s"\n' \
-                    "$m" "$p" "$t" "$workers" "$r" "$n" "$seq_len" "$dim" "$heads" "$cores" "$over" "$status" "$rc" \
+                printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"%s"\n' \
+                    "$m" "$nodes" "$p" $((nodes * p)) "$t" "$workers" "$r" "$n" "$seq_len" "$dim" "$heads" "$cores" "$over" "$status" "$rc" \
                     "$(field ranks "$perf")" "$(field threads "$perf")" "$(field seconds "$perf")" "$(field seqs_per_s "$perf")" "$(field tokens "$perf")" \
                     "$(field compute_gflops "$perf")" "$(field end_to_end_gflops "$perf")" "$ph" "$error" >>"$runs_csv"
-                printf 'scaling: %-6s ranks=%s threads=%s repeat %s: %s%s\n' "$m" "$p" "$t" "$r" "$status" \
+                printf 'scaling: %-6s nodes=%s ranks=%s/node threads=%s repeat %s: %s%s\n' "$m" "$nodes" "$p" "$t" "$r" "$status" \
                     "${perf:+ ($(field seconds "$perf") s, $(field seqs_per_s "$perf") seq/s)}${error:+: $error}"
             done
         done
     done
+  done
 done
 rm -f "$out/data/out.h5" "$out/data/out.h5.partial"
 
-# Medians per configuration, with speedup and efficiency against 1 rank x 1 thread.
+# Medians per configuration, with speedup and efficiency against 1 node x 1 rank x 1 thread.
 "$PY" - "$runs_csv" "$out/medians.csv" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
+key = lambda r: (r["mode"], int(r["nodes"]), int(r["ranks_per_node"]), int(r["threads"]))
 keys = []
 for r in rows:
-    k = (r["mode"], int(r["ranks"]), int(r["threads"]))
-    if k not in keys:
-        keys.append(k)
+    if key(r) not in keys:
+        keys.append(key(r))
 def med(rs, col):
     vals = [float(r[col]) for r in rs if r[col] not in ("", None)]
     return statistics.median(vals) if vals else None
 summary = {}
 for k in keys:
-    rs = [r for r in rows if (r["mode"], int(r["ranks"]), int(r["threads"])) == k]
+    rs = [r for r in rows if key(r) == k]
     good = [r for r in rs if r["status"] == "ok"]
     summary[k] = (rs, good)
-fields = ["mode", "ranks", "threads", "workers", "sequences", "oversubscribed", "runs", "runs_ok", "status",
-          "median_seconds", "median_seqs_per_s", "median_compute_gflops", "median_end_to_end_gflops",
+fields = ["mode", "nodes", "ranks_per_node", "ranks", "threads", "workers", "sequences", "oversubscribed", "runs",
+          "runs_ok", "status", "median_seconds", "median_seqs_per_s", "median_compute_gflops", "median_end_to_end_gflops",
           "read", "compute", "communicate", "write", "idle", "speedup", "efficiency", "error"]
 with open(sys.argv[2], "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(fields)
-    for (mode, p, t), (rs, good) in summary.items():
-        base = summary.get((mode, 1, 1), ([], []))[1]
+    for (mode, nodes, p, t), (rs, good) in summary.items():
+        base = summary.get((mode, 1, 1, 1), ([], []))[1]
         t1 = med(base, "seconds")
         tp = med(good, "seconds")
-        workers = p * t
+        workers = nodes * p * t
         speedup = efficiency = None
         if t1 and tp:
             if mode == "strong":
@@ -194,8 +241,8 @@ with open(sys.argv[2], "w", newline="") as f:
         fmt = lambda v: "" if v is None else f"{v:.6g}"
         status = "ok" if len(good) == len(rs) else ("failed" if not good else "partial")
         errors = sorted({r["error"] for r in rs if r["error"]})
-        w.writerow([mode, p, t, workers, rs[0]["sequences"], rs[0]["oversubscribed"], len(rs), len(good), status,
-                    fmt(tp), fmt(med(good, "seqs_per_s")), fmt(med(good, "compute_gflops")),
+        w.writerow([mode, nodes, p, nodes * p, t, workers, rs[0]["sequences"], rs[0]["oversubscribed"], len(rs), len(good),
+                    status, fmt(tp), fmt(med(good, "seqs_per_s")), fmt(med(good, "compute_gflops")),
                     fmt(med(good, "end_to_end_gflops"))]
                    + [fmt(med(good, c)) for c in ("read", "compute", "communicate", "write", "idle")]
                    + [fmt(speedup), fmt(efficiency), errors[0] if errors else ""])

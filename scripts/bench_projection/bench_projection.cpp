@@ -5,7 +5,7 @@
 //   bench_projection [--repeat N] [--quick] [--variant NAME] | --core-only
 //
 // Y = X W + b with X (tokens, in) row-major, W (in, out) row-major, b (out): as in
-// src/distributed/step_computer.cpp, X is `seqs` whole sequences of `len` tokens (lengths all L).
+// src/distributed/step_computer.cpp, X is `seqs` whole sequences of `len` tokens (lengths all L), in spans of 96 rows.
 // OpenBLAS side: Y is filled with b row by row (with the same thread count), then
 // cblas_sgemm with beta = 1 adds X W; OpenBLAS would otherwise spend the same pass on
 // zeroing C for beta = 0, so this is sgemm's own cost plus nothing hidden.
@@ -46,16 +46,18 @@ double now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// All rows in spans of 96, as the engine's step compute cuts them (step_computer.cpp).
 void run_own(Problem& p, int threads, float* y) {
+    constexpr int kSpanRows = 96;
+    std::vector<k::ProjectionSpan> spans;
+    for (long r0 = 0; r0 < p.s.tokens(); r0 += kSpanRows) {
+        spans.push_back({p.x.data() + r0 * p.s.in, y + r0 * p.s.out, static_cast<std::int32_t>(std::min<long>(kSpanRows, p.s.tokens() - r0))});
+    }
     k::ProjectionParams pp;
-    pp.x = p.x.data();
+    pp.spans = spans.data();
+    pp.span_count = spans.size();
     pp.x_row_stride = p.s.in;
-    pp.x_seq_stride = static_cast<std::ptrdiff_t>(p.s.len) * p.s.in;
-    pp.y = y;
     pp.y_row_stride = p.s.out;
-    pp.y_seq_stride = static_cast<std::ptrdiff_t>(p.s.len) * p.s.out;
-    pp.batch = p.s.seqs;
-    pp.len = p.s.len;
     pp.in = p.s.in;
     pp.out = p.s.out;
     pp.packed_w = p.packed.data();

@@ -239,10 +239,9 @@ int inspect_command(const std::vector<std::string>& args) {
         "Prints an HDF5 file's schema (every dataset: dtype, shape, chunks, filters, dimension labels,\n"
         "attributes; the root attributes), then validates it: as an input of `run` when it has /embeddings\n"
         "(or --dataset; /tokens with /offsets: the packed layout) or /query /key /value, with the rules `run`\n"
-        "applies; as an output when it has\n"
-        "/output or /lse, against SPEC.md's output schema and its `complete` attribute; as a projection\n"
-        "weights file when it has /w_q /w_k /w_v; as the attention maps of `weights --to FILE.h5` when it has\n"
-        "/attention alone.\n"
+        "applies; as an output when it has /output or /lse, against the output schema and its `complete`\n"
+        "attribute; as a projection weights file when it has /w_q /w_k /w_v; as the attention maps of\n"
+        "`weights --to FILE.h5` when it has /attention alone. Every schema: docs/formats.md in the repository.\n"
         "Exit 0 when valid (an output also complete), 3 when invalid, incomplete or in progress (.partial),\n"
         "4 when the file cannot be read, 2 for usage errors.",
         "  attnbatch inspect data.h5\n"

@@ -1,5 +1,6 @@
 // `attnbatch run`: options to JobSettings, then the distributed layer's job (job.hpp) does
 // the work; rank 0 prints what the job found and did (run_printing) and writes the --report.
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -49,7 +50,7 @@ RunOptions parse_options_everywhere(dist::Comm& comm, const std::vector<std::str
 }
 
 // `mpi_init`: this rank's seconds in MPI_Init.
-int run(dist::Comm& comm, const std::vector<std::string>& args, double mpi_init) {
+int run(const dist::MpiSession& mpi, dist::Comm& comm, const std::vector<std::string>& args, double mpi_init) {
     const RunOptions o = parse_options_everywhere(comm, args);
     if (o.stop) return exit_ok;
     const bool root = comm.is_root();
@@ -58,9 +59,12 @@ int run(dist::Comm& comm, const std::vector<std::string>& args, double mpi_init)
     if (root && !job.resume.summary.empty() && job.nothing_to_do()) std::cout << "  " << job.resume.summary << '\n';
     if (root && job.nothing_to_do()) note_late_stop();
     if (job.nothing_to_do()) return exit_ok;
+    int largest_node = 0;
+    for (const dist::NodeShare& node : job.nodes) largest_node = std::max(largest_node, node.ranks);
+    const dist::Messaging messaging = root ? mpi.messaging(static_cast<int>(job.nodes.size()), largest_node) : dist::Messaging{};
     if (root) {
         for (const std::string& warning : job.warnings) std::cerr << "attnbatch run: warning: " << warning << '\n';
-        print_header(job);
+        print_header(job, messaging);
         if (!job.resume.summary.empty()) std::cout << "  " << job.resume.summary << '\n';
         if (o.job.dry_run || comm.size() > 1) print_plan(job);
         std::cout.flush();
@@ -87,7 +91,7 @@ int run(dist::Comm& comm, const std::vector<std::string>& args, double mpi_init)
     progress.finish();
     mpi_init = comm.max(mpi_init);
     if (!root) return exit_ok;
-    if (!o.report.empty()) write_report(o.report, job, result, mpi_init);
+    if (!o.report.empty()) write_report(o.report, job, result, mpi_init, messaging);
     print_summary(job, result);
     note_late_stop();
     return exit_ok;
@@ -101,7 +105,7 @@ int run_command(const std::vector<std::string>& args) {
     const double mpi_init = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::unique_ptr<dist::Comm> comm = mpi.world();
     try {
-        return run(*comm, args, mpi_init);
+        return run(mpi, *comm, args, mpi_init);
     } catch (const dist::AgreedFailure& failure) {
         // Every rank is here with the same code; rank 0 speaks for them, and before MPI ends:
         // mpirun ends the whole job as soon as one rank exits non-zero, so the others leave

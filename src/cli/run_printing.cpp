@@ -33,9 +33,49 @@ std::string end_of(const dist::Unit& unit, std::int64_t offset) {
                                                : std::to_string(offset + unit.last);
 }
 
+// "ob1 over tcp + vader (chosen by Open MPI; Open MPI v4.1.4)".
+std::string describe(const dist::Messaging& m, int ranks) {
+    if (ranks == 1) return "none (one process)";
+    std::string text = m.layer.empty() ? "an unknown layer" : m.layer;
+    for (std::size_t i = 0; i < m.transports.size(); ++i) text += (i == 0 ? " over " : " + ") + m.transports[i];
+    return text + " (chosen by " + m.chosen_by + (m.library.empty() ? "" : "; " + m.library) + ")";
+}
+
+// The nodes the ranks run on and each node's memory budget: a quarter of the node's own memory
+// (its cgroup limit where set), shared by its own ranks only. Every node for a few, the
+// extremes otherwise.
+void print_nodes(const dist::Job& job, const dist::Messaging& messaging) {
+    const std::vector<dist::NodeShare>& nodes = job.nodes;
+    if (nodes.empty()) return;
+    const auto budget = [](const dist::NodeShare& n) {
+        dist::NodeResources resources;
+        resources.memory = n.memory;
+        return static_cast<double>(dist::default_max_memory(resources, n.ranks));
+    };
+    const auto [fewest, most] = std::minmax_element(nodes.begin(), nodes.end(),
+                                                    [](const auto& a, const auto& b) { return a.ranks < b.ranks; });
+    std::cout << "  " << counted(nodes.size(), "node") << ", ranks per node " << fewest->ranks
+              << (most->ranks != fewest->ranks ? "-" + std::to_string(most->ranks) : std::string()) << "; messaging "
+              << describe(messaging, job.comm.size()) << '\n';
+    if (nodes.size() <= static_cast<std::size_t>(dist::kNamedNodes)) {
+        for (const dist::NodeShare& n : nodes) {
+            std::cout << "    " << n.name << ": " << counted(n.ranks, "rank") << ", memory "
+                      << dist::format_bytes(static_cast<double>(n.memory)) << " (" << dist::name_of(n.memory_source)
+                      << "): budget " << dist::format_bytes(static_cast<double>(n.memory) / 4) << ", "
+                      << dist::format_bytes(budget(n)) << " per rank\n";
+        }
+        return;
+    }
+    const auto [poorest, richest] = std::minmax_element(nodes.begin(), nodes.end(),
+                                                        [&](const auto& a, const auto& b) { return budget(a) < budget(b); });
+    std::cout << "    budget per rank from " << dist::format_bytes(budget(*poorest)) << " (node " << poorest - nodes.begin()
+              << ", first rank " << poorest->first_rank << ") to " << dist::format_bytes(budget(*richest)) << " (node "
+              << richest - nodes.begin() << ")\n";
+}
+
 }  // namespace
 
-void print_header(const dist::Job& job) {
+void print_header(const dist::Job& job, const dist::Messaging& messaging) {
     const dist::JobSettings& s = job.settings;
     const io::InputSpec& spec = job.spec;
     const int ranks = job.comm.size();
@@ -69,6 +109,7 @@ void print_header(const dist::Job& job) {
               << (job.max_step_bytes > 0 ? " and " + dist::format_bytes(static_cast<double>(job.max_step_bytes)) + " of data" : "")
               << " under --max-memory "
               << dist::format_bytes(static_cast<double>(s.max_memory)) << " per rank\n";
+    print_nodes(job, messaging);
 }
 
 void print_plan(const dist::Job& job) {

@@ -58,9 +58,31 @@ void write_phases(JsonWriter& json, const dist::PhaseTimes& p, double mpi_init) 
         .end_object();
 }
 
+// Where the ranks ran: nodes in node order (their names and memory when few enough to list),
+// and what carried their messages.
+void write_nodes(JsonWriter& json, const std::vector<dist::NodeShare>& nodes, const dist::Messaging& messaging) {
+    json.key("nodes").value(nodes.size()).key("ranks_per_node").begin_array();
+    for (const dist::NodeShare& node : nodes) json.value(node.ranks);
+    json.end_array().key("node_memory_bytes").begin_array();
+    for (const dist::NodeShare& node : nodes) json.value(node.memory);
+    json.end_array().key("node_memory_source").begin_array();
+    for (const dist::NodeShare& node : nodes) json.value(dist::name_of(node.memory_source));
+    json.end_array().key("node_names").begin_array();
+    for (const dist::NodeShare& node : nodes) json.value(node.name);
+    json.end_array()
+        .key("messaging").begin_object()
+        .key("library").value(messaging.library)
+        .key("layer").value(messaging.layer)
+        .key("chosen_by").value(messaging.chosen_by)
+        .key("transports").begin_array();
+    for (const std::string& transport : messaging.transports) json.value(transport);
+    json.end_array().end_object();
+}
+
 }  // namespace
 
-void write_report(const std::string& path, const dist::Job& job, const dist::JobResult& result, double mpi_init) {
+void write_report(const std::string& path, const dist::Job& job, const dist::JobResult& result, double mpi_init,
+                  const dist::Messaging& messaging) {
     JsonWriter json;
     json.begin_object()
         .key("ranks").value(result.rounds.ranks.size())
@@ -78,6 +100,7 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
         .key("io_hidden_fraction").value(result.io_hidden)
         .key("collective_fallback").value(result.rounds.collective_fallback);
     write_phases(json, result.phases, mpi_init);
+    write_nodes(json, job.nodes, messaging);
     json.key("per_rank").begin_array();
     for (std::size_t r = 0; r < result.rounds.ranks.size(); ++r) {
         const dist::RankTimes& t = result.rounds.ranks[r];

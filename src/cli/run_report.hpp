@@ -3,6 +3,7 @@
 #include <string>
 
 #include "attnbatch/distributed/job.hpp"
+#include "attnbatch/distributed/mpi_session.hpp"
 
 namespace attnbatch::cli {
 
@@ -10,6 +11,6 @@ namespace attnbatch::cli {
 void check_report_path(const std::string& report);
 // `mpi_init`: the slowest rank's seconds in MPI_Init.
 void write_report(const std::string& path, const distributed::Job& job, const distributed::JobResult& result,
-                  double mpi_init);
+                  double mpi_init, const distributed::Messaging& messaging);
 
 }  // namespace attnbatch::cli

@@ -53,6 +53,7 @@ std::int64_t sequences_in(const Round& round) {
 
 struct Slot {
     io::InputBlock input;
+    StepOutputs results;  // what `output` points into
     io::OutputBlock output;
     bool has_output = false;
     ComputeTally tally;
@@ -64,8 +65,8 @@ struct Slot {
 
 RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler, StepIo& io) {
     const std::size_t me = static_cast<std::size_t>(comm.rank());
-    StepComputer computers[2] = {StepComputer(context.spec, context.weights, context.settings, context.layout),
-                                 StepComputer(context.spec, context.weights, context.settings, context.layout)};
+    // One computer for both slots: the weights packed once, the scratch shared (one compute runs at a time).
+    StepComputer computer(context.spec, context.weights, context.settings, context.layout);
     Slot slots[2];
     IoTimes io_times;
     LocalFailure failure;
@@ -113,13 +114,12 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     for (std::size_t k = 0; !round_is_empty(current); ++k) {
         Slot& slot = slots[k % 2];
         Slot& other = slots[(k + 1) % 2];
-        StepComputer& computer = computers[k % 2];
         const RankStep& step = current[me];
         const bool computing = !step.empty() && !failure && slot.input.count > 0;
         if (computing) {
             worker.start([&slot, &computer] {
                 const double t0 = wall_seconds();
-                computer.compute(slot.input, slot.output, slot.tally);
+                computer.compute(slot.input, slot.results, slot.output, slot.tally);
                 slot.finished_at = wall_seconds();
                 slot.busy += slot.finished_at - t0;
             });

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -105,16 +106,33 @@ std::pair<std::int64_t, std::int64_t> selected_sequences(const SequenceRange& ra
     return {range.first, last};
 }
 
-// The node's memory shared by the ranks on it (the default --max-memory), and whether the
+// Each node's memory shared by its own ranks (the default --max-memory), and whether the
 // threads of those ranks outnumber its cores. The same on every rank: the worst node decides.
 void assess_resources(Job& job) {
     Comm& comm = job.comm;
     const NodeResources node = node_resources();
     const int on_node = comm.ranks_on_node();
+    job.nodes = node_shares(comm, node);
+    const auto share_of = [](const NodeShare& n) {
+        NodeResources resources;
+        resources.memory = n.memory;
+        return default_max_memory(resources, n.ranks);
+    };
     if (job.settings.max_memory == 0) {
         // Every rank gets the smallest share any node gives: units are sized the same on all.
-        job.settings.max_memory = static_cast<std::size_t>(
-            -comm.max(-static_cast<std::int64_t>(default_max_memory(node, on_node))));
+        job.settings.max_memory = std::numeric_limits<std::size_t>::max();
+        for (const NodeShare& n : job.nodes) job.settings.max_memory = std::min(job.settings.max_memory, share_of(n));
+    }
+    for (std::size_t i = 0; i < job.nodes.size(); ++i) {
+        const NodeShare& n = job.nodes[i];
+        const double wanted = static_cast<double>(n.ranks) * static_cast<double>(job.settings.max_memory);
+        if (wanted <= static_cast<double>(n.memory)) continue;
+        job.warnings.push_back((n.name.empty() ? "node " + std::to_string(i) : n.name) + ": " + std::to_string(n.ranks) +
+                               " rank(s) x --max-memory " + format_bytes(static_cast<double>(job.settings.max_memory)) +
+                               " = " + format_bytes(wanted) + ", more than its " + format_bytes(static_cast<double>(n.memory)) +
+                               " (" + name_of(n.memory_source) + "); hint: --max-memory " +
+                               format_bytes(static_cast<double>(share_of(n))) + " (its default share)");
+        break;  // the first such node says enough
     }
     if (job.settings.dry_run && job.settings.simulate_ranks > 0) return;  // nothing runs here
     const std::int64_t threads = resolved_threads(job.settings.kernel.threads);

@@ -39,11 +39,25 @@ public:
     explicit MpiComm(MPI_Comm communicator) : comm_(communicator) {
         MPI_Comm_rank(comm_, &rank_);
         MPI_Comm_size(comm_, &size_);
-        // The ranks that can share memory are the ranks of this node.
+        // The ranks that can share memory are the ranks of this node; each node's lowest rank
+        // numbers the nodes (in the order of those ranks) and tells the others.
         MPI_Comm node = MPI_COMM_NULL;
         if (MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
             node != MPI_COMM_NULL) {
             MPI_Comm_size(node, &ranks_on_node_);
+            int node_rank = 0;
+            MPI_Comm_rank(node, &node_rank);
+            MPI_Comm leaders = MPI_COMM_NULL;
+            MPI_Comm_split(comm_, node_rank == 0 ? 0 : MPI_UNDEFINED, rank_, &leaders);
+            int layout[2] = {0, 1};  // this node's index, the node count
+            if (leaders != MPI_COMM_NULL) {
+                MPI_Comm_rank(leaders, &layout[0]);
+                MPI_Comm_size(leaders, &layout[1]);
+                MPI_Comm_free(&leaders);
+            }
+            MPI_Bcast(layout, 2, MPI_INT, 0, node);
+            node_index_ = layout[0];
+            node_count_ = layout[1];
             MPI_Comm_free(&node);
         }
     }
@@ -96,6 +110,8 @@ public:
     }
     io::FileAccess collective_file_access() const override { return io::mpi_io_access(comm_); }
     int ranks_on_node() const override { return ranks_on_node_; }
+    int node_count() const override { return node_count_; }
+    int node_index() const override { return node_index_; }
 
 private:
     template <class T>
@@ -108,7 +124,7 @@ private:
     }
 
     MPI_Comm comm_;
-    int rank_ = 0, size_ = 1, ranks_on_node_ = 1;
+    int rank_ = 0, size_ = 1, ranks_on_node_ = 1, node_count_ = 1, node_index_ = 0;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -66,18 +67,58 @@ bool pml_chosen_in_parameter_files() {
 // memory, named rather than found by MPI_Init's probe of every layer, which here spent 0.2 s
 // of a 0.26-0.45 s MPI_Init loading the PSM and PSM2 libraries to look for their hardware.
 // Known before MPI_Init for a job started by Open MPI's mpirun (it says how many ranks the job
-// and this node have) and for a process started alone (a singleton); a job started otherwise
-// (srun) keeps Open MPI's choice. Only a default: OMPI_MCA_pml (the user's, or mpirun --mca
-// pml) or a pml chosen in a parameter file wins.
-void prefer_shared_memory_messaging() {
-    if (std::getenv("OMPI_MCA_pml") != nullptr) return;
+// and this node have) and for a process started alone (a singleton). A job whose ranks span
+// nodes, or that was started otherwise (srun), keeps Open MPI's choice: across nodes the
+// fabric's own layer (cm over PSM2 or OFI, ucx) may be the one to take. Only a default:
+// OMPI_MCA_pml (the user's, or mpirun --mca pml) or a pml chosen in a parameter file wins.
+// Returns who chose the layer.
+std::string prefer_shared_memory_messaging() {
+    if (std::getenv("OMPI_MCA_pml") != nullptr) return "OMPI_MCA_pml";
+    if (pml_chosen_in_parameter_files()) return "an Open MPI parameter file";
     const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
     const char* on_node = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     const bool one_node = size != nullptr && on_node != nullptr && std::string(size) == on_node;
     const bool alone = size == nullptr && std::getenv("PMIX_RANK") == nullptr && std::getenv("PMI_RANK") == nullptr &&
                        std::getenv("SLURM_PROCID") == nullptr;
-    if ((one_node || alone) && !pml_chosen_in_parameter_files()) ::setenv("OMPI_MCA_pml", "ob1", 0);
+    if (!one_node && !alone) return "Open MPI";
+    ::setenv("OMPI_MCA_pml", "ob1", 0);
+    return "attnbatch's one-node default";
 }
+
+// The components of an Open MPI framework ("pml", "btl") still open after MPI_Init: Open MPI
+// closes the layers it did not select and the transports that found nothing to do (shared
+// memory without a second rank on the node), and a closed component's control variables
+// ("btl_tcp_major_version") leave MPI_T's list. Empty for other MPI libraries.
+std::vector<std::string> open_components(const std::string& framework) {
+    std::vector<std::string> found;
+    int provided = 0, count = 0;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return found;
+    const std::string prefix = framework + "_", suffix = "_major_version";
+    if (MPI_T_cvar_get_num(&count) == MPI_SUCCESS) {
+        for (int i = 0; i < count; ++i) {
+            char name[256];
+            int name_length = sizeof name, description_length = 0, verbosity = 0, binding = 0, scope = 0;
+            MPI_Datatype type;
+            MPI_T_enum values;
+            if (MPI_T_cvar_get_info(i, name, &name_length, &verbosity, &type, &values, nullptr, &description_length, &binding, &scope) !=
+                MPI_SUCCESS) {
+                continue;
+            }
+            const std::string variable(name);
+            if (variable.size() <= prefix.size() + suffix.size() || variable.compare(0, prefix.size(), prefix) != 0 ||
+                variable.compare(variable.size() - suffix.size(), suffix.size(), suffix) != 0) {
+                continue;
+            }
+            const std::string component = variable.substr(prefix.size(), variable.size() - prefix.size() - suffix.size());
+            if (component != "base" && std::find(found.begin(), found.end(), component) == found.end()) found.push_back(component);
+        }
+    }
+    MPI_T_finalize();
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
+bool shared_memory_transport(const std::string& btl) { return btl == "vader" || btl == "sm" || btl == "smcuda"; }
 
 }  // namespace
 
@@ -88,7 +129,7 @@ MpiSession::MpiSession() {
         // The main thread waits in MPI while the compute thread works: waiting must yield the
         // core rather than spin on it. Only a default; the user's setting wins.
         ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-        prefer_shared_memory_messaging();
+        pml_chosen_by_ = prefer_shared_memory_messaging();
         int provided = 0;
         MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
         owned_ = true;
@@ -99,6 +140,27 @@ MpiSession::MpiSession() {
 
 MpiSession::~MpiSession() {
     if (owned_) MPI_Finalize();
+}
+
+Messaging MpiSession::messaging(int node_count, int largest_node) const {
+    Messaging messaging;
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+    int length = 0;
+    MPI_Get_library_version(version, &length);
+    messaging.library = std::string(version, static_cast<std::size_t>(std::max(0, length)));
+    messaging.library = messaging.library.substr(0, messaging.library.find_first_of(",\n"));
+    messaging.chosen_by = pml_chosen_by_.empty() ? "the caller of MPI_Init" : pml_chosen_by_;
+    const std::vector<std::string> layers = open_components("pml");
+    // A monitoring layer wraps the real one.
+    for (const std::string& layer : layers) {
+        if (layer != "monitoring") messaging.layer = layer;
+    }
+    if (messaging.layer != "ob1") return messaging;
+    for (const std::string& btl : open_components("btl")) {
+        if (btl == "self") continue;  // a rank's messages to itself
+        if (shared_memory_transport(btl) ? largest_node > 1 : node_count > 1) messaging.transports.push_back(btl);
+    }
+    return messaging;
 }
 
 std::unique_ptr<Comm> MpiSession::world() const {

@@ -2,408 +2,524 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "attnbatch/kernels/projection.hpp"
 #include "attnbatch/kernels/rope.hpp"
+#include "step_rows.hpp"
 
 namespace attnbatch::distributed {
 
 namespace k = attnbatch::kernels;
 
+template <class T>
+T* StepOutputs::Buffer<T>::reserve(std::size_t n) {
+    if (n <= capacity_) return data_.get();
+    // Grown without copying or clearing: each step writes all it uses.
+    data_.reset();
+    capacity_ = 0;
+    const std::size_t huge = std::size_t{2} << 20;
+    const std::size_t align = n * sizeof(T) >= huge ? huge : 64;
+    const std::size_t bytes = (n * sizeof(T) + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, bytes);
+    if (!p) throw std::bad_alloc();
+#if defined(__linux__)
+    if (align == huge) ::madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    data_.reset(static_cast<T*>(p));
+    capacity_ = n;
+    return data_.get();
+}
+
+template class StepOutputs::Buffer<float>;
+template class StepOutputs::Buffer<std::uint16_t>;
+
 namespace {
+
+// Rows of one projection's input, in spans of this many rows (a multiple of every backend's
+// micro-tile height), the unit in which threads share a projection.
+constexpr std::int32_t kSpanRows = 96;
+// Scratch for the rows in flight of one chunk (projected Q, K, V and the attention output
+// before w_o) when the caller gives no bound: about a core's L2, so that they are still in the
+// cache when the kernel and w_o read them.
+constexpr std::size_t kDefaultStagingBytes = std::size_t{1} << 20;
+// Ranges of up to this many query rows go through whole chunks one thread each (no barrier
+// between projection, attention and w_o), when there are enough chunks to share; longer ones
+// through chunks that every thread works on, stage by stage.
+constexpr int kShortSequence = 512;
+// Short ranges are cut into about this many chunks per thread, so that the last ones even out.
+constexpr std::size_t kChunksPerThread = 4;
 
 struct PackedMatrix {
     std::vector<float> packed;
-    const float* bias = nullptr;
+    std::vector<float> bias;  // empty: none
     int in = 0, out = 0;
+    explicit operator bool() const noexcept { return !packed.empty(); }
 };
 
-PackedMatrix pack(const std::vector<float>& w, const std::vector<float>& bias, int in, int out, k::Isa isa) {
+// W [in, out] (and b [out]) packed for the projection kernel. Several matrices side by side
+// (W_k | W_v) make one, their columns computed as they would be alone: a missing bias is
+// zeros, and x + 0.0f == x for every sum the kernel can produce (an accumulation that starts
+// at +0 never ends at -0).
+PackedMatrix pack(std::initializer_list<std::pair<const std::vector<float>*, const std::vector<float>*>> parts, int in,
+                  std::initializer_list<int> widths, k::Isa isa) {
     PackedMatrix m;
     m.in = in;
-    m.out = out;
-    m.packed.resize(k::projection_packed_floats(in, out, isa));
-    k::pack_projection_weights(w.data(), in, out, m.packed.data(), isa);
-    m.bias = bias.empty() ? nullptr : bias.data();
+    for (int width : widths) m.out += width;
+    std::vector<float> w(static_cast<std::size_t>(in) * static_cast<std::size_t>(m.out));
+    bool any_bias = false;
+    for (const auto& part : parts) any_bias = any_bias || !part.second->empty();
+    if (any_bias) m.bias.assign(static_cast<std::size_t>(m.out), 0.0f);
+    std::size_t column = 0;
+    auto width = widths.begin();
+    for (const auto& [matrix, bias] : parts) {
+        const auto cols = static_cast<std::size_t>(*width++);
+        for (std::size_t r = 0; r < static_cast<std::size_t>(in); ++r) {
+            std::copy_n(matrix->data() + r * cols, cols, w.data() + r * static_cast<std::size_t>(m.out) + column);
+        }
+        if (!bias->empty()) std::copy_n(bias->data(), cols, m.bias.data() + column);
+        column += cols;
+    }
+    m.packed.resize(k::projection_packed_floats(in, m.out, isa));
+    k::pack_projection_weights(w.data(), in, m.out, m.packed.data(), isa);
     return m;
+}
+
+int thread_index() {
+#if defined(_OPENMP)
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
 }
 
 }  // namespace
 
-// Buffers of one unit, reused from unit to unit; all (count, ...) with whole sequences.
 class StepComputer::Impl {
 public:
-    Impl(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
-                 const AttentionSettings& settings, const io::OutputLayout& layout)
-        : spec_(spec), settings_(settings), layout_(layout) {
+    Impl(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights, const AttentionSettings& settings,
+         const io::OutputLayout& layout, std::size_t staging_bytes)
+        : spec_(spec), settings_(settings), layout_(layout),
+          staging_bytes_(staging_bytes > 0 ? staging_bytes : kDefaultStagingBytes) {
         isa_ = k::resolve_isa(settings.kernel.isa);
+#if defined(_OPENMP)
+        threads_ = settings.kernel.threads > 0 ? settings.kernel.threads : omp_get_max_threads();
+#endif
+        heads_ = static_cast<std::size_t>(spec.heads);
+        kv_heads_ = static_cast<std::size_t>(spec.kv_head_count());
+        dk_ = static_cast<std::size_t>(spec.d_k);
+        dv_ = static_cast<std::size_t>(spec.d_v);
+        q_width_ = heads_ * dk_;
+        k_width_ = kv_heads_ * dk_;
+        attended_width_ = heads_ * dv_;
+        d_out_ = static_cast<std::size_t>(spec.d_out());
         if (weights) {
             const int d = static_cast<int>(spec.weights->d_in);
-            const int qk = static_cast<int>(spec.weights->qk_width), v = static_cast<int>(spec.weights->v_width);
-            const int kw = static_cast<int>(spec.weights->key_width()), attended = static_cast<int>(spec.heads * spec.d_v);
-            w_q_ = pack(weights->w_q, weights->b_q, d, qk, isa_);
-            w_k_ = pack(weights->w_k, weights->b_k, d, kw, isa_);
-            w_v_ = pack(weights->w_v, weights->b_v, d, v, isa_);
-            if (spec.weights->has_w_o) w_o_ = pack(weights->w_o, weights->b_o, attended, static_cast<int>(spec.d_out()), isa_);
-            projected_ = true;
+            const int kw = static_cast<int>(spec.weights->key_width()), vw = static_cast<int>(spec.weights->v_width);
+            w_q_ = pack({{&weights->w_q, &weights->b_q}}, d, {static_cast<int>(spec.weights->qk_width)}, isa_);
+            w_kv_ = pack({{&weights->w_k, &weights->b_k}, {&weights->w_v, &weights->b_v}}, d, {kw, vw}, isa_);
+            if (spec.weights->has_w_o) {
+                w_o_ = pack({{&weights->w_o, &weights->b_o}}, static_cast<int>(attended_width_), {static_cast<int>(d_out_)}, isa_);
+            }
         }
-        if (settings.rope_theta > 0) {
+        rope_ = settings.rope_theta > 0;
+        if (rope_) {
             // Positions 0..L-1: a row's angle depends on its position in the sequence only.
-            const std::size_t half = static_cast<std::size_t>(spec.d_k / 2);
+            const std::size_t half = dk_ / 2;
             rope_cos_.resize(static_cast<std::size_t>(spec.len) * half);
             rope_sin_.resize(rope_cos_.size());
-            k::rope_table(settings.rope_theta, static_cast<int>(spec.d_k), 0, static_cast<int>(spec.len), rope_cos_.data(),
+            k::rope_table(settings.rope_theta, static_cast<int>(dk_), 0, static_cast<int>(spec.len), rope_cos_.data(),
                           rope_sin_.data());
         }
+        // K staged (projected or rotated) in rows of K | V (projected) or K alone (rotated).
+        kv_width_ = w_kv_ ? static_cast<std::size_t>(w_kv_.out) : k_width_;
+        lanes_.resize(static_cast<std::size_t>(threads_));
     }
 
-    // Fills `block` (output, lse, lengths, attention) for the sequences of `in`.
-    void compute(const io::InputBlock& in, io::OutputBlock& block, ComputeTally& times) {
-        if (in.piece()) return compute_piece(in, block, times);
-        if (!in.offsets.empty()) return compute_packed(in, block, times);
-        const std::int64_t count = in.count;
-        const std::size_t len = spec_.len, heads = spec_.heads, dk = spec_.d_k, dv = spec_.d_v;
-        const std::size_t kv_heads = static_cast<std::size_t>(spec_.kv_head_count());
-
-        // Q (count, H, L, d_k), K and V (count, G, L, d) views through strides, no copies
-        // unless projected or rotated.
-        const float *q = nullptr, *kk = nullptr, *v = nullptr;
-        k::TensorStrides qs, ks, vs;
-        if (projected_) {
-            q_.resize(count * len * heads * dk);
-            k_.resize(count * len * kv_heads * dk);
-            v_.resize(count * len * kv_heads * dv);
-            project_into(w_q_, in, q_.data());
-            project_into(w_k_, in, k_.data());
-            project_into(w_v_, in, v_.data());
-            q = q_.data();
-            kk = k_.data();
-            v = v_.data();
-            qs = packed_heads(dk);
-            ks = packed_heads(dk, kv_heads);
-            vs = packed_heads(dv, kv_heads);
-        } else if (spec_.mode == io::InputMode::embeddings) {
-            q = kk = v = in.x.data();  // the seed's softmax(X X^T / sqrt(d)) X, heads split along d
-            qs = ks = vs = k::TensorStrides{static_cast<std::ptrdiff_t>(len * spec_.d), static_cast<std::ptrdiff_t>(dk),
-                                            static_cast<std::ptrdiff_t>(spec_.d)};
-        } else {
-            q = in.q.data();
-            kk = in.k.data();
-            v = in.v.data();
-            if (spec_.layout == io::QkvLayout::packed) {
-                qs = packed_heads(dk);
-                ks = packed_heads(dk, kv_heads);
-                vs = packed_heads(dv, kv_heads);
-            } else {
-                const auto split = [len](std::size_t count_heads, std::size_t d) {
-                    return k::TensorStrides{static_cast<std::ptrdiff_t>(count_heads * len * d), static_cast<std::ptrdiff_t>(len * d),
-                                            static_cast<std::ptrdiff_t>(d)};
-                };
-                qs = split(heads, dk);
-                ks = split(kv_heads, dk);
-                vs = split(kv_heads, dv);
-            }
-        }
-        if (settings_.rope_theta > 0) {
-            // Projected Q and K are ours to rotate in place; input data is rotated into copies.
-            float* q_rotated = q_.data();
-            float* k_rotated = k_.data();
-            if (!projected_) {
-                q_.resize(count * len * heads * dk);
-                k_.resize(count * len * kv_heads * dk);
-                q_rotated = q_.data();
-                k_rotated = k_.data();
-            }
-            rotate(q, qs, q_rotated, packed_heads(dk), heads, in);
-            rotate(kk, ks, k_rotated, packed_heads(dk, kv_heads), kv_heads, in);
-            q = q_rotated;
-            kk = k_rotated;
-            qs = packed_heads(dk);
-            ks = packed_heads(dk, kv_heads);
-        }
-
-        attended_.resize(count * len * heads * dv);  // (count, L, H*d_v): heads side by side
-        lse_.resize(count * heads * len);
-        const auto [w_first, w_last] = layout_.weights_range(in.first, in.first + count);
-        const std::size_t map_elements = static_cast<std::size_t>(layout_.weights_heads()) * len * len;
+    void compute(const io::InputBlock& in, StepOutputs& outputs, io::OutputBlock& block, ComputeTally& tally) {
+        const StepRows step = describe_rows(spec_, layout_, in);
         const bool f16 = layout_.weights_dtype == io::WeightsDtype::f16;
-        if (w_last > w_first) {
-            if (f16) attention_f16_.resize((w_last - w_first) * map_elements);
-            else attention_f32_.resize((w_last - w_first) * map_elements);
+        Results results;
+        results.output = outputs.output.reserve(step.output_rows * d_out_);
+        results.lse = outputs.lse.reserve(step.lse_elements);
+        if (step.map_elements > 0) {
+            if (f16) results.maps_f16 = outputs.maps_f16.reserve(step.map_elements);
+            else results.maps_f32 = outputs.maps_f32.reserve(step.map_elements);
         }
-
-        k::AttentionParams p;
-        p.heads = static_cast<int>(heads);
-        p.kv_heads = static_cast<int>(kv_heads);
-        p.len_q = p.len_k = static_cast<int>(len);
-        p.dim_k = static_cast<int>(dk);
-        p.dim_v = static_cast<int>(dv);
-        p.scale = settings_.scale;
-        p.causal = settings_.causal;
-        p.q_strides = qs;
-        p.k_strides = ks;
-        p.v_strides = vs;
-        p.out_strides = packed_heads(dv);
-        // Sequences with stored weights are one kernel call, those before and after are others.
-        const std::int64_t end = in.first + count;
-        const bool any_weights = w_last > w_first;
-        const std::int64_t bounds[4] = {in.first, any_weights ? w_first : end, any_weights ? w_last : end, end};
-        for (int part = 0; part < 3; ++part) {
-            const std::int64_t lo = bounds[part], b = bounds[part + 1];
-            if (b <= lo) continue;
-            const std::size_t off = static_cast<std::size_t>(lo - in.first);
-            p.batch = static_cast<int>(b - lo);
-            p.q = q + off * qs.seq;
-            p.k = kk + off * ks.seq;
-            p.v = v + off * vs.seq;
-            p.out = attended_.data() + off * p.out_strides.seq;
-            p.lengths = in.lengths.data() + off;
-            p.lse = lse_.data() + off * heads * len;
-            p.weights = nullptr;
-            p.weights_mode = k::WeightsMode::none;
-            if (part == 1 && layout_.save_weights != io::SaveWeights::none) {
-                p.weights_mode = layout_.save_weights == io::SaveWeights::mean ? k::WeightsMode::mean_over_heads : k::WeightsMode::all;
-                p.weights_type = f16 ? k::WeightsType::f16 : k::WeightsType::f32;
-                const std::size_t w_off = static_cast<std::size_t>(lo - w_first) * map_elements;
-                p.weights = f16 ? static_cast<void*>(attention_f16_.data() + w_off) : static_cast<void*>(attention_f32_.data() + w_off);
+        // A piece's query rows past the length are not in its input: its Q is always copied.
+        stage_q_ = w_q_ || rope_ || in.piece();
+        stage_k_ = w_kv_ || rope_;
+        cut_chunks(step);
+        // Chunks of short ranges one per thread when there are enough to share, the others (and
+        // all of them when not) with every thread. A row's bits depend on neither.
+        std::size_t narrow = 0;
+        for (const Chunk& c : chunks_) narrow += c.narrow ? 1 : 0;
+        const bool spread = threads_ > 1 && narrow >= static_cast<std::size_t>(threads_);
+        for (const Chunk& c : chunks_) {
+            if (!spread || !c.narrow) compute_chunk(step, c, in, results, lanes_[0], threads_);
+        }
+        if (spread) {
+            std::exception_ptr failure;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
+#endif
+            for (std::size_t j = 0; j < chunks_.size(); ++j) {
+                if (!chunks_[j].narrow) continue;
+                try {
+                    compute_chunk(step, chunks_[j], in, results, lanes_[static_cast<std::size_t>(thread_index())], 1);
+                } catch (...) {
+#if defined(_OPENMP)
+#pragma omp critical(attnbatch_step_failure)
+#endif
+                    if (!failure) failure = std::current_exception();
+                }
             }
-            const std::size_t bytes = k::attention_workspace_bytes(p, settings_.kernel);
-            if (workspace_.size() < bytes) workspace_.resize(bytes);
-            k::attention_forward(p, settings_.kernel, workspace_.data(), workspace_.size());
+            if (failure) std::rethrow_exception(failure);
         }
-
-        const float* final_output = attended_.data();
-        if (!w_o_.packed.empty()) {
-            output_.resize(count * len * static_cast<std::size_t>(w_o_.out));
-            k::ProjectionParams pp;
-            pp.x = attended_.data();
-            pp.x_seq_stride = static_cast<std::ptrdiff_t>(len * heads * dv);
-            pp.x_row_stride = static_cast<std::ptrdiff_t>(heads * dv);
-            pp.y = output_.data();
-            pp.y_row_stride = w_o_.out;
-            pp.y_seq_stride = static_cast<std::ptrdiff_t>(len) * w_o_.out;
-            pp.batch = static_cast<int>(count);
-            pp.len = static_cast<int>(len);
-            pp.in = w_o_.in;
-            pp.out = w_o_.out;
-            pp.lengths = in.lengths.data();
-            pp.packed_w = w_o_.packed.data();
-            pp.bias = w_o_.bias;
-            run_projection(pp);
-            final_output = output_.data();
-        }
-        for (std::int64_t s = 0; s < count; ++s) {
-            const double n = in.lengths[s];
-            const double pairs = settings_.causal ? n * (n + 1) / 2 : n * n;
-            times.attention_flops += 2.0 * pairs * static_cast<double>(heads * (dk + dv));
-            if (projected_) {
-                times.projection_flops += 2.0 * n * static_cast<double>(spec_.weights->d_in) * static_cast<double>(heads * dk + kv_heads * (dk + dv));
-                if (!w_o_.packed.empty()) times.projection_flops += 2.0 * n * w_o_.in * w_o_.out;
-            }
-            times.tokens += in.lengths[s];
-        }
-        times.sequences += count;
-        block.output = final_output;
-        block.lse = lse_.data();
+        count(step, tally);
+        block.output = results.output;
+        block.lse = results.lse;
         block.lengths = in.lengths.data();
-        block.attention_f32 = f16 || w_last <= w_first ? nullptr : attention_f32_.data();
-        block.attention_f16 = f16 && w_last > w_first ? attention_f16_.data() : nullptr;
+        block.attention_f32 = results.maps_f32;
+        block.attention_f16 = results.maps_f16;
     }
 
-    // Rows of the step's input as one matrix (rows, width), row stride = width: the heads of
-    // packed Q/K/V side by side, or the embeddings.
-    struct RowsView {
-        const float* data = nullptr;
-        std::size_t rows = 0;
-        int width = 0;
+private:
+    struct Results {
+        float* output = nullptr;
+        float* lse = nullptr;
+        float* maps_f32 = nullptr;
+        std::uint16_t* maps_f16 = nullptr;
     };
 
-    // Y (rows, w.out) = X W + b for every row of `x` (row-independent: each row's arithmetic is
-    // its own, so rows computed in any grouping give the same bits), in groups of kProjectionRows
-    // so that the threads share the work; y holds `rows` rounded up to the group, the extra rows
-    // zero. Rows [valid, rows) are written as zeros.
-    void project_rows(const PackedMatrix& w, RowsView x, std::size_t valid, std::vector<float>& y) {
-        constexpr std::size_t kProjectionRows = 64;
-        const std::size_t groups = std::max<std::size_t>(1, (x.rows + kProjectionRows - 1) / kProjectionRows);
-        // The groups past the valid rows are not computed: zero, as rows past a length are.
-        const std::size_t computed = (valid + kProjectionRows - 1) / kProjectionRows * kProjectionRows;
-        const auto width = static_cast<std::size_t>(w.out);
-        y.resize(groups * kProjectionRows * width);
-        std::fill(y.begin() + static_cast<std::ptrdiff_t>(std::min(computed, groups * kProjectionRows) * width), y.end(), 0.0f);
-        if (valid == 0) return;
-        group_rows_.resize(groups);
-        for (std::size_t g = 0; g < groups; ++g) {
-            const std::size_t begin = g * kProjectionRows;
-            group_rows_[g] = static_cast<std::int32_t>(begin < valid ? std::min(kProjectionRows, valid - begin) : 0);
-        }
-        k::ProjectionParams pp;
-        pp.x = x.data;
-        pp.x_row_stride = x.width;
-        pp.x_seq_stride = static_cast<std::ptrdiff_t>(kProjectionRows) * x.width;
-        pp.y = y.data();
-        pp.y_row_stride = w.out;
-        pp.y_seq_stride = static_cast<std::ptrdiff_t>(kProjectionRows) * w.out;
-        pp.batch = static_cast<int>((valid + kProjectionRows - 1) / kProjectionRows);
-        pp.len = static_cast<int>(kProjectionRows);
-        pp.in = w.in;
-        pp.out = w.out;
-        pp.lengths = group_rows_.data();
-        pp.packed_w = w.packed.data();
-        pp.bias = w.bias;
-        run_projection(pp);
+    // Consecutive ranges computed together: ranges [first, last) of the step.
+    struct Chunk {
+        std::size_t first = 0, last = 0;
+        bool narrow = false;  // all short: one thread does all of it
+    };
+
+    // Where a range's rows are in its chunk's scratch.
+    struct Staged {
+        std::size_t q_row = 0, kv_row = 0, attended_row = 0;
+    };
+
+    // One kernel call: ranges [first, first + count) of the chunk, alike and evenly spaced.
+    struct Call {
+        k::AttentionParams p;
+        std::size_t first = 0, count = 0;
+        bool lse_direct = true;  // else written to scratch and spread (packed layout, H > 1)
+    };
+
+    // What a chunk needs while it is computed: one per thread, reused by every chunk and step.
+    struct Lane {
+        std::vector<Staged> staged;
+        std::vector<float> q, kv, attended;
+        std::vector<k::ProjectionSpan> spans;
+        std::vector<Call> calls;
+        std::vector<unsigned char> workspace, projection_workspace;
+        std::vector<float> lse;
+    };
+
+    std::size_t staged_bytes(const RowRange& r) const {
+        std::size_t floats = 0;
+        if (stage_q_) floats += static_cast<std::size_t>(r.rows) * q_width_;
+        if (stage_k_) floats += static_cast<std::size_t>(r.keys) * kv_width_;
+        if (w_o_) floats += static_cast<std::size_t>(r.rows) * attended_width_;
+        return floats * sizeof(float);
     }
 
-    // Query rows [row_first, row_last) of one sequence, with its first key_rows keys (a piece,
-    // plan.hpp). The rows past the sequence's length are computed as such (zeros, -inf). The
-    // kernel computes each row as in a whole-sequence call (attention.hpp, q_offset), the
-    // projections each row on its own: the bytes do not depend on the piece.
-    void compute_piece(const io::InputBlock& in, io::OutputBlock& block, ComputeTally& times) {
-        const std::size_t heads = spec_.heads, dk = spec_.d_k, dv = spec_.d_v, len = spec_.len;
-        const std::size_t kv_heads = static_cast<std::size_t>(spec_.kv_head_count());
-        const std::size_t rows = static_cast<std::size_t>(in.row_last - in.row_first);
-        const std::size_t q_rows = static_cast<std::size_t>(in.query_rows()), keys = static_cast<std::size_t>(in.key_rows);
-        const std::int64_t sequence = in.first;
-        const std::int32_t length = in.lengths[0];
-        const bool split = spec_.mode == io::InputMode::qkv && spec_.layout == io::QkvLayout::split;
+    static bool attended(const RowRange& r) { return r.query_rows > 0 && r.keys > 0; }
+    static bool short_range(const RowRange& r) { return r.rows <= kShortSequence; }
 
-        // Q (rows, H*d_k) (split input: (H, rows, d_k)) with its invalid rows zero: the kernel
-        // may read whole micro-tiles of rows up to len_q.
-        const float *q = nullptr, *kk = nullptr, *v = nullptr;
-        k::TensorStrides qs, ks, vs;
-        const auto rows_strides = [&](std::size_t r, std::size_t d, std::size_t width) {
-            return split ? k::TensorStrides{0, static_cast<std::ptrdiff_t>(r * d), static_cast<std::ptrdiff_t>(d)}
-                         : k::TensorStrides{0, static_cast<std::ptrdiff_t>(d), static_cast<std::ptrdiff_t>(width)};
+    // Chunks of consecutive ranges, short or not, of at most staging_bytes_ of scratch (at least
+    // one range); short ones also in enough chunks to share among the threads.
+    void cut_chunks(const StepRows& step) {
+        chunks_.clear();
+        std::size_t short_ranges = 0;
+        for (const RowRange& r : step.ranges) short_ranges += short_range(r) ? 1 : 0;
+        const std::size_t share = static_cast<std::size_t>(threads_) * kChunksPerThread;
+        const std::size_t most_short = threads_ > 1 ? std::max<std::size_t>(1, (short_ranges + share - 1) / share) : step.ranges.size();
+        for (std::size_t first = 0; first < step.ranges.size();) {
+            const bool narrow = short_range(step.ranges[first]);
+            std::size_t last = first + 1, bytes = staged_bytes(step.ranges[first]);
+            while (last < step.ranges.size() && short_range(step.ranges[last]) == narrow &&
+                   bytes + staged_bytes(step.ranges[last]) <= staging_bytes_ && (!narrow || last - first < most_short)) {
+                bytes += staged_bytes(step.ranges[last++]);
+            }
+            chunks_.push_back(Chunk{first, last, narrow});
+            first = last;
+        }
+    }
+
+    void compute_chunk(const StepRows& step, const Chunk& chunk, const io::InputBlock& in, const Results& results, Lane& lane,
+                       int threads) {
+        lane.staged.resize(chunk.last - chunk.first);
+        std::size_t q_rows = 0, kv_rows = 0, attended_rows = 0;
+        for (std::size_t i = chunk.first; i < chunk.last; ++i) {
+            const RowRange& r = step.ranges[i];
+            lane.staged[i - chunk.first] = Staged{q_rows, kv_rows, attended_rows};
+            q_rows += static_cast<std::size_t>(r.rows);
+            kv_rows += static_cast<std::size_t>(r.keys);
+            attended_rows += static_cast<std::size_t>(r.rows);
+        }
+        if (stage_q_) lane.q.resize(std::max(lane.q.size(), q_rows * q_width_));
+        if (stage_k_) lane.kv.resize(std::max(lane.kv.size(), kv_rows * kv_width_));
+        if (w_o_) lane.attended.resize(std::max(lane.attended.size(), attended_rows * attended_width_));
+
+        if (stage_q_) stage(true, step, chunk, lane, threads);
+        if (stage_k_) stage(false, step, chunk, lane, threads);
+        attend(step, chunk, in, results, lane, threads);
+        if (w_o_) project_output(step, chunk, results, lane, threads);
+    }
+
+    // Q (queries) or K of the chunk's ranges into their scratch, rows of H*d_k or of K | V
+    // (G*(d_k + d_v) when projected, else G*d_k): projected (the projection of K gives V beside
+    // it), or copied from the input; rotated at the rows' positions; the rows reserved past the
+    // length zero (the kernel reads whole micro-tiles of query rows, and no key row past them).
+    void stage(bool queries, const StepRows& step, const Chunk& chunk, Lane& lane, int threads) {
+        const PackedMatrix& w = queries ? w_q_ : w_kv_;
+        const OperandView& view = queries ? step.q : step.k;
+        const std::size_t width = queries ? q_width_ : kv_width_, count_heads = queries ? heads_ : kv_heads_;
+        const auto valid = [queries](const RowRange& r) { return queries ? r.query_rows : r.key_rows; };
+        const auto at = [queries](const RowRange& r) { return queries ? r.query_at : r.key_at; };
+        const auto to_rows = [&](std::size_t i) { return queries ? q_rows(lane, i - chunk.first) : kv_rows(lane, i - chunk.first); };
+        if (w) {
+            lane.spans.clear();
+            for (std::size_t i = chunk.first; i < chunk.last; ++i) {
+                add_spans(lane, view.base + at(step.ranges[i]), valid(step.ranges[i]), to_rows(i), view.row, width);
+            }
+            project(w, lane, view.row, width, threads);
+        }
+        const k::TensorStrides staged{0, static_cast<std::ptrdiff_t>(dk_), static_cast<std::ptrdiff_t>(width)};
+        for (std::size_t i = chunk.first; i < chunk.last; ++i) {
+            const RowRange& r = step.ranges[i];
+            float* to = to_rows(i);
+            if (valid(r) > 0 && (rope_ || !w)) {
+                const float* from = w ? to : view.base + at(r);
+                const k::TensorStrides from_strides = w ? staged : k::TensorStrides{0, view.head, view.row};
+                if (rope_) rotate(from, from_strides, to, staged, count_heads, valid(r), queries ? r.q0 : 0, threads);
+                else copy_rows(from, from_strides, to, count_heads, dk_, valid(r));
+            }
+            const auto reserved = static_cast<std::size_t>(queries ? r.rows : r.keys);
+            std::fill(to + static_cast<std::size_t>(valid(r)) * width, to + reserved * width, 0.0f);
+        }
+    }
+
+    void attend(const StepRows& step, const Chunk& chunk, const io::InputBlock& in, const Results& results, Lane& lane,
+                int threads) {
+        lane.calls.clear();
+        for (std::size_t i = chunk.first; i < chunk.last; ++i) {
+            const RowRange& r = step.ranges[i];
+            const std::size_t at = i - chunk.first;
+            if (!attended(r)) {
+                fill_unattended(r, out_rows(r, lane, at, results), results);
+                continue;
+            }
+            Call call = call_for(step, r, lane, at, in, results);
+            if (!lane.calls.empty() && extend(lane.calls.back(), call, step.ranges[chunk.first + lane.calls.back().first], r)) continue;
+            call.first = at;
+            lane.calls.push_back(call);
+        }
+        k::KernelOptions options = settings_.kernel;
+        options.threads = threads;
+        for (Call& call : lane.calls) {
+            if (!call.lse_direct) {
+                lane.lse.resize(heads_ * static_cast<std::size_t>(call.p.len_q));
+                call.p.lse = lane.lse.data();
+            }
+            const std::size_t bytes = k::attention_workspace_bytes(call.p, options);
+            if (lane.workspace.size() < bytes) lane.workspace.resize(bytes);
+            k::attention_forward(call.p, options, lane.workspace.data(), lane.workspace.size());
+            if (call.lse_direct) continue;
+            const RowRange& r = step.ranges[chunk.first + call.first];
+            const auto rows = static_cast<std::size_t>(r.rows);
+            for (std::size_t h = 0; h < heads_; ++h) {
+                std::memcpy(results.lse + r.lse_at + h * r.lse_head_stride, lane.lse.data() + h * rows, rows * sizeof(float));
+            }
+        }
+        // The kernel's map rows are `keys` wide; the stored rows L wide, zero past the keys.
+        const auto len = static_cast<std::size_t>(spec_.len);
+        for (std::size_t i = chunk.first; i < chunk.last; ++i) {
+            const RowRange& r = step.ranges[i];
+            if (!r.maps || !attended(r) || static_cast<std::size_t>(r.keys) >= len) continue;
+            const std::size_t rows = static_cast<std::size_t>(layout_.weights_heads()) * static_cast<std::size_t>(r.rows);
+            if (results.maps_f16) widen_rows(results.maps_f16 + r.map_at, rows, static_cast<std::size_t>(r.keys), len);
+            else widen_rows(results.maps_f32 + r.map_at, rows, static_cast<std::size_t>(r.keys), len);
+        }
+    }
+
+    // Where the kernel reads an operand of a range: in the scratch (rows of `width`, heads
+    // `head` apart) when staged, else in the input at element `at`.
+    static std::pair<const float*, k::TensorStrides> operand(const float* staged, std::size_t width, std::size_t head,
+                                                             const OperandView& input, std::size_t at) {
+        if (staged) return {staged, k::TensorStrides{0, static_cast<std::ptrdiff_t>(head), static_cast<std::ptrdiff_t>(width)}};
+        return {input.base + at, k::TensorStrides{0, input.head, input.row}};
+    }
+
+    // The kernel's parameters for range r alone.
+    Call call_for(const StepRows& step, const RowRange& r, Lane& lane, std::size_t at, const io::InputBlock& in, const Results& results) {
+        Call call;
+        k::AttentionParams& p = call.p;
+        p.batch = 1;
+        p.heads = static_cast<int>(heads_);
+        p.kv_heads = static_cast<int>(kv_heads_);
+        p.len_q = r.rows;
+        p.q_offset = r.q0;
+        p.len_k = r.keys;
+        p.dim_k = static_cast<int>(dk_);
+        p.dim_v = static_cast<int>(dv_);
+        p.scale = settings_.scale;
+        p.causal = settings_.causal;
+        std::tie(p.q, p.q_strides) = operand(stage_q_ ? q_rows(lane, at) : nullptr, q_width_, dk_, step.q, r.query_at);
+        std::tie(p.k, p.k_strides) = operand(stage_k_ ? kv_rows(lane, at) : nullptr, kv_width_, dk_, step.k, r.key_at);
+        std::tie(p.v, p.v_strides) = operand(w_kv_ ? kv_rows(lane, at) + k_width_ : nullptr, kv_width_, dv_, step.v, r.value_at);
+        p.out = out_rows(r, lane, at, results);
+        p.out_strides = k::TensorStrides{0, static_cast<std::ptrdiff_t>(dv_), static_cast<std::ptrdiff_t>(attended_width_)};
+        p.lengths = in.lengths.data() + r.sequence;
+        call.lse_direct = heads_ == 1 || r.lse_head_stride == static_cast<std::size_t>(r.rows);
+        p.lse = call.lse_direct ? results.lse + r.lse_at : nullptr;
+        if (r.maps) {
+            p.weights_mode = layout_.save_weights == io::SaveWeights::mean ? k::WeightsMode::mean_over_heads : k::WeightsMode::all;
+            p.weights_type = results.maps_f16 ? k::WeightsType::f16 : k::WeightsType::f32;
+            p.weights = results.maps_f16 ? static_cast<void*>(results.maps_f16 + r.map_at) : static_cast<void*>(results.maps_f32 + r.map_at);
+        }
+        call.count = 1;
+        return call;
+    }
+
+    // Takes `next` (range r, following `last` of `call`) into `call` when it is the next
+    // sequence, of the same shape, placed one sequence stride further in every array.
+    bool extend(Call& call, const Call& next, const RowRange& call_first, const RowRange& r) const {
+        k::AttentionParams& p = call.p;
+        const k::AttentionParams& n = next.p;
+        if (r.sequence != call_first.sequence + static_cast<std::int64_t>(call.count) || n.len_q != p.len_q ||
+            n.q_offset != p.q_offset || n.len_k != p.len_k || n.weights_mode != p.weights_mode || !call.lse_direct ||
+            !next.lse_direct) {
+            return false;
+        }
+        const auto stride = [&](const auto* a, const auto* b) { return static_cast<std::ptrdiff_t>(b - a) / static_cast<std::ptrdiff_t>(call.count); };
+        const auto evenly = [&](const auto* a, const auto* b, std::ptrdiff_t seq) {
+            return b - a == seq * static_cast<std::ptrdiff_t>(call.count);
         };
-        if (projected_) {
-            const int d = static_cast<int>(spec_.d);
-            const float* x_rows = q_rows > 0 ? in.x.data() + static_cast<std::size_t>(in.row_first) * spec_.d : in.x.data();
-            project_rows(w_q_, RowsView{x_rows, rows, d}, q_rows, q_);
-            project_rows(w_k_, RowsView{in.x.data(), keys, d}, keys, k_);
-            project_rows(w_v_, RowsView{in.x.data(), keys, d}, keys, v_);
-            q = q_.data();
-            kk = k_.data();
-            v = v_.data();
-            qs = rows_strides(rows, dk, heads * dk);
-            ks = rows_strides(keys, dk, kv_heads * dk);
-            vs = rows_strides(keys, dv, kv_heads * dv);
-        } else if (spec_.mode == io::InputMode::embeddings) {
-            const std::size_t d = spec_.d;
-            q_.assign(rows * d, 0.0f);
-            if (q_rows > 0) std::memcpy(q_.data(), in.x.data() + static_cast<std::size_t>(in.row_first) * d, q_rows * d * sizeof(float));
-            q = q_.data();
-            kk = v = in.x.data();
-            qs = ks = vs = k::TensorStrides{0, static_cast<std::ptrdiff_t>(dk), static_cast<std::ptrdiff_t>(d)};
-        } else {
-            q_.assign(rows * heads * dk, 0.0f);
-            if (split) {
-                for (std::size_t h = 0; h < heads; ++h) {
-                    std::memcpy(q_.data() + h * rows * dk, in.q.data() + h * q_rows * dk, q_rows * dk * sizeof(float));
-                }
-            } else {
-                std::memcpy(q_.data(), in.q.data(), q_rows * heads * dk * sizeof(float));
-            }
-            q = q_.data();
-            kk = in.k.data();
-            v = in.v.data();
-            qs = rows_strides(rows, dk, heads * dk);
-            ks = rows_strides(keys, dk, kv_heads * dk);
-            vs = rows_strides(keys, dv, kv_heads * dv);
+        std::ptrdiff_t q = p.q_strides.seq, kk = p.k_strides.seq, v = p.v_strides.seq, out = p.out_strides.seq;
+        if (call.count == 1) {
+            q = stride(p.q, n.q);
+            kk = stride(p.k, n.k);
+            v = stride(p.v, n.v);
+            out = stride(p.out, n.out);
+            if (q <= 0 || kk <= 0 || v <= 0 || out <= 0) return false;
         }
-        if (settings_.rope_theta > 0 && keys > 0) {
-            // Q is already a copy of ours (rows at positions row_first...); K is rotated into
-            // one unless projected (positions 0...). The table is indexed by position.
-            if (!projected_) {
-                const std::size_t k_elements = split ? kv_heads * keys * dk : keys * static_cast<std::size_t>(ks.row);
-                k_.assign(kk, kk + k_elements);
-                kk = k_.data();
-            }
-            rotate_rows(q_.data(), qs, heads, rows, in.row_first, length);
-            rotate_rows(k_.data(), ks, kv_heads, keys, 0, length);
+        const auto lse_seq = static_cast<std::ptrdiff_t>(heads_) * p.len_q;
+        const auto map_seq = static_cast<std::ptrdiff_t>(layout_.weights_heads()) * p.len_q * p.len_k;
+        if (!evenly(p.q, n.q, q) || !evenly(p.k, n.k, kk) || !evenly(p.v, n.v, v) || !evenly(p.out, n.out, out) ||
+            !evenly(p.lse, n.lse, lse_seq)) {
+            return false;
         }
+        if (p.weights_mode != k::WeightsMode::none) {
+            const bool f16 = p.weights_type == k::WeightsType::f16;
+            const bool even = f16 ? evenly(static_cast<const std::uint16_t*>(p.weights), static_cast<const std::uint16_t*>(n.weights), map_seq)
+                                  : evenly(static_cast<const float*>(p.weights), static_cast<const float*>(n.weights), map_seq);
+            if (!even) return false;
+        }
+        p.q_strides.seq = q;
+        p.k_strides.seq = kk;
+        p.v_strides.seq = v;
+        p.out_strides.seq = out;
+        p.batch += 1;
+        call.count += 1;
+        return true;
+    }
 
-        const bool weights = layout_.save_weights != io::SaveWeights::none && sequence >= layout_.weights_first &&
-                             sequence < layout_.weights_end();
-        const bool f16 = layout_.weights_dtype == io::WeightsDtype::f16;
-        const std::size_t weights_heads = static_cast<std::size_t>(layout_.weights_heads());
-        // The kernel writes every element (zeros and -inf past the length); without valid rows
-        // it does not run, and the rows are those of a sequence's padding.
-        const bool attend = q_rows > 0 && keys > 0;
-        attended_.resize(rows * heads * dv);
-        lse_.resize(heads * rows);
-        if (weights) {
-            if (f16) attention_f16_.resize(weights_heads * rows * len);
-            else attention_f32_.resize(weights_heads * rows * len);
+    // A range the kernel cannot take (no valid query rows, or no keys): what it would write.
+    void fill_unattended(const RowRange& r, float* out, const Results& results) const {
+        const auto rows = static_cast<std::size_t>(r.rows);
+        for (std::size_t row = 0; row < rows; ++row) std::fill_n(out + row * attended_width_, attended_width_, 0.0f);
+        for (std::size_t h = 0; h < heads_; ++h) {
+            std::fill_n(results.lse + r.lse_at + h * r.lse_head_stride, rows, -std::numeric_limits<float>::infinity());
         }
-        if (!attend) {
-            std::fill(attended_.begin(), attended_.end(), 0.0f);
-            std::fill(lse_.begin(), lse_.end(), -std::numeric_limits<float>::infinity());
-            if (weights && f16) std::fill(attention_f16_.begin(), attention_f16_.end(), std::uint16_t{0});
-            if (weights && !f16) std::fill(attention_f32_.begin(), attention_f32_.end(), 0.0f);
+        if (!r.maps) return;
+        const std::size_t elements = static_cast<std::size_t>(layout_.weights_heads()) * rows * static_cast<std::size_t>(spec_.len);
+        if (results.maps_f16) std::fill_n(results.maps_f16 + r.map_at, elements, std::uint16_t{0});
+        else std::fill_n(results.maps_f32 + r.map_at, elements, 0.0f);
+    }
+
+    // Y = attention output W_o + b_o for the valid rows; rows past the length zero.
+    void project_output(const StepRows& step, const Chunk& chunk, const Results& results, Lane& lane, int threads) {
+        lane.spans.clear();
+        for (std::size_t i = chunk.first; i < chunk.last; ++i) {
+            const RowRange& r = step.ranges[i];
+            float* y = results.output + r.output_row * d_out_;
+            add_spans(lane, out_rows(r, lane, i - chunk.first, results), r.query_rows, y, static_cast<std::ptrdiff_t>(attended_width_), d_out_);
+            std::fill(y + static_cast<std::size_t>(r.query_rows) * d_out_, y + static_cast<std::size_t>(r.rows) * d_out_, 0.0f);
         }
-        if (attend) {
-            k::AttentionParams p;
-            p.batch = 1;
-            p.heads = static_cast<int>(heads);
-            p.kv_heads = static_cast<int>(kv_heads);
-            p.len_q = static_cast<int>(rows);
-            p.q_offset = static_cast<int>(in.row_first);
-            p.len_k = static_cast<int>(keys);
-            p.dim_k = static_cast<int>(dk);
-            p.dim_v = static_cast<int>(dv);
-            p.scale = settings_.scale;
-            p.causal = settings_.causal;
-            p.q = q;
-            p.k = kk;
-            p.v = v;
-            p.q_strides = qs;
-            p.k_strides = ks;
-            p.v_strides = vs;
-            p.out = attended_.data();
-            p.out_strides = k::TensorStrides{0, static_cast<std::ptrdiff_t>(dv), static_cast<std::ptrdiff_t>(heads * dv)};
-            p.lengths = &length;
-            p.lse = lse_.data();
-            if (weights) {
-                p.weights_mode = layout_.save_weights == io::SaveWeights::mean ? k::WeightsMode::mean_over_heads : k::WeightsMode::all;
-                p.weights_type = f16 ? k::WeightsType::f16 : k::WeightsType::f32;
-                p.weights = f16 ? static_cast<void*>(attention_f16_.data()) : static_cast<void*>(attention_f32_.data());
+        project(w_o_, lane, static_cast<std::ptrdiff_t>(attended_width_), d_out_, threads);
+    }
+
+    static void add_spans(Lane& lane, const float* x, int rows, float* y, std::ptrdiff_t x_row, std::size_t y_row) {
+        for (std::int32_t r0 = 0; r0 < rows; r0 += kSpanRows) {
+            lane.spans.push_back(k::ProjectionSpan{x + r0 * x_row, y + static_cast<std::size_t>(r0) * y_row, std::min(kSpanRows, rows - r0)});
+        }
+    }
+
+    void project(const PackedMatrix& w, Lane& lane, std::ptrdiff_t x_row, std::size_t y_row, int threads) const {
+        if (lane.spans.empty()) return;
+        k::ProjectionParams pp;
+        pp.spans = lane.spans.data();
+        pp.span_count = lane.spans.size();
+        pp.x_row_stride = x_row;
+        pp.y_row_stride = static_cast<std::ptrdiff_t>(y_row);
+        pp.in = w.in;
+        pp.out = w.out;
+        pp.packed_w = w.packed.data();
+        pp.bias = w.bias.empty() ? nullptr : w.bias.data();
+        const std::size_t bytes = k::projection_workspace_bytes(w.in, isa_, threads);
+        if (lane.projection_workspace.size() < bytes) lane.projection_workspace.resize(bytes);
+        k::project(pp, isa_, threads, lane.projection_workspace.data(), lane.projection_workspace.size());
+    }
+
+    // Rotary embeddings of `rows` rows of `count_heads` heads, row 0 at `first_position` (the
+    // table is indexed by position, so a piece rotates its rows as the whole sequence does).
+    void rotate(const float* from, const k::TensorStrides& from_strides, float* to, const k::TensorStrides& to_strides,
+                std::size_t count_heads, int rows, int first_position, int threads) const {
+        k::RopeParams rp;
+        rp.in = from;
+        rp.in_strides = from_strides;
+        rp.out = to;
+        rp.out_strides = to_strides;
+        rp.batch = 1;
+        rp.heads = static_cast<int>(count_heads);
+        rp.rows = rows;
+        rp.dim = static_cast<int>(dk_);
+        rp.row_offset = first_position;
+        rp.cos_table = rope_cos_.data();
+        rp.sin_table = rope_sin_.data();
+        k::apply_rope(rp, threads);
+    }
+
+    // `rows` rows of `count_heads` heads of width d into rows of count_heads * d.
+    static void copy_rows(const float* from, const k::TensorStrides& from_strides, float* to, std::size_t count_heads,
+                          std::size_t d, int rows) {
+        for (std::size_t row = 0; row < static_cast<std::size_t>(rows); ++row) {
+            for (std::size_t h = 0; h < count_heads; ++h) {
+                std::memcpy(to + (row * count_heads + h) * d,
+                            from + static_cast<std::ptrdiff_t>(h) * from_strides.head + static_cast<std::ptrdiff_t>(row) * from_strides.row,
+                            d * sizeof(float));
             }
-            const std::size_t bytes = k::attention_workspace_bytes(p, settings_.kernel);
-            if (workspace_.size() < bytes) workspace_.resize(bytes);
-            k::attention_forward(p, settings_.kernel, workspace_.data(), workspace_.size());
-            // The kernel's rows are `keys` wide; the maps' rows are L wide, zero past the keys.
-            if (weights && keys < len) {
-                if (f16) widen_rows(attention_f16_.data(), weights_heads * rows, keys, len);
-                else widen_rows(attention_f32_.data(), weights_heads * rows, keys, len);
-            }
         }
-        const float* final_output = attended_.data();
-        if (!w_o_.packed.empty()) {
-            project_rows(w_o_, RowsView{attended_.data(), rows, static_cast<int>(heads * dv)}, q_rows, output_);
-            final_output = output_.data();
-        }
-        const double q0 = static_cast<double>(in.row_first), q1 = q0 + static_cast<double>(q_rows);
-        const double pairs = settings_.causal ? (q1 * (q1 + 1) - q0 * (q0 + 1)) / 2 : static_cast<double>(q_rows) * length;
-        times.attention_flops += q_rows > 0 ? 2.0 * pairs * static_cast<double>(heads * (dk + dv)) : 0.0;
-        if (projected_) {
-            times.projection_flops += 2.0 * static_cast<double>(spec_.weights->d_in) *
-                                      static_cast<double>(heads * q_rows * dk + kv_heads * keys * (dk + dv));
-            if (!w_o_.packed.empty()) times.projection_flops += 2.0 * static_cast<double>(q_rows) * w_o_.in * w_o_.out;
-        }
-        times.tokens += static_cast<std::int64_t>(q_rows);
-        times.sequences += in.row_last == layout_.rows_of(sequence) ? 1 : 0;
-        block.output = final_output;
-        block.lse = lse_.data();
-        block.lengths = in.lengths.data();
-        block.attention_f32 = weights && !f16 ? attention_f32_.data() : nullptr;
-        block.attention_f16 = weights && f16 ? attention_f16_.data() : nullptr;
     }
 
     // Rows of `count` elements at the start of `data` spread to rows of `width` elements, the
@@ -416,291 +532,56 @@ public:
         }
     }
 
-    // Whole sequences of the packed layout: rows end to end, no padding. Projections over all
-    // rows at once; attention one sequence per kernel call (its rows, its keys; L keys wide for
-    // the maps that are stored, whose rows are L wide).
-    void compute_packed(const io::InputBlock& in, io::OutputBlock& block, ComputeTally& times) {
-        const std::size_t heads = spec_.heads, dk = spec_.d_k, dv = spec_.d_v, len = spec_.len;
-        const std::size_t kv_heads = static_cast<std::size_t>(spec_.kv_head_count());
-        const std::size_t total = static_cast<std::size_t>(in.offsets.back());
-        const float *q = nullptr, *kk = nullptr, *v = nullptr;
-        std::size_t q_width = 0, k_width = 0, v_width = 0;  // row strides
-        std::ptrdiff_t head_k = static_cast<std::ptrdiff_t>(dk), head_v = static_cast<std::ptrdiff_t>(dv);
-        if (projected_) {
-            const int d = static_cast<int>(spec_.d);
-            project_rows(w_q_, RowsView{in.x.data(), total, d}, total, q_);
-            project_rows(w_k_, RowsView{in.x.data(), total, d}, total, k_);
-            project_rows(w_v_, RowsView{in.x.data(), total, d}, total, v_);
-            q = q_.data();
-            kk = k_.data();
-            v = v_.data();
-            q_width = heads * dk;
-            k_width = kv_heads * dk;
-            v_width = kv_heads * dv;
-        } else if (spec_.mode == io::InputMode::embeddings) {
-            q = kk = v = in.x.data();
-            q_width = k_width = v_width = spec_.d;
-        } else {
-            q = in.q.data();
-            kk = in.k.data();
-            v = in.v.data();
-            q_width = heads * dk;
-            k_width = kv_heads * dk;
-            v_width = kv_heads * dv;
-        }
-        if (settings_.rope_theta > 0) {
-            // Each sequence's rows at their positions 0..n-1; input data is rotated into copies.
-            if (!projected_) {
-                q_.assign(q, q + total * q_width);
-                k_.assign(kk, kk + total * k_width);
-                q = q_.data();
-                kk = k_.data();
-            }
-            for (std::int64_t i = 0; i < in.count; ++i) {
-                const std::int32_t length = in.lengths[static_cast<std::size_t>(i)];
-                const auto row = static_cast<std::size_t>(in.offsets[static_cast<std::size_t>(i)]);
-                const auto n = static_cast<std::size_t>(length);
-                rotate_rows(q_.data() + row * q_width, k::TensorStrides{0, head_k, static_cast<std::ptrdiff_t>(q_width)}, heads, n, 0, length);
-                rotate_rows(k_.data() + row * k_width, k::TensorStrides{0, head_k, static_cast<std::ptrdiff_t>(k_width)}, kv_heads, n, 0, length);
-            }
-        }
-        // Every row belongs to a sequence the kernel computes whole: no initial values needed.
-        attended_.resize(total * heads * dv);
-        lse_.resize(heads * total);
-        const auto [w_first, w_last] = layout_.weights_range(in.first, in.first + in.count);
-        const bool f16 = layout_.weights_dtype == io::WeightsDtype::f16;
-        const std::size_t weights_heads = static_cast<std::size_t>(layout_.weights_heads());
-        std::size_t map_rows = 0;
-        for (std::int64_t s = w_first; s < w_last; ++s) map_rows += static_cast<std::size_t>(in.lengths[static_cast<std::size_t>(s - in.first)]);
-        if (f16) attention_f16_.resize(weights_heads * map_rows * len);
-        else attention_f32_.resize(weights_heads * map_rows * len);
-
-        // One kernel call per sequence. Long sequences get every thread; short ones (whose
-        // few query tiles would leave threads idle) are spread over the threads, one sequence
-        // per thread at a time. The kernel's rows do not depend on its thread count.
-        std::vector<std::size_t> map_offsets(static_cast<std::size_t>(in.count), 0);
-        std::vector<std::int64_t> long_ones, short_ones;
-        std::size_t map_offset = 0;
-        for (std::int64_t i = 0; i < in.count; ++i) {
-            const std::int32_t length = in.lengths[static_cast<std::size_t>(i)];
-            const std::int64_t sequence = in.first + i;
-            map_offsets[static_cast<std::size_t>(i)] = map_offset;
-            if (sequence >= w_first && sequence < w_last) map_offset += weights_heads * static_cast<std::size_t>(length) * len;
-            if (length == 0) continue;
-            (length > kShortSequence ? long_ones : short_ones).push_back(i);
-        }
-        const auto params_for = [&](std::int64_t i, float* sequence_lse) {
-            const std::int32_t& length = in.lengths[static_cast<std::size_t>(i)];
-            const std::int64_t sequence = in.first + i;
-            const bool weights = sequence >= w_first && sequence < w_last;
-            const auto row = static_cast<std::size_t>(in.offsets[static_cast<std::size_t>(i)]);
-            k::AttentionParams p;
-            p.batch = 1;
-            p.heads = static_cast<int>(heads);
-            p.kv_heads = static_cast<int>(kv_heads);
-            p.len_q = length;
-            p.len_k = weights ? static_cast<int>(len) : length;
-            p.dim_k = static_cast<int>(dk);
-            p.dim_v = static_cast<int>(dv);
-            p.scale = settings_.scale;
-            p.causal = settings_.causal;
-            p.q = q + row * q_width;
-            p.k = kk + row * k_width;
-            p.v = v + row * v_width;
-            p.q_strides = k::TensorStrides{0, head_k, static_cast<std::ptrdiff_t>(q_width)};
-            p.k_strides = k::TensorStrides{0, head_k, static_cast<std::ptrdiff_t>(k_width)};
-            p.v_strides = k::TensorStrides{0, head_v, static_cast<std::ptrdiff_t>(v_width)};
-            p.out = attended_.data() + row * heads * dv;
-            p.out_strides = k::TensorStrides{0, static_cast<std::ptrdiff_t>(dv), static_cast<std::ptrdiff_t>(heads * dv)};
-            p.lengths = &length;
-            p.lse = sequence_lse;
-            if (weights) {
-                const std::size_t at = map_offsets[static_cast<std::size_t>(i)];
-                p.weights_mode = layout_.save_weights == io::SaveWeights::mean ? k::WeightsMode::mean_over_heads : k::WeightsMode::all;
-                p.weights_type = f16 ? k::WeightsType::f16 : k::WeightsType::f32;
-                p.weights = f16 ? static_cast<void*>(attention_f16_.data() + at) : static_cast<void*>(attention_f32_.data() + at);
-            }
-            return p;
-        };
-        // (H, rows) of one call into the block's (H, total).
-        const auto place_lse = [&](std::int64_t i, const float* sequence_lse) {
-            const auto rows = static_cast<std::size_t>(in.lengths[static_cast<std::size_t>(i)]);
-            const auto row = static_cast<std::size_t>(in.offsets[static_cast<std::size_t>(i)]);
-            for (std::size_t h = 0; h < heads; ++h) {
-                std::memcpy(lse_.data() + h * total + row, sequence_lse + h * rows, rows * sizeof(float));
-            }
-        };
-        for (const std::int64_t i : long_ones) {
-            sequence_lse_.resize(heads * static_cast<std::size_t>(in.lengths[static_cast<std::size_t>(i)]));
-            const k::AttentionParams p = params_for(i, sequence_lse_.data());
-            const std::size_t bytes = k::attention_workspace_bytes(p, settings_.kernel);
-            if (workspace_.size() < bytes) workspace_.resize(bytes);
-            k::attention_forward(p, settings_.kernel, workspace_.data(), workspace_.size());
-            place_lse(i, sequence_lse_.data());
-        }
-        if (!short_ones.empty()) {
-            k::KernelOptions one_thread = settings_.kernel;
-            one_thread.threads = 1;
-            const int threads = std::max(1, settings_.kernel.threads);
-            std::size_t bytes = 0;
-            for (const std::int64_t i : short_ones) bytes = std::max(bytes, k::attention_workspace_bytes(params_for(i, nullptr), one_thread));
-            thread_workspaces_.resize(static_cast<std::size_t>(threads));
-            thread_lse_.resize(static_cast<std::size_t>(threads));
-            for (auto& workspace : thread_workspaces_) {
-                if (workspace.size() < bytes) workspace.resize(bytes);
-            }
-            std::string failure;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-#endif
-            for (std::size_t j = 0; j < short_ones.size(); ++j) {
-#if defined(_OPENMP)
-                const auto me = static_cast<std::size_t>(omp_get_thread_num());
-#else
-                const std::size_t me = 0;
-#endif
-                const std::int64_t i = short_ones[j];
-                try {
-                    std::vector<float>& sequence_lse = thread_lse_[me];
-                    sequence_lse.resize(heads * static_cast<std::size_t>(in.lengths[static_cast<std::size_t>(i)]));
-                    const k::AttentionParams p = params_for(i, sequence_lse.data());
-                    k::attention_forward(p, one_thread, thread_workspaces_[me].data(), thread_workspaces_[me].size());
-                    place_lse(i, sequence_lse.data());
-                } catch (const std::exception& e) {
-#if defined(_OPENMP)
-#pragma omp critical(attnbatch_packed_failure)
-#endif
-                    if (failure.empty()) failure = e.what();
-                }
-            }
-            if (!failure.empty()) throw std::runtime_error(failure);
-        }
-        for (const std::int64_t i : long_ones) {
-            const double n = in.lengths[static_cast<std::size_t>(i)];
-            times.attention_flops += 2.0 * (settings_.causal ? n * (n + 1) / 2 : n * n) * static_cast<double>(heads * (dk + dv));
-        }
-        for (const std::int64_t i : short_ones) {
-            const double n = in.lengths[static_cast<std::size_t>(i)];
-            times.attention_flops += 2.0 * (settings_.causal ? n * (n + 1) / 2 : n * n) * static_cast<double>(heads * (dk + dv));
-        }
-        const float* final_output = attended_.data();
-        if (!w_o_.packed.empty()) {
-            project_rows(w_o_, RowsView{attended_.data(), total, static_cast<int>(heads * dv)}, total, output_);
-            final_output = output_.data();
-        }
-        if (projected_) {
-            times.projection_flops += 2.0 * static_cast<double>(total) * static_cast<double>(spec_.weights->d_in) *
-                                      static_cast<double>(heads * dk + kv_heads * (dk + dv));
-            if (!w_o_.packed.empty()) times.projection_flops += 2.0 * static_cast<double>(total) * w_o_.in * w_o_.out;
-        }
-        times.tokens += static_cast<std::int64_t>(total);
-        times.sequences += in.count;
-        block.output = final_output;
-        block.lse = lse_.data();
-        block.lengths = in.lengths.data();
-        block.attention_f32 = !f16 && map_rows > 0 ? attention_f32_.data() : nullptr;
-        block.attention_f16 = f16 && map_rows > 0 ? attention_f16_.data() : nullptr;
+    // The scratch rows of the chunk's range `at`.
+    float* q_rows(Lane& lane, std::size_t at) const { return lane.q.data() + lane.staged[at].q_row * q_width_; }
+    float* kv_rows(Lane& lane, std::size_t at) const { return lane.kv.data() + lane.staged[at].kv_row * kv_width_; }
+    // Where the kernel writes range r's attention output: the scratch before w_o, else /output.
+    float* out_rows(const RowRange& r, Lane& lane, std::size_t at, const Results& results) const {
+        return w_o_ ? lane.attended.data() + lane.staged[at].attended_row * attended_width_ : results.output + r.output_row * d_out_;
     }
 
-private:
-    // (count, L, heads*d): heads side by side in each row; `heads` 0 for H.
-    k::TensorStrides packed_heads(std::size_t d, std::size_t heads = 0) const {
-        const std::size_t len = spec_.len;
-        if (heads == 0) heads = static_cast<std::size_t>(spec_.heads);
-        return k::TensorStrides{static_cast<std::ptrdiff_t>(len * heads * d), static_cast<std::ptrdiff_t>(d),
-                                static_cast<std::ptrdiff_t>(heads * d)};
-    }
-
-    // Rotary embeddings of `count_heads` heads of width d_k, rows at their positions 0..L-1.
-    // Rows [q0, q1) of a sequence computed on their own take row_offset = q0 (the table is
-    // indexed by absolute position), so a split sequence rotates exactly as a whole one.
-    void rotate(const float* from, const k::TensorStrides& from_strides, float* to, const k::TensorStrides& to_strides,
-                std::size_t count_heads, const io::InputBlock& in) const {
-        k::RopeParams rp;
-        rp.in = from;
-        rp.in_strides = from_strides;
-        rp.out = to;
-        rp.out_strides = to_strides;
-        rp.batch = static_cast<int>(in.count);
-        rp.heads = static_cast<int>(count_heads);
-        rp.rows = static_cast<int>(spec_.len);
-        rp.dim = static_cast<int>(spec_.d_k);
-        rp.lengths = in.lengths.data();
-        rp.cos_table = rope_cos_.data();
-        rp.sin_table = rope_sin_.data();
-        k::apply_rope(rp, settings_.kernel.threads);
-    }
-
-    // Rotary embeddings in place on `rows` rows (row stride and head stride from `strides`) of
-    // `count_heads` heads of one sequence of `length` tokens, row 0 at position `first_position`.
-    void rotate_rows(float* data, const k::TensorStrides& strides, std::size_t count_heads, std::size_t rows,
-                     std::int64_t first_position, std::int32_t length) const {
-        if (rows == 0) return;
-        k::RopeParams rp;
-        rp.in = data;
-        rp.in_strides = strides;
-        rp.out = data;
-        rp.out_strides = strides;
-        rp.batch = 1;
-        rp.heads = static_cast<int>(count_heads);
-        rp.rows = static_cast<int>(rows);
-        rp.dim = static_cast<int>(spec_.d_k);
-        rp.lengths = &length;
-        rp.row_offset = static_cast<int>(first_position);
-        rp.cos_table = rope_cos_.data();
-        rp.sin_table = rope_sin_.data();
-        k::apply_rope(rp, settings_.kernel.threads);
-    }
-
-    void project_into(const PackedMatrix& w, const io::InputBlock& in, float* y) {
-        k::ProjectionParams pp;
-        pp.x = in.x.data();
-        pp.x_row_stride = static_cast<std::ptrdiff_t>(spec_.d);
-        pp.x_seq_stride = static_cast<std::ptrdiff_t>(spec_.len * spec_.d);
-        pp.y = y;
-        pp.y_row_stride = w.out;
-        pp.y_seq_stride = static_cast<std::ptrdiff_t>(spec_.len) * w.out;
-        pp.batch = static_cast<int>(in.count);
-        pp.len = static_cast<int>(spec_.len);
-        pp.in = w.in;
-        pp.out = w.out;
-        pp.lengths = in.lengths.data();
-        pp.packed_w = w.packed.data();
-        pp.bias = w.bias;
-        run_projection(pp);
-    }
-
-    void run_projection(const k::ProjectionParams& pp) {
-        const std::size_t bytes = k::projection_workspace_bytes(pp.in, isa_, settings_.kernel.threads);
-        if (projection_workspace_.size() < bytes) projection_workspace_.resize(bytes);
-        k::project(pp, isa_, settings_.kernel.threads, projection_workspace_.data(), projection_workspace_.size());
+    void count(const StepRows& step, ComputeTally& tally) const {
+        const double per_pair = 2.0 * static_cast<double>(heads_ * (dk_ + dv_));
+        for (const RowRange& r : step.ranges) {
+            const double q0 = r.q0, q1 = q0 + r.query_rows;
+            const double pairs = settings_.causal ? (q1 * (q1 + 1) - q0 * (q0 + 1)) / 2 : static_cast<double>(r.query_rows) * r.length;
+            tally.attention_flops += per_pair * pairs;
+            if (w_q_) {
+                tally.projection_flops += 2.0 * w_q_.in *
+                                          (static_cast<double>(r.query_rows) * w_q_.out + static_cast<double>(r.key_rows) * w_kv_.out);
+            }
+            if (w_o_) tally.projection_flops += 2.0 * r.query_rows * w_o_.in * static_cast<double>(w_o_.out);
+            tally.tokens += r.query_rows;
+        }
+        tally.sequences += step.sequences_done;
     }
 
     const io::InputSpec& spec_;
     AttentionSettings settings_;
     const io::OutputLayout& layout_;
+    std::size_t staging_bytes_;
     k::Isa isa_ = k::Isa::portable;
-    bool projected_ = false;
-    PackedMatrix w_q_, w_k_, w_v_, w_o_;
-    std::vector<float> q_, k_, v_, attended_, output_, lse_, attention_f32_, sequence_lse_;
+    int threads_ = 1;
+    std::size_t heads_ = 0, kv_heads_ = 0, dk_ = 0, dv_ = 0;
+    std::size_t q_width_ = 0, k_width_ = 0, kv_width_ = 0, attended_width_ = 0, d_out_ = 0;
+    PackedMatrix w_q_, w_kv_, w_o_;  // packed once, read by every step
+    bool rope_ = false;
     std::vector<float> rope_cos_, rope_sin_;  // (L, d_k/2)
-    std::vector<std::int32_t> group_rows_;
-    std::vector<std::vector<unsigned char>> thread_workspaces_;
-    std::vector<std::vector<float>> thread_lse_;
-    // Packed sequences up to this long are computed one per thread (see compute_packed).
-    static constexpr std::int32_t kShortSequence = 512;
-    std::vector<std::uint16_t> attention_f16_;
-    std::vector<unsigned char> workspace_, projection_workspace_;
+
+    // Per step: which operands pass through the scratch, and the chunks.
+    bool stage_q_ = false, stage_k_ = false;
+    std::vector<Chunk> chunks_;
+    std::vector<Lane> lanes_;  // one per thread
 };
 
 StepComputer::StepComputer(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
-                           const AttentionSettings& settings, const io::OutputLayout& layout)
-    : impl_(std::make_unique<Impl>(spec, weights, settings, layout)) {}
+                           const AttentionSettings& settings, const io::OutputLayout& layout, std::size_t staging_bytes)
+    : impl_(std::make_unique<Impl>(spec, weights, settings, layout, staging_bytes)) {}
 StepComputer::~StepComputer() = default;
 StepComputer::StepComputer(StepComputer&&) noexcept = default;
 
-void StepComputer::compute(const io::InputBlock& in, io::OutputBlock& block, ComputeTally& tally) {
-    impl_->compute(in, block, tally);
+void StepComputer::compute(const io::InputBlock& in, StepOutputs& outputs, io::OutputBlock& block, ComputeTally& tally) {
+    impl_->compute(in, outputs, block, tally);
 }
 
 }  // namespace attnbatch::distributed

@@ -122,6 +122,30 @@ inline __m512i to_bf16_32(const float* src, int count) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
+// ---- P as the P V operand --------------------------------------------------------------------
+
+// The softmax writes P rounded to bf16 straight into p_pack (row-major, block_k apart), so the
+// rounding costs no pass of its own over the strip.
+Operand* probabilities_row(Scratch& s, int block_row, int bk) { return s.p_pack + static_cast<std::size_t>(block_row) * bk; }
+inline void store_probabilities(Operand* at, Vec p) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(reinterpret_cast<__m512>(p))));
+}
+// 2^x for finite x <= 0 as exp2_finite, with a degree-3 polynomial for 2^f on [0, 1) (relative
+// error 7.5e-5, fitted on Chebyshev nodes) instead of degree 6: P is rounded to bf16 next, whose
+// relative error is up to 2^-9 = 2e-3, so the three FMAs saved of the exp pass cost no accuracy
+// that survives the rounding. (The row sums take these values unrounded; their error adds 5e-5
+// rms to each weight's, against 1.1e-3 rms of the rounding.)
+inline Vec exp2_probability(Vec x) {
+    constexpr __mmask16 kAllLanes = 0xffff;
+    const __m512 xv = reinterpret_cast<__m512>(x);
+    const __m512 f = _mm512_maskz_reduce_ps(kAllLanes, xv, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 p = _mm512_set1_ps(7.802451680312898e-2f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.2606716373652236e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.958335376411946e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.999252186969303e-1f));
+    return reinterpret_cast<Vec>(_mm512_maskz_scalef_ps(kAllLanes, p, xv));
+}
+
 // ---- packing --------------------------------------------------------------------------------
 
 // K and V of (sequence b, K/V head h) in the layouts above, zero past the valid keys up to a
@@ -266,15 +290,16 @@ int compute_scores(const Task& t, const QueryBlocks& q, int blk, int /*block_row
 
 // ---- O = O * alpha + P V --------------------------------------------------------------------
 
-// Rows [m0, m0 + 8) of O, columns [c0, c0 + 32) on VDPBF16PS.
+// Rows [m0, m0 + 8) of O, columns [c0, c0 + 32) on VDPBF16PS; kFresh: O = P V, O not read.
+template <bool kFresh>
 inline void values_8x32(float* o, int ldo, const float* alpha, const Operand* pb, int ldp, const Operand* v, int dvp,
                         int key_pairs, int c0) {
     __m512 acc[8][2];
 #pragma GCC unroll 8
     for (int m = 0; m < 8; ++m) {
         const __m512 a = _mm512_set1_ps(alpha[m]);
-        acc[m][0] = _mm512_mul_ps(_mm512_loadu_ps(o + m * ldo + c0), a);
-        acc[m][1] = _mm512_mul_ps(_mm512_loadu_ps(o + m * ldo + c0 + 16), a);
+        acc[m][0] = kFresh ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_loadu_ps(o + m * ldo + c0), a);
+        acc[m][1] = kFresh ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_loadu_ps(o + m * ldo + c0 + 16), a);
     }
     for (int jj = 0; jj < key_pairs; ++jj) {
         const Operand* row = v + static_cast<std::size_t>(jj) * dvp * 2 + c0 * 2;
@@ -294,11 +319,14 @@ inline void values_8x32(float* o, int ldo, const float* alpha, const Operand* pb
 }
 
 // As values_8x32 for the last 16 columns when dvp is not a multiple of 32.
+template <bool kFresh>
 inline void values_8x16(float* o, int ldo, const float* alpha, const Operand* pb, int ldp, const Operand* v, int dvp,
                         int key_pairs, int c0) {
     __m512 acc[8];
 #pragma GCC unroll 8
-    for (int m = 0; m < 8; ++m) acc[m] = _mm512_mul_ps(_mm512_loadu_ps(o + m * ldo + c0), _mm512_set1_ps(alpha[m]));
+    for (int m = 0; m < 8; ++m) {
+        acc[m] = kFresh ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_loadu_ps(o + m * ldo + c0), _mm512_set1_ps(alpha[m]));
+    }
     for (int jj = 0; jj < key_pairs; ++jj) {
         const __m512bh b = load_pairs(v + static_cast<std::size_t>(jj) * dvp * 2 + c0 * 2);
 #pragma GCC unroll 8
@@ -308,25 +336,19 @@ inline void values_8x16(float* o, int ldo, const float* alpha, const Operand* pb
     for (int m = 0; m < 8; ++m) _mm512_storeu_ps(o + m * ldo + c0, acc[m]);
 }
 
-// O rows [r0, r0 + MR) = O * alpha + P V over keys [k0, k0 + block_count): P (the block's strip
-// in s_tile, zero past each row's visible keys up to a whole panel) rounded into p_pack first.
+// O rows [r0, r0 + MR) = O * alpha + P V over keys [k0, k0 + block_count): P the block's rows in
+// p_pack, rounded there by the softmax (zero past each row's visible keys up to a whole panel).
+// At k0 = 0 O is started from zero, not read (see fp32_products.hpp).
 void accumulate_values(const Task& t, int r0, int /*block_rows*/, int k0, int block_count) {
     Scratch& s = t.s;
     const int dvp = t.layout.dvp, bk = t.layout.bk;
     const int width = static_cast<int>(round_up(block_count, kNR));
-    for (int r = 0; r < kMR; ++r) {
-        const float* src = s.s_tile + static_cast<std::size_t>(r) * bk;
-        Operand* dst = s.p_pack + static_cast<std::size_t>(r) * bk;
-        for (int j = 0; j < width; j += 32) {  // whole panels: no masks, two vectors per instruction
-            const __m512bh pair = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + j + 16), _mm512_loadu_ps(src + j));
-            _mm512_storeu_si512(dst + j, reinterpret_cast<__m512i>(pair));
-        }
-    }
+    const bool fresh = k0 == 0;
     float* o = s.o_acc + static_cast<std::size_t>(r0) * dvp;
     const Operand* v = s.v_pack + static_cast<std::size_t>(k0 / 2) * dvp * 2;
     if (s.matrix_tiles) {
         // O * alpha in place, then up to four 16-column C tiles at a time share each P tile.
-        for (int r = 0; r < kMR; ++r) {
+        for (int r = 0; r < kMR && !fresh; ++r) {
             const __m512 a = _mm512_set1_ps(s.alpha[r0 + r]);
             float* row = o + static_cast<std::size_t>(r) * dvp;
             for (int c = 0; c < dvp; c += 16) _mm512_storeu_ps(row + c, _mm512_mul_ps(_mm512_loadu_ps(row + c), a));
@@ -334,10 +356,17 @@ void accumulate_values(const Task& t, int r0, int /*block_rows*/, int k0, int bl
         for (int c0 = 0; c0 < dvp; c0 += 64) {
             const int tiles = imin(4, (dvp - c0) / 16);
             s.prefetch.step();
-            ATTNBATCH_TILE_LOAD(0, o + c0, dvp * 4);
-            if (tiles > 1) ATTNBATCH_TILE_LOAD(1, o + c0 + 16, dvp * 4);
-            if (tiles > 2) ATTNBATCH_TILE_LOAD(2, o + c0 + 32, dvp * 4);
-            if (tiles > 3) ATTNBATCH_TILE_LOAD(3, o + c0 + 48, dvp * 4);
+            if (fresh) {
+                ATTNBATCH_TILE_ZERO(0);
+                if (tiles > 1) ATTNBATCH_TILE_ZERO(1);
+                if (tiles > 2) ATTNBATCH_TILE_ZERO(2);
+                if (tiles > 3) ATTNBATCH_TILE_ZERO(3);
+            } else {
+                ATTNBATCH_TILE_LOAD(0, o + c0, dvp * 4);
+                if (tiles > 1) ATTNBATCH_TILE_LOAD(1, o + c0 + 16, dvp * 4);
+                if (tiles > 2) ATTNBATCH_TILE_LOAD(2, o + c0 + 32, dvp * 4);
+                if (tiles > 3) ATTNBATCH_TILE_LOAD(3, o + c0 + 48, dvp * 4);
+            }
             for (int j0 = 0; j0 < width; j0 += 32) {
                 const Operand* vb = v + static_cast<std::size_t>(j0 / 2) * dvp * 2 + c0 * 2;
                 ATTNBATCH_TILE_LOAD(4, s.p_pack + j0, bk * 2);
@@ -370,9 +399,11 @@ void accumulate_values(const Task& t, int r0, int /*block_rows*/, int k0, int bl
         int c0 = 0;
         for (; c0 + 32 <= dvp; c0 += 32) {
             s.prefetch.step();
-            values_8x32(om, dvp, s.alpha + r0 + m0, pb, bk, v, dvp, key_pairs, c0);
+            if (fresh) values_8x32<true>(om, dvp, s.alpha + r0 + m0, pb, bk, v, dvp, key_pairs, c0);
+            else values_8x32<false>(om, dvp, s.alpha + r0 + m0, pb, bk, v, dvp, key_pairs, c0);
         }
-        if (c0 < dvp) values_8x16(om, dvp, s.alpha + r0 + m0, pb, bk, v, dvp, key_pairs, c0);
+        if (c0 < dvp && fresh) values_8x16<true>(om, dvp, s.alpha + r0 + m0, pb, bk, v, dvp, key_pairs, c0);
+        if (c0 < dvp && !fresh) values_8x16<false>(om, dvp, s.alpha + r0 + m0, pb, bk, v, dvp, key_pairs, c0);
     }
 }
 

@@ -78,6 +78,26 @@
 //              2.3%. Outputs byte-identical. A/B (bench_kernel.sh 7): causal x1.019 at L = 512
 //              and x1.018 at L = 2048, full x1.004; causal / full still 0.82-0.87 at L = 512 (1
 //              and 2 threads, noisy sittings): the rest of the gap is not the diagonal's FLOPs.
+//  13          bf16: P rounded to bf16 by the softmax pass itself, straight into p_pack (no
+//              fp32 P strip read back and converted before P V); its 2^x on a degree-3
+//              polynomial (P's rounding to bf16 dwarfs its 7.5e-5 error); key tiles of 512
+//              (default tiles 128 x 512: the per-row bookkeeping once per 512 keys). Both: a row
+//              block's first P V starts O from zero instead of reading a cleared o_acc (no
+//              memset of the bq x d_v accumulator per task). fp32 outputs byte-identical; bf16
+//              bits change (NMSE against fp64 1.116e-5 -> 1.126e-5 over 64 heads). Same-process
+//              A/B on CPU time (the kernel built twice, 31 interleaved calls): bf16 x1.09, fp32
+//              x1.02 full and causal; bf16 / fp32 about 1.7 at L = 512, 1 thread.
+//  14          The next task's rows reach L2 (prefetch.hpp): one load per page of the input rows
+//              it will read before they are prefetched (prefetches to pages without a cached
+//              translation were dropped here), its output rows prefetched for writing too, the
+//              next head's keys and values prefetched in shares that follow each task's work
+//              (with a causal mask the last tiles are the dear ones) over a better count of
+//              each task's prefetch steps; fp32 values read where they are when their rows
+//              need no padding (no copy into v_pack). Outputs byte-identical. Same-process A/B
+//              (both builds' code 64-byte aligned: unaligned, two copies of the same code
+//              differed by up to 8% with a causal mask): fp32 x1.02 full, x1.07-1.08 causal;
+//              bf16 x1.01-1.02 full, x1.06-1.09 causal; the CLI's [B, L, H*d] layout x1.00-1.02
+//              full, x1.02-1.03 causal. Causal / full about 0.87-0.89 (host loaded).
 #pragma once
 
 #include <cstddef>
@@ -105,22 +125,26 @@ int valid_queries(const AttentionParams& p, int b) {
 }
 int valid_keys(const AttentionParams& p, int b) { return p.lengths ? imin(p.lengths[b], p.len_k) : p.len_k; }
 
-// Online softmax of one row of the S tile: turns S into P in place over `width` columns
-// (zero past `count` valid ones) and updates the row's max, sum and rescale factor. S is the
-// unscaled Q K^T; `factor` = scale * log2(e) > 0 is applied in the exponent's FMA, and m is
-// kept in those scaled units (factor > 0 commutes with the max).
+// Online softmax of one row of the S tile: turns the row's scores into P over `width`
+// columns (zero past `count` valid ones), written where the products header keeps the P V
+// operand (probabilities_row: in place for fp32, rounded to bf16 in p_pack for bf16, so that
+// P is rounded in this pass rather than read back later), and into `weights_row` too when that
+// is not null (fp32, unrounded, `count` columns and zeros up to a whole vector); and updates the
+// row's max, sum and rescale factor. The scores are the unscaled Q K^T; `factor` = scale *
+// log2(e) > 0 is applied in the exponent's FMA, and m is kept in those scaled units (factor > 0
+// commutes with the max).
 // `partial_max` holds the lane-wise max of the first `scanned` columns (a multiple of the
 // vector width, computed by micro_qk).
-void softmax_row(float* row, int count, int width, float factor, Vec partial_max, int scanned, float& m,
-                 float& l, float& alpha) {
+void softmax_row(const float* scores, Operand* probabilities, float* weights_row, int count, int width, float factor,
+                 Vec partial_max, int scanned, float& m, float& l, float& alpha) {
     Vec vmax = partial_max;
     int j = scanned;
     for (; j + kLanes <= count; j += kLanes) {
-        const Vec x = load(row + j);
+        const Vec x = load(scores + j);
         vmax = x > vmax ? x : vmax;
     }
     float tile_max = hmax(vmax);
-    for (; j < count; ++j) tile_max = fmax_(tile_max, row[j]);
+    for (; j < count; ++j) tile_max = fmax_(tile_max, scores[j]);
     const float m_new = fmax_(m, tile_max * factor);
     alpha = exp2_scalar(m - m_new);  // 0 on the first tile, where m = -inf
     const Vec scale = splat(factor);
@@ -129,18 +153,20 @@ void softmax_row(float* row, int count, int width, float factor, Vec partial_max
     const int full = count / kLanes * kLanes;
 #pragma GCC unroll 4
     for (j = 0; j < full; j += kLanes) {  // whole vectors of visible keys need no mask
-        const Vec e = exp2_finite(load(row + j) * scale - shift);
-        store(row + j, e);
+        const Vec e = exp2_probability(load(scores + j) * scale - shift);
+        store_probabilities(probabilities + j, e);
+        if (weights_row) store(weights_row + j, e);
         vsum += e;
     }
     if (full < width) {  // the vector straddling `count`, then zeros up to the panel edge
         Vec lane_index;
         for (int i = 0; i < kLanes; ++i) lane_index[i] = static_cast<float>(full + i);
-        const Vec e = exp2_finite(load(row + full) * scale - shift);
+        const Vec e = exp2_probability(load(scores + full) * scale - shift);
         const Vec kept = lane_index < splat(static_cast<float>(count)) ? e : Vec{};
-        store(row + full, kept);
+        store_probabilities(probabilities + full, kept);
+        if (weights_row) store(weights_row + full, kept);
         vsum += kept;
-        for (j = full + kLanes; j < width; j += kLanes) store(row + j, Vec{});
+        for (j = full + kLanes; j < width; j += kLanes) store_probabilities(probabilities + j, Vec{});
     }
     l = l * alpha + hsum(vsum);
     m = m_new;
@@ -200,23 +226,30 @@ void prefetch_next_task(const AttentionParams& p, const Layout& layout, Prefetch
     if (next.b >= 0) {
         const float* q = p.q + next.b * p.q_strides.seq + next.h * p.q_strides.head + next.i0 * p.q_strides.row;
         pf.add(q, p.q_strides.row, imin(layout.bq, p.len_q - next.i0), p.dim_k);
+        const float* o = p.out + next.b * p.out_strides.seq + next.h * p.out_strides.head + next.i0 * p.out_strides.row;
+        pf.add(o, p.out_strides.row, imin(layout.bq, p.len_q - next.i0), p.dim_v, true);
     }
     if (next.kv_b >= 0 && !(next.kv_b == b && kv_head_of(p, next.kv_h) == kv_head_of(p, h))) {
         const int next_kv_h = kv_head_of(p, next.kv_h);
         const long next_keys = valid_keys(p, next.kv_b);
-        const int k_lo = static_cast<int>(next_keys * next.kv_row0 / p.len_q);
-        const int k_hi = static_cast<int>(next_keys * next.kv_row1 / p.len_q);
+        // With a causal mask a query tile's work grows with its last row squared: the share
+        // follows the work, so that cheap tiles do not prefetch as many lines as dear ones.
+        auto part = [&](long row) { return p.causal ? row * row / p.len_q : row; };
+        const int k_lo = static_cast<int>(next_keys * part(next.kv_row0) / p.len_q);
+        const int k_hi = static_cast<int>(next_keys * part(next.kv_row1) / p.len_q);
         pf.add(p.k + next.kv_b * p.k_strides.seq + next_kv_h * p.k_strides.head + k_lo * p.k_strides.row,
                p.k_strides.row, k_hi - k_lo, p.dim_k);
         pf.add(p.v + next.kv_b * p.v_strides.seq + next_kv_h * p.v_strides.head + k_lo * p.v_strides.row,
                p.v_strides.row, k_hi - k_lo, p.dim_v);
     }
-    // Micro-kernel calls of this task (about half of them with a causal mask), so that the
-    // prefetches finish about three quarters into the task.
-    long calls = static_cast<long>(blocks) * ((tile_keys + kNR - 1) / kNR + kMR + layout.dvp / kNRpv);
-    if (p.causal) calls /= 2;
+    // Prefetch steps of this task (a Q K^T call per key panel of a row block, a softmax row, a
+    // P V call per value panel), so that the prefetches finish about three quarters into the
+    // task. With a causal mask the tile's rows see bq / 2 keys fewer than its last on average.
+    const int mean_keys = p.causal ? imax(tile_keys - blocks * kMR / 2, kNR) : tile_keys;
+    long calls = static_cast<long>(blocks) * ((mean_keys + kNR - 1) / kNR + kMR + layout.dvp / kNRpv);
     calls = calls * 3 / 4 > 0 ? calls * 3 / 4 : 1;
     pf.lines_per_step = static_cast<int>((pf.total_lines() + calls - 1) / calls);
+    pf.touch_pages();
 }
 
 // One (sequence, head, query tile): rows [i0, i0 + bq) of head h of sequence b.
@@ -240,10 +273,7 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
         s.l[r] = 0.0f;
     }
     const int tile_keys = rows > 0 ? row_keys[rows - 1] : 0;  // rows' key counts never decrease
-    if (tile_keys > 0) {
-        pack_keys_values(t, b, kv_head_of(p, h), keys);
-        std::memset(s.o_acc, 0, sizeof(float) * static_cast<std::size_t>(layout.bq) * layout.dvp);
-    }
+    if (tile_keys > 0) pack_keys_values(t, b, kv_head_of(p, h), keys);
     const int blocks = (rows + kMR - 1) / kMR;
     QueryBlocks query_blocks{};
     if (tile_keys > 0) query_blocks = stage_queries(t, b, h, i0, rows, blocks);
@@ -266,21 +296,20 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
             for (int m = 0; m < kMR; ++m) row_max[m] = splat(kNegInf);
             const int scanned = compute_scores(t, query_blocks, blk, last - r0 + 1, k0, block_count, full_panels, row_max);
             for (int r = r0; r < r0 + kMR; ++r) {
-                float* srow = s.s_tile + static_cast<std::size_t>(r - r0) * layout.bk;
+                const float* srow = s.s_tile + static_cast<std::size_t>(r - r0) * layout.bk;
+                Operand* prow = probabilities_row(s, r - r0, layout.bk);
                 const int count = r < rows ? imin(imax(row_keys[r] - k0, 0), kw) : 0;
                 if (count == 0) {  // nothing visible in this tile: P row is zero, O unchanged
-                    std::memset(srow, 0, sizeof(float) * width);
+                    std::memset(prow, 0, sizeof(Operand) * width);
                     s.alpha[r] = 1.0f;
                     if (want_weights && r < rows) s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
                     continue;
                 }
                 s.prefetch.step();
-                softmax_row(srow, count, width, factor, row_max[r - r0], scanned, s.m[r], s.l[r], s.alpha[r]);
-                if (want_weights) {
-                    s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
-                    std::memcpy(s.w_strip + static_cast<std::size_t>(r) * layout.lkp + k0, srow,
-                                sizeof(float) * count);
-                }
+                float* weights_row = want_weights ? s.w_strip + static_cast<std::size_t>(r) * layout.lkp + k0 : nullptr;
+                softmax_row(srow, prow, weights_row, count, width, factor, row_max[r - r0], scanned, s.m[r], s.l[r],
+                            s.alpha[r]);
+                if (want_weights) s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
             }
             accumulate_values(t, r0, last - r0 + 1, k0, block_count);
         }

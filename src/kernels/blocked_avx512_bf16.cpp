@@ -35,7 +35,7 @@ const char* products_on(bool amx_permitted) {
 
 extern const Backend avx512_bf16_backend{"avx512_bf16",
                                          cpu_has_avx512_bf16,
-                                         {128, 256},
+                                         {128, 512},
                                          Precision::bf16,
                                          products_on,
                                          isa_avx512_bf16::workspace_bytes,

@@ -84,6 +84,8 @@ struct Scratch {
     float* w_mean;
     long packed_seq = -1, packed_head = -1;  // which (sequence, head) k_pack/v_pack hold
     bool matrix_tiles = false;               // the products run on AMX tiles (bf16_products.hpp)
+    const float* v_rows = nullptr;           // where P V reads the values (fp32: v_pack, or V in place)
+    std::ptrdiff_t v_row_stride = 0;
     Prefetch prefetch;
 };
 

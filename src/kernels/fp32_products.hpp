@@ -6,6 +6,8 @@
 //   stage_queries      where each row block of a query tile reads its queries
 //   compute_scores     one row block's S strip over a key tile
 //   accumulate_values  one row block's O += P V over a key tile
+//   probabilities_row, store_probabilities, exp2_probability: where and how the softmax
+//                      writes P as the P V operand
 //   begin_products, end_products, matrix_tiles_usable: per-thread state (none here)
 // bf16_products.hpp defines the same names for bf16 operands.
 #pragma once
@@ -35,10 +37,18 @@ bool matrix_tiles_usable(bool /*amx_permitted*/) { return false; }
 void begin_products(Scratch& /*s*/) {}
 void end_products(Scratch& /*s*/) {}
 
-// Keys transposed into panels of NR (panel, dk, NR) and values into rows padded to dvp, both
-// zero beyond the valid keys so that whole panels can be computed. (Reading the values where
-// they are, when d_v needs no padding, measured 3-4% slower.) `h` is a K/V head: the query
-// heads of a group that follow each other on a thread share one packing.
+// P overwrites S in the row block's strip, which micro_pv reads; 2^x as accurate as fp32 allows.
+Operand* probabilities_row(Scratch& s, int block_row, int bk) { return s.s_tile + static_cast<std::size_t>(block_row) * bk; }
+inline void store_probabilities(float* at, Vec p) { store(at, p); }
+inline Vec exp2_probability(Vec x) { return exp2_finite(x); }
+
+// Keys transposed into panels of NR (panel, dk, NR), zero beyond the valid keys so that whole
+// panels can be computed, and values into rows padded to dvp, unless they are rows of dvp
+// floats one after the other already: then P V reads them where they are (micro_pv reads only
+// valid keys), which saves a copy of each head's values: 1-3% of the time of L = 512 tasks,
+// 3-4% with a causal mask. (It measured 3-4% slower when the next task's rows were prefetched
+// into L2 less well, before version 14.) `h` is a K/V head: the query heads of a group that
+// follow each other on a thread share one packing.
 void pack_keys_values(const Task& t, int b, int h, int keys) {
     const AttentionParams& p = t.p;
     Scratch& s = t.s;
@@ -74,11 +84,18 @@ void pack_keys_values(const Task& t, int b, int h, int keys) {
             }
         }
     }
-    for (int j = 0; j < keys; ++j) {
-        const float* row = vbase + j * p.v_strides.row;
-        float* dst = s.v_pack + static_cast<std::size_t>(j) * dvp;
-        std::memcpy(dst, row, sizeof(float) * dv);
-        for (int c = dv; c < dvp; ++c) dst[c] = 0.0f;
+    if (dv == dvp && p.v_strides.row == dv) {
+        s.v_rows = vbase;
+        s.v_row_stride = dv;
+    } else {
+        s.v_rows = s.v_pack;
+        s.v_row_stride = dvp;
+        for (int j = 0; j < keys; ++j) {
+            const float* row = vbase + j * p.v_strides.row;
+            float* dst = s.v_pack + static_cast<std::size_t>(j) * dvp;
+            std::memcpy(dst, row, sizeof(float) * dv);
+            for (int c = dv; c < dvp; ++c) dst[c] = 0.0f;
+        }
     }
     s.packed_seq = b;
     s.packed_head = h;
@@ -162,24 +179,28 @@ int compute_scores(const Task& t, const QueryBlocks& q, int blk, int block_rows,
     return scores_strip<kMR>(t, qb, ldq, k0, block_count, full_panels, row_max);
 }
 
-template <int kRows>
+template <int kRows, bool kFresh>
 void values_strip(const Task& t, int r0, int k0, int block_count) {
     Scratch& s = t.s;
     const int dvp = t.layout.dvp;
     for (int c0 = 0; c0 < dvp; c0 += kNRpv) {
         s.prefetch.step();
-        micro_pv<kRows>(s.o_acc + static_cast<std::size_t>(r0) * dvp + c0, dvp, s.alpha + r0, s.s_tile, t.layout.bk,
-                        s.v_pack + static_cast<std::size_t>(k0) * dvp + c0, dvp, block_count);
+        micro_pv<kRows, kFresh>(s.o_acc + static_cast<std::size_t>(r0) * dvp + c0, dvp, s.alpha + r0, s.s_tile,
+                                t.layout.bk, s.v_rows + k0 * s.v_row_stride + c0, s.v_row_stride, block_count);
     }
 }
 
 // O rows [r0, r0 + MR) = O * alpha + P V over keys [k0, k0 + block_count), P the row block's
 // strip in s_tile (zero past each row's visible keys); rows past `block_rows` are left alone.
+// At k0 = 0 O is not read but started from zero: every row's visible keys start at key 0, so a
+// row block's first P V is always the first key tile's, and o_acc needs no clearing.
 void accumulate_values(const Task& t, int r0, int block_rows, int k0, int block_count) {
     if (block_rows <= kTailRows) {
-        values_strip<kTailRows>(t, r0, k0, block_count);
+        if (k0 == 0) values_strip<kTailRows, true>(t, r0, k0, block_count);
+        else values_strip<kTailRows, false>(t, r0, k0, block_count);
     } else {
-        values_strip<kMR>(t, r0, k0, block_count);
+        if (k0 == 0) values_strip<kMR, true>(t, r0, k0, block_count);
+        else values_strip<kMR, false>(t, r0, k0, block_count);
     }
 }
 

@@ -63,17 +63,18 @@ inline void micro_qk(const float* __restrict a, std::ptrdiff_t lda, const float*
     }
 }
 
-// o[MR x NRpv] = o * alpha[m] + p[MR x count] . v[count x NRpv]   (the first kRows rows)
-template <int kRows = kMR>
+// o[MR x NRpv] = o * alpha[m] + p[MR x count] . v[count x NRpv]   (the first kRows rows), or
+// with kFresh o = p . v, o not read (it may hold anything): the first key tile.
+template <int kRows = kMR, bool kFresh = false>
 inline void micro_pv(float* __restrict o, int ldo, const float* __restrict alpha,
-                     const float* __restrict p, int ldp, const float* __restrict v, int ldv,
+                     const float* __restrict p, int ldp, const float* __restrict v, std::ptrdiff_t ldv,
                      int count) {
     Vec acc[kRows][kNVpv];
 #pragma GCC unroll 16
     for (int m = 0; m < kRows; ++m) {
         const Vec am = splat(alpha[m]);
 #pragma GCC unroll 8
-        for (int n = 0; n < kNVpv; ++n) acc[m][n] = load(o + m * ldo + n * kLanes) * am;
+        for (int n = 0; n < kNVpv; ++n) acc[m][n] = kFresh ? Vec{} : load(o + m * ldo + n * kLanes) * am;
     }
     for (int j = 0; j < count; ++j) {
         Vec bv[kNVpv];

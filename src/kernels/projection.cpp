@@ -2,6 +2,7 @@
 #include "attnbatch/kernels/projection.hpp"
 
 #include <stdexcept>
+#include <string>
 
 #include "backend.hpp"
 
@@ -37,11 +38,16 @@ std::size_t projection_workspace_bytes(int in, Isa isa, int threads) {
 }
 
 void project(const ProjectionParams& p, Isa isa, int threads, void* workspace, std::size_t workspace_bytes) {
-    if (p.batch < 0 || p.len < 1 || p.in < 1 || p.out < 1 || !p.x || !p.y || !p.packed_w) {
-        throw std::invalid_argument("projection: sizes must be positive and x, y, packed_w non-null");
+    if (p.in < 1 || p.out < 1 || !p.packed_w || (p.span_count > 0 && !p.spans)) {
+        throw std::invalid_argument("projection: sizes must be positive and packed_w, spans non-null");
     }
     if (p.x_row_stride < p.in || p.y_row_stride < p.out) {
         throw std::invalid_argument("projection: row strides must cover a row");
+    }
+    for (std::size_t s = 0; s < p.span_count; ++s) {
+        if (p.spans[s].rows < 0 || (p.spans[s].rows > 0 && (!p.spans[s].x || !p.spans[s].y))) {
+            throw std::invalid_argument("projection: span " + std::to_string(s) + " has negative rows or a null pointer");
+        }
     }
     if (workspace_bytes < projection_workspace_bytes(p.in, isa, threads)) {
         throw std::invalid_argument("projection: workspace too small");

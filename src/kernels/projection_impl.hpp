@@ -1,6 +1,6 @@
-// Projection GEMM per sequence on the blocked kernel's micro-kernel (micro_qk computes an
-// MR x NR tile of A B from row-major A and B packed in NR-column panels). Compiled into each
-// blocked backend's own namespace (see blocked_backend.hpp).
+// Projection GEMM on the blocked kernel's micro-kernel (micro_qk computes an MR x NR tile of
+// A B from row-major A and B packed in NR-column panels). Compiled into each blocked backend's
+// own namespace (see blocked_backend.hpp).
 #pragma once
 
 #include <cstddef>
@@ -41,44 +41,56 @@ std::size_t projection_workspace_bytes(int in, int threads) {
 
 namespace {
 
-// Rows [0, rows) of one sequence: row blocks of MR, the last one zero-padded in `tail`.
-void project_sequence(const ProjectionParams& p, int b, float* tail, float* tile) {
-    const float* x = p.x + b * p.x_seq_stride;
-    float* y = p.y + b * p.y_seq_stride;
-    const int rows = p.lengths ? imin(imax(p.lengths[b], 0), p.len) : p.len;
-    const int panels = (p.out + kNR - 1) / kNR;
-    for (int r0 = 0; r0 < rows; r0 += kMR) {
-        const int block_rows = imin(kMR, rows - r0);
-        const float* a = x + r0 * p.x_row_stride;
-        int lda = static_cast<int>(p.x_row_stride);
-        if (block_rows < kMR) {
-            for (int m = 0; m < kMR; ++m) {
-                float* dst = tail + static_cast<std::size_t>(m) * p.in;
-                if (m < block_rows) {
-                    std::memcpy(dst, x + (r0 + m) * p.x_row_stride, sizeof(float) * p.in);
-                } else {
-                    std::memset(dst, 0, sizeof(float) * p.in);
-                }
-            }
-            a = tail;
-            lda = p.in;
+// One span, panel by panel: a panel of W (in x NR) stays in L1/L2 while the span's row blocks
+// pass under it, so W is read from memory once per span rather than once per row block. Each
+// element is the same chain of FMAs over the whole depth, then + bias, whatever the order.
+// A last partial row block is copied zero-padded into `tail` first; whole tiles are stored
+// straight into Y, partial ones through `tile`.
+void project_span(const ProjectionParams& p, const ProjectionSpan& span, float* tail, float* tile) {
+    const int rows = span.rows;
+    const int whole_blocks = rows / kMR, tail_rows = rows - whole_blocks * kMR;
+    const std::ptrdiff_t ldx = p.x_row_stride, ldy = p.y_row_stride;
+    if (tail_rows > 0) {
+        for (int m = 0; m < kMR; ++m) {
+            float* dst = tail + static_cast<std::size_t>(m) * p.in;
+            if (m < tail_rows) std::memcpy(dst, span.x + (whole_blocks * kMR + m) * ldx, sizeof(float) * p.in);
+            else std::memset(dst, 0, sizeof(float) * p.in);
         }
-        for (int panel = 0; panel < panels; ++panel) {
-            micro_qk(a, lda, p.packed_w + static_cast<std::size_t>(panel) * p.in * kNR, p.in, tile, kNR);
-            const int c0 = panel * kNR;
-            const int width = imin(kNR, p.out - c0);
+    }
+    const int panels = (p.out + kNR - 1) / kNR;
+    for (int panel = 0; panel < panels; ++panel) {
+        const float* w = p.packed_w + static_cast<std::size_t>(panel) * p.in * kNR;
+        const int c0 = panel * kNR;
+        const int width = imin(kNR, p.out - c0);
+        const float* bias = p.bias ? p.bias + c0 : nullptr;
+        for (int blk = 0; blk <= whole_blocks; ++blk) {
+            const int block_rows = blk < whole_blocks ? kMR : tail_rows;
+            if (block_rows == 0) break;
+            float* y = span.y + blk * kMR * ldy + c0;
+            if (block_rows == kMR && width == kNR) {
+                micro_qk(span.x + blk * kMR * ldx, ldx, w, p.in, y, static_cast<int>(ldy));
+                if (bias) {
+                    for (int m = 0; m < kMR; ++m) {
+                        float* yrow = y + m * ldy;
+                        for (int c = 0; c < kNR; ++c) yrow[c] += bias[c];
+                    }
+                }
+                continue;
+            }
+            const float* a = block_rows == kMR ? span.x + blk * kMR * ldx : tail;
+            const std::ptrdiff_t lda = block_rows == kMR ? ldx : p.in;
+            micro_qk(a, lda, w, p.in, tile, kNR);
             for (int m = 0; m < block_rows; ++m) {
-                float* yrow = y + (r0 + m) * p.y_row_stride + c0;
+                float* yrow = y + m * ldy;
                 const float* t = tile + m * kNR;
-                if (p.bias) {
-                    for (int c = 0; c < width; ++c) yrow[c] = t[c] + p.bias[c0 + c];
+                if (bias) {
+                    for (int c = 0; c < width; ++c) yrow[c] = t[c] + bias[c];
                 } else {
                     for (int c = 0; c < width; ++c) yrow[c] = t[c];
                 }
             }
         }
     }
-    for (int r = rows; r < p.len; ++r) std::memset(y + r * p.y_row_stride, 0, sizeof(float) * p.out);
 }
 
 }  // namespace
@@ -87,17 +99,20 @@ void project(const ProjectionParams& p, int threads, void* workspace) {
     char* base = reinterpret_cast<char*>(round_up(reinterpret_cast<std::uintptr_t>(workspace), kAlign));
     const std::size_t tail_bytes = floats(static_cast<std::size_t>(kMR) * p.in);
     const std::size_t per_thread = tail_bytes + floats(static_cast<std::size_t>(kMR) * kNR);
+    const auto spans = static_cast<long>(p.span_count);
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (spans > 1)
 #endif
-    for (int b = 0; b < p.batch; ++b) {
+    for (long s = 0; s < spans; ++s) {
 #if defined(_OPENMP)
         char* mine = base + per_thread * static_cast<std::size_t>(omp_get_thread_num());
 #else
         (void)threads;
         char* mine = base;
 #endif
-        project_sequence(p, b, reinterpret_cast<float*>(mine), reinterpret_cast<float*>(mine + tail_bytes));
+        if (p.spans[s].rows > 0) {
+            project_span(p, p.spans[s], reinterpret_cast<float*>(mine), reinterpret_cast<float*>(mine + tail_bytes));
+        }
     }
 }
 

@@ -1,12 +1,14 @@
 // The plain reference: every logit in double, a three-pass softmax per row (max, then sum
 // and weighted values, then weights), no tiling and no scratch. It defines what the blocked
-// kernel must reproduce and is what `verify` recomputes with.
+// kernel must reproduce and is what `verify` recomputes with. With bf16 operands (the floor of
+// the bf16 kernel's error) the same arithmetic runs on Q, K, V and P rounded to bfloat16.
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "attnbatch/kernels/attention.hpp"
+#include "attnbatch/kernels/bf16.hpp"
 #include "attnbatch/kernels/half.hpp"
 
 #if defined(_OPENMP)
@@ -24,12 +26,19 @@ struct RowView {
     std::ptrdiff_t k_row, v_row;
     int dim_k, dim_v, keys;  // keys: visible keys, the first `keys` rows
     double scale;
+    bool bf16_operands;      // Q, K, V and the P of P V rounded to bfloat16 first
 };
+
+// An operand of the two products as the row's arithmetic sees it.
+double operand(const RowView& r, float x) { return r.bf16_operands ? round_to_bf16(x) : x; }
+double probability_operand(const RowView& r, double p) {
+    return r.bf16_operands ? round_to_bf16(static_cast<float>(p)) : p;
+}
 
 double logit(const RowView& r, int j) {
     const float* kj = r.k + j * r.k_row;
     double dot = 0.0;
-    for (int c = 0; c < r.dim_k; ++c) dot += static_cast<double>(r.q[c]) * static_cast<double>(kj[c]);
+    for (int c = 0; c < r.dim_k; ++c) dot += operand(r, r.q[c]) * operand(r, kj[c]);
     return dot * r.scale;
 }
 
@@ -47,8 +56,9 @@ RowStats reference_row(const RowView& r, double* acc) {
     for (int j = 0; j < r.keys; ++j) {
         const double e = std::exp(logit(r, j) - m);
         sum += e;
+        const double weight = probability_operand(r, e);
         const float* vj = r.v + j * r.v_row;
-        for (int c = 0; c < r.dim_v; ++c) acc[c] += e * static_cast<double>(vj[c]);
+        for (int c = 0; c < r.dim_v; ++c) acc[c] += weight * operand(r, vj[c]);
     }
     for (int c = 0; c < r.dim_v; ++c) acc[c] /= sum;
     return {m, sum};
@@ -67,7 +77,7 @@ int visible_keys(const AttentionParams& p, int b, int i) {
     return keys;
 }
 
-RowView row_view(const AttentionParams& p, int b, int h, int i) {
+RowView row_view(const AttentionParams& p, int b, int h, int i, bool bf16_operands = false) {
     RowView r;
     r.q = p.q + b * p.q_strides.seq + h * p.q_strides.head + i * p.q_strides.row;
     const int kv_h = kv_head_of(p, h);
@@ -79,6 +89,7 @@ RowView row_view(const AttentionParams& p, int b, int h, int i) {
     r.dim_v = p.dim_v;
     r.keys = visible_keys(p, b, i);
     r.scale = static_cast<double>(p.scale);
+    r.bf16_operands = bf16_operands;
     return r;
 }
 
@@ -87,9 +98,7 @@ void accumulate_weights(const RowView& r, RowStats stats, double weight_factor, 
     for (int j = 0; j < r.keys; ++j) w[j] += std::exp(logit(r, j) - stats.max) / stats.sum * weight_factor;
 }
 
-}  // namespace
-
-void reference_attention_f64(const AttentionParams& p, const ReferenceOutputs& o) {
+void reference_rows(const AttentionParams& p, const ReferenceOutputs& o, bool bf16_operands) {
     const std::size_t lq = p.len_q, lk = p.len_k, dv = p.dim_v, heads = p.heads;
     const bool mean = o.weights_mean_over_heads;
     if (o.weights) {
@@ -105,7 +114,7 @@ void reference_attention_f64(const AttentionParams& p, const ReferenceOutputs& o
         for (int h = 0; h < p.heads; ++h) {
             for (int i = 0; i < p.len_q; ++i) {
                 const std::size_t row = (static_cast<std::size_t>(b) * heads + h) * lq + i;
-                const RowView r = row_view(p, b, h, i);
+                const RowView r = row_view(p, b, h, i, bf16_operands);
                 double* acc = o.out ? o.out + row * dv : acc_scratch;
                 const RowStats stats = reference_row(r, acc);
                 if (o.lse) {
@@ -119,6 +128,12 @@ void reference_attention_f64(const AttentionParams& p, const ReferenceOutputs& o
         }
     }
 }
+
+}  // namespace
+
+void reference_attention_f64(const AttentionParams& p, const ReferenceOutputs& o) { reference_rows(p, o, false); }
+
+void bf16_operands_attention_f64(const AttentionParams& p, const ReferenceOutputs& o) { reference_rows(p, o, true); }
 
 std::size_t reference_workspace_bytes(const AttentionParams& p, int threads) {
     return sizeof(double) * (static_cast<std::size_t>(p.dim_v) + p.len_k) * threads;

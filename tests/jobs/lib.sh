@@ -25,22 +25,22 @@ finish() {
 }
 die() { printf 'FAIL: %s\n' "$*"; exit 1; }
 
-# ------------------------------------------------------------------ the local Slurm cluster
-LOCAL_SLURM=${ATTNBATCH_LOCAL_SLURM:-$REPO/../shared/slurm/local-cluster.sh}
-[ -r "$LOCAL_SLURM" ] || [ -n "${ATTNBATCH_LOCAL_SLURM:-}" ] || LOCAL_SLURM=/work/shared/slurm/local-cluster.sh
+# ------------------------------------------------------------------ the rig's Slurm cluster
+# tests/cluster/local-cluster.sh: nodes in network namespaces on this host, one slurmd each
+# (the ctest fixture multinode.cluster_up starts it).
+RIG=$REPO/tests/cluster/local-cluster.sh
 
+# The rig's controller and Open MPI settings, whatever the caller's environment says; no
+# allocation of an enclosing job leaks in. Exit 77 (skipped) with the rig's one line where
+# namespaces are not permitted; a failure when the rig could run but is not up.
 slurm_env() {
-    [ -r "$LOCAL_SLURM" ] ||
-        die "the local Slurm cluster script $LOCAL_SLURM is missing (set ATTNBATCH_LOCAL_SLURM): these tests need a real Slurm"
-    # Our controller, whatever /etc/slurm says; no allocation of an enclosing job leaks in.
-    eval "$(bash "$LOCAL_SLURM" env)"
-    export SLURM_CONF
-    local v
-    for v in $(compgen -e | grep -E '^(SLURM_|SBATCH_|SRUN_|SALLOC_)' | grep -v '^SLURM_CONF$'); do unset "$v"; done
-    bash "$LOCAL_SLURM" status >/dev/null 2>&1 ||
-        die "the local Slurm cluster is not up (bash $LOCAL_SLURM status fails); the fixture test jobs.slurm.cluster_up starts it"
-    # Open MPI: root is allowed; shared memory only, so nothing listens beyond loopback.
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
+    local why v
+    why=$(bash "$RIG" check) || { echo "$why"; exit 77; }
+    for v in $(compgen -e | grep -E '^(SLURM_|SBATCH_|SRUN_|SALLOC_|OMPI_MCA_)'); do unset "$v"; done
+    eval "$(bash "$RIG" env)" || die "the rig is not started (the fixture test multinode.cluster_up starts it)"
+    bash "$RIG" status >/dev/null 2>&1 ||
+        die "the rig is not up (bash $RIG status fails); the fixture test multinode.cluster_up starts it"
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 }
 
 # job_field JOB FIELD: one field of `scontrol show job` (the first record for an array).
@@ -50,7 +50,7 @@ job_field() {
 
 # wait_job JOB [TIMEOUT]: wait (0.5 s polling); print the states; return the job's exit code.
 wait_job() {
-    bash "$LOCAL_SLURM" wait "$1" "${2:-120}"
+    bash "$RIG" wait "$1" "${2:-120}"
 }
 
 # job_log FILE: print a job's log for the evidence.

@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# pbs_sim_test.sh ATTNBATCH WORKDIR - runs the jobs/pbs scripts the way a PBS mom would
-# (bash on a copy of the script, in a fake job environment: PBS_O_WORKDIR, PBS_NODEFILE,
-# PBS_JOBID, PBS_ARRAY_INDEX, OMP_NUM_THREADS as PBS Pro sets it from ompthreads), because no
-# PBS server can run here. qsub/qrerun are stubs that record their arguments. Checks:
+# pbs_sim_test.sh one_node|select2 ATTNBATCH WORKDIR - runs the jobs/pbs scripts the way a PBS
+# mom would (bash on a copy of the script, in a fake job environment: PBS_O_WORKDIR,
+# PBS_NODEFILE, PBS_JOBID, PBS_ARRAY_INDEX, OMP_NUM_THREADS as PBS Pro sets it from
+# ompthreads), because no PBS server can run here. qsub/qrerun are stubs that record their
+# arguments.
+# select2: -l select=2:ncpus=2:mpiprocs=2:ompthreads=1 on the multi-node rig: the script runs
+# inside node1 (the mother superior) with PBS_NODEFILE listing node1 and node2 twice each, and
+# mpirun reaches node2 through the rig's rsh agent. Checks: 4 ranks on 2 nodes (the report),
+# output verifies; an array sub-job the same; node2 lost mid-run -> mpirun's own exit code
+# taken as a lost node -> exit 5 and qrerun; the rerun resumes and verifies. Exit 77 where the
+# rig cannot run.
+# one_node checks:
 #   - attnbatch.pbs: ranks from PBS_NODEFILE, threads from OMP_NUM_THREADS, mpirun launch,
 #     options from arguments and from ATTNBATCH_RUN_ARGS; output verifies
 #   - attnbatch-array.pbs x 3 sub-jobs + verify-shards.pbs: every shard verifies
@@ -13,14 +21,17 @@
 set -uo pipefail
 # shellcheck source=tests/jobs/lib.sh
 source "$(dirname "$0")/lib.sh"
-[ $# = 2 ] || die "usage: $0 ATTNBATCH WORKDIR"
-BIN=$(realpath "$1") WORK=$2
+[ $# = 3 ] || die "usage: $0 one_node|select2 ATTNBATCH WORKDIR"
+mode=$1 BIN=$(realpath "$2") WORK=$3
+case $mode in one_node|select2) ;; *) die "unknown case '$mode'" ;; esac
+[ "$mode" = select2 ] && slurm_env   # the rig's Open MPI settings; exit 77 without the rig
 rm -rf "$WORK"
 mkdir -p "$WORK/bin" || die "cannot make $WORK"
 cd "$WORK" || die "cannot enter $WORK"
 WORK=$PWD
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
-for v in $(compgen -e | grep -E '^(PBS_|SLURM_|SBATCH_)'); do unset "$v"; done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+[ "$mode" = one_node ] && export OMPI_MCA_btl=self,vader
+for v in $(compgen -e | grep -E '^(PBS_|SBATCH_)|^SLURM_' | grep -vx SLURM_CONF); do unset "$v"; done
 t0=$SECONDS
 
 # Stubs: qrerun succeeds unless QRERUN_FAILS=1; qsub prints a job id. Both log their arguments.
@@ -49,6 +60,69 @@ pbs() {  # pbs JOBID SCRIPT [args]: the script as PBS would run it, from a copy,
 }
 
 "$BIN" generate --output in.h5 --num-seqs 9 --seq-len 40 --dim 16 --heads 2 --min-len 3 --seed 2 >/dev/null || die "generate failed"
+
+if [ "$mode" = select2 ]; then
+    # select=2:ncpus=2:mpiprocs=2:ompthreads=1: PBS_NODEFILE has one line per MPI process.
+    printf 'node1\nnode1\nnode2\nnode2\n' >nodefile2
+    on_node1() {  # on_node1 JOBID SCRIPT [args]: the script as node1's mom would run it
+        local job=$1 script=$2
+        shift 2
+        cp "$REPO/jobs/pbs/$script" "$WORK/spool-$script"
+        bash "$RIG" exec node1 env PBS_O_WORKDIR="$WORK" PBS_NODEFILE="$WORK/nodefile2" PBS_JOBID="$job" \
+            OMP_NUM_THREADS=1 ATTNBATCH_REPO="$REPO" bash "$WORK/spool-$script" "$@"
+    }
+    # shellcheck disable=SC2317  # called through check
+    two_nodes() {  # two_nodes REPORT: 2 nodes (node1, node2) x 2 ranks
+        /usr/bin/python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert (r["nodes"], r["ranks_per_node"], r["node_names"]) == (2, [2, 2], ["node1", "node2"]), r
+assert r["messaging"]["transports"] == ["tcp", "vader"], r["messaging"]' "$1"
+    }
+    rc=0
+    ATTNBATCH=$BIN on_node1 21.sim attnbatch.pbs --input in.h5 --output out1.h5 --heads 2 --report report1.json >run1.log 2>&1 || rc=$?
+    check "attnbatch.pbs on select=2 exits 0" test $rc = 0
+    check "4 ranks (PBS_NODEFILE) x 1 thread via mpirun" grep -q '4 rank(s) x 1 thread(s) via mpirun' run1.log
+    check "the report says node1 and node2 x 2 ranks over tcp + vader" two_nodes report1.json
+    check "out1.h5 verifies" "$BIN" verify --input in.h5 --output out1.h5 --samples all
+    [ "$failures" = 0 ] || show_log run1.log
+
+    /usr/bin/python3 "$REPO/jobs/tools/split_shards.py" in.h5 2 shards >/dev/null || die "split_shards.py failed"
+    rc=0
+    ATTNBATCH=$BIN PBS_ARRAY_INDEX=1 ATTNBATCH_SHARD_LIST=shards/shards.txt ATTNBATCH_SHARD_OUTDIR=results \
+        ATTNBATCH_RUN_ARGS="--heads 2" on_node1 "22[1].sim" attnbatch-array.pbs >array.log 2>&1 || rc=$?
+    check "array sub-job 1 on select=2 exits 0" test $rc = 0
+    check "its shard ran on node1 and node2 x 2 ranks" two_nodes results/in.shard-1.report.json
+    check "its shard verifies" "$BIN" verify --input in.h5 --output results/in.shard-1.out.h5 --samples all
+    [ "$failures" = 0 ] || show_log array.log
+
+    # node2 lost mid-run: mpirun's own exit code, taken as a lost node -> exit 5 and qrerun.
+    "$BIN" generate --output long.h5 --num-seqs 384 --seq-len 256 --dim 64 --heads 4 --seed 9 >/dev/null || die "generate failed"
+    : >"$STUB_LOG"
+    rc=0
+    ATTNBATCH=$BIN on_node1 23.sim attnbatch.pbs --input long.h5 --output lost.h5 --heads 4 --kernel reference \
+        --save-weights none --unit-sequences 4 --progress auto --progress-interval 0.5 >lost.log 2>&1 &
+    job_pid=$!
+    for _ in $(seq 1 300); do grep -q '^progress:' lost.log && break; sleep 0.1; done
+    bash "$RIG" kill-node node2
+    wait "$job_pid" || rc=$?
+    code=$(sed -n 's/^attnbatch.pbs: attnbatch exited with \([0-9]*\)$/\1/p' lost.log | head -n1)
+    note "node2 lost: mpirun exited ${code:-?}, the script $rc"
+    check "node2 lost: mpirun's code (${code:-none}) above 5 taken as a lost node, exit 5" \
+        test "$rc" = 5 -a "${code:-0}" -gt 5
+    check "qrerun 23.sim called" grep -qx 'qrerun 23.sim' "$STUB_LOG"
+    check "a resumable lost.h5.partial, no lost.h5" test -e lost.h5.partial -a ! -e lost.h5
+    bash "$RIG" revive node2 || fail "revive node2"
+    rc=0
+    ATTNBATCH=$BIN on_node1 23.sim attnbatch.pbs --input long.h5 --output lost.h5 --heads 4 --kernel reference \
+        --save-weights none --unit-sequences 4 >rerun.log 2>&1 || rc=$?
+    check "the rerun (same job id) resumed on node1 and node2 and finished" \
+        test $rc = 0 -a -n "$(grep -E 'run .* --resume$' rerun.log)" -a -f lost.h5
+    check "lost.h5 verifies" "$BIN" verify --input long.h5 --output lost.h5 --samples 8
+    [ "$failures" = 0 ] || { show_log lost.log; show_log rerun.log; }
+    note "pbs select=2 simulation took $((SECONDS - t0)) s"
+    finish
+fi
 
 # 1. one run, options as arguments
 rc=0
@@ -101,7 +175,7 @@ run_signalled() {  # run_signalled JOBID LOG: start, wait for the stand-in, SIGT
     rm -f STARTED.*
     cp "$REPO/jobs/pbs/attnbatch.pbs" "$WORK/spool-attnbatch.pbs"
     (exec env PBS_O_WORKDIR="$WORK" PBS_NODEFILE="$WORK/nodefile1" PBS_JOBID="$job" OMP_NUM_THREADS=2 \
-        ATTNBATCH_REPO="$REPO" ATTNBATCH="$REPO/tests/jobs/fake_attnbatch.sh" \
+        ATTNBATCH_REPO="$REPO" ATTNBATCH="$REPO/tests/jobs/fake_attnbatch.py" \
         bash "$WORK/spool-attnbatch.pbs" --output "$WORK/fake.out") >"$log" 2>&1 &
     pid=$!
     for _ in $(seq 1 100); do [ -e STARTED.0 ] && break; sleep 0.1; done
@@ -115,7 +189,7 @@ check "SIGTERM forwarded to mpirun as SIGUSR1, exit 5" test $rc = 5
 check "qrerun 5.sim called" grep -qx 'qrerun 5.sim' "$STUB_LOG"
 check "checkpoint marker left for the rerun" test -e "$WORK/.attnbatch-checkpointed.5.sim"
 rc=0
-ATTNBATCH=$REPO/tests/jobs/fake_attnbatch.sh pbs 5.sim attnbatch.pbs --output "$WORK/fake.out" >rerun.log 2>&1 || rc=$?
+ATTNBATCH=$REPO/tests/jobs/fake_attnbatch.py pbs 5.sim attnbatch.pbs --output "$WORK/fake.out" >rerun.log 2>&1 || rc=$?
 check "the rerun (same job id) added --resume and finished" grep -qE 'run --output .*/fake.out --resume$' rerun.log
 check "the rerun exits 0 and removes the marker" test $rc = 0 -a ! -e "$WORK/.attnbatch-checkpointed.5.sim"
 : >"$STUB_LOG"

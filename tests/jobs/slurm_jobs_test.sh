@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # slurm_jobs_test.sh CASE ATTNBATCH WORKDIR - submits the jobs/slurm scripts to the real
-# local Slurm cluster (tests/jobs/slurm_cluster.sh up) on a small generated dataset, waits
-# for them and checks exit codes (local-cluster.sh wait + scontrol show job: sacct needs
-# slurmdbd, which the local cluster leaves out), logs, and `attnbatch verify`.
+# Slurm of the multi-node rig (tests/cluster/local-cluster.sh, started by the ctest fixture
+# multinode.cluster_up) on a small generated dataset, waits for them and checks exit codes
+# (local-cluster.sh wait + scontrol show job: sacct needs slurmdbd, which the rig leaves
+# out), logs, and `attnbatch verify`. Exit 77 (skipped) where the rig cannot run.
 #
 # Cases (each one ctest test, see CMakeLists.txt):
 #   srun          -n 1 -c 2, launcher srun --mpi=pmix: COMPLETED 0:0, OMP_NUM_THREADS from -c,
@@ -18,7 +19,7 @@
 #                 shard verifies
 #   array_failure a NaN in one block: only its task fails, the other shards are written, and
 #                 the verify job never runs (afterok unsatisfied -> cancelled)
-#   requeue       the exit-5 protocol with a stand-in binary (fake_attnbatch.sh) on 2 tasks:
+#   requeue       the exit-5 protocol with a stand-in binary (fake_attnbatch.py) on 2 tasks:
 #                 scancel --signal=USR1 --batch -> the shell forwards it through srun to both
 #                 tasks -> exit 5 -> scontrol requeue -> the restart adds --resume -> COMPLETED
 #   multi_rank    -n 2 -c 1 with the real binary: verifies, PERFORMANCE ranks=2
@@ -28,12 +29,24 @@
 #                 then a complete output that verifies and is byte-identical (cmp) to an
 #                 uninterrupted run
 #   preempt_1rank the same on 1 rank
-#   preempt_term  SIGTERM to the step's tasks directly (scancel --signal=TERM, srun): the ranks
-#                 stop themselves (exit 5) -> requeue -> complete, byte-identical
+#   preempt_term  a job on 2 nodes x 1 rank (label multinode): SIGTERM to the step's tasks
+#                 directly (scancel --signal=TERM, srun): the ranks stop themselves (exit 5)
+#                 -> requeue -> complete, byte-identical
 #   preempt_term_mpirun
 #                 SIGTERM to every process of the job (--full), launcher mpirun: mpirun ends
 #                 the ranks itself (exit 1), which the script takes as interrupted after the
 #                 signal (exit 5) -> requeue -> complete, byte-identical
+# On two nodes and more (ctest label multinode):
+#   multinode     sbatch -N 2 --ntasks-per-node 2 --cpus-per-task 1 via srun and via mpirun:
+#                 COMPLETED, 4 ranks, the report names the job's 2 nodes x 2 ranks and ob1
+#                 chosen by Open MPI over tcp + vader; verifies; srun and mpirun agree bytewise
+#   multinode_array  submit-shards.sh --nodes 2 --tasks-per-node 1: 3 tasks of 2 nodes each,
+#                 the verify job after them, every shard's report says 2 nodes x 1 rank
+#   multinode_node_lost, multinode_node_lost_srun
+#                 every process of the job's second node SIGKILLed mid-run: requeued (mpirun:
+#                 its own exit code, above 5, taken as a lost node by the script; srun: Slurm
+#                 requeues on the node's failure), the restart runs on other nodes with
+#                 --resume, byte-identical to an uninterrupted run
 set -uo pipefail
 # shellcheck source=tests/jobs/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -83,10 +96,12 @@ job_ended() {
 # incarnation was killed ("Job credential revoked"), and srun --mpi=pmix fails while the old
 # step's socket is still in the spool directory.
 release_requeued() {
-    local spool=${LOCAL_SLURM_DIR:-/tmp/local-slurm}/spool
-    for _ in $(seq 1 60); do compgen -G "$spool/*.$1.*" >/dev/null || break; sleep 0.25; done
+    local spool=$ATTNBATCH_CLUSTER_DIR/spool
+    for _ in $(seq 1 60); do compgen -G "$spool/*/*.$1.*" >/dev/null || break; sleep 0.25; done
     sleep 2
-    scontrol update JobId="$1" StartTime=now || fail "scontrol update JobId=$1 StartTime=now"
+    # (A job that started meanwhile, as after a node was set DOWN, needs no release.)
+    scontrol update JobId="$1" StartTime=now 2>/dev/null || [ "$(job_field "$1" JobState)" != PENDING ] ||
+        fail "scontrol update JobId=$1 StartTime=now"
 }
 
 verify_all() {  # verify_all INPUT OUTPUT [options]
@@ -178,7 +193,10 @@ exit_code)
     [ "$failures" = 0 ] || show_log "$WORK/job-$job.out"
     ;;
 
-array|array_failure)
+array|array_failure|multinode_array)
+    # multinode_array: every array task on 2 nodes x 1 rank (submit-shards.sh --nodes).
+    shape=()
+    [ "$case_name" = multinode_array ] && shape=(--nodes 2 --tasks-per-node 1)
     generate all.h5 --num-seqs 12 --seq-len 40 --dim 16 --heads 2 --min-len 4 --seed 11
     /usr/bin/python3 "$REPO/jobs/tools/split_shards.py" all.h5 3 shards >split.log || die "split_shards.py failed"
     check "split_shards.py listed 3 blocks of all.h5, half-open" test "$(cat shards/shards.txt)" = "$(printf '0:4 %s\n4:8 %s\n8:12 %s' "$WORK/all.h5" "$WORK/all.h5" "$WORK/all.h5")"
@@ -188,14 +206,14 @@ array|array_failure)
         /usr/bin/python3 -c 'import h5py, sys; f = h5py.File(sys.argv[1], "r+"); f["embeddings"][5, 0, 0] = float("nan")' all.h5 ||
             die "cannot put a NaN into all.h5"
     fi
-    out=$(cd "$WORK" && bash "$REPO/jobs/slurm/submit-shards.sh" --samples all shards/shards.txt results --heads 2 --save-weights mean) ||
-        die "submit-shards.sh failed: $out"
+    out=$(cd "$WORK" && bash "$REPO/jobs/slurm/submit-shards.sh" "${shape[@]}" --samples all shards/shards.txt results \
+        --heads 2 --save-weights mean) || die "submit-shards.sh failed: $out"
     note "$out"
     array=$(sed -n 's/^array=\([0-9]*\) .*/\1/p' <<<"$out")
     verify=$(sed -n 's/.* verify=\([0-9]*\)$/\1/p' <<<"$out")
     if [ -z "$array" ] || [ -z "$verify" ]; then die "submit-shards.sh printed '$out'"; fi
     check "the verify job depends on the array with afterok" bash -c "scontrol -o show job $verify | grep -q 'Dependency=afterok:${array}_\*'"
-    if [ "$case_name" = array ]; then
+    if [ "$case_name" != array_failure ]; then
         expect_completed "$verify" "$WORK/attnbatch-verify-$verify.out"
         rc=0
         states=$(wait_job "$array" 30) || rc=$?
@@ -203,6 +221,11 @@ array|array_failure)
         check "3 array tasks, all COMPLETED with ExitCode=0:0" test "$(grep -c 'JobState=COMPLETED ExitCode=0:0' <<<"$states")" = 3
         check "the verify job says 3 of 3 shards verified" grep -q 'verify-shards: 3 of 3 shards verified' "$WORK/attnbatch-verify-$verify.out"
         check "per-shard reports written" test "$(find results -name '*.report.json' | wc -l)" = 3
+        [ "$case_name" = multinode_array ] && check "every shard ran on 2 nodes x 1 rank (its report)" /usr/bin/python3 -c '
+import glob, json
+for path in glob.glob("results/*.report.json"):
+    r = json.load(open(path))
+    assert r["nodes"] == 2 and r["ranks_per_node"] == [1, 1], (path, r["nodes"], r["ranks_per_node"])'
     else
         rc=0
         states=$(wait_job "$array" 120) || rc=$?
@@ -224,7 +247,7 @@ array|array_failure)
 
 requeue|requeue_term_mpirun)
     # The stand-in exits 5 on SIGUSR1/SIGTERM and finishes only when it is given --resume.
-    export ATTNBATCH=$REPO/tests/jobs/fake_attnbatch.sh
+    export ATTNBATCH=$REPO/tests/jobs/fake_attnbatch.py
     sig=USR1 launcher=srun
     [ "$case_name" = requeue_term_mpirun ] && sig=TERM launcher=mpirun
     export ATTNBATCH_LAUNCHER=$launcher
@@ -353,20 +376,22 @@ preempt|preempt_1rank)
 
 preempt_term|preempt_term_mpirun)
     # SIGTERM as Slurm sends it on preemption or cancel, not only to the batch shell: with
-    # srun to the step's tasks alone (scancel --signal=TERM), with mpirun to every process of
-    # the job (--full: the shell, mpirun, which then ends the ranks itself, and the ranks).
-    launcher=srun scope=()
-    [ "$case_name" = preempt_term_mpirun ] && launcher=mpirun scope=(--full)
+    # srun to the step's tasks alone (scancel --signal=TERM), here one rank on each of two
+    # nodes; with mpirun to every process of the job (--full: the shell, mpirun, which then
+    # ends the ranks itself, and the ranks).
+    launcher=srun scope=() layout=(-N 2 --ntasks-per-node 1)
+    [ "$case_name" = preempt_term_mpirun ] && launcher=mpirun scope=(--full) layout=(-n 2)
     # Long enough (about 7 s alone) that the signal still finds the run going when the suite's
     # other tests slow scancel's delivery: 384 sequences (2 s) once ended and published before
     # the SIGTERM reached them, and the job was requeued with a complete OUTPUT.
     generate in.h5 --num-seqs 1152 --seq-len 256 --dim 64 --heads 4 --seed 9
     options=(--heads 4 --kernel reference --save-weights none --unit-sequences 4 --progress auto --progress-interval 0.5)
-    job=$(ATTNBATCH_LAUNCHER=$launcher sbatch --parsable -n 2 -c 1 -t 10 -o "$WORK/job-%j.out" "$SBATCH" \
+    job=$(ATTNBATCH_LAUNCHER=$launcher sbatch --parsable "${layout[@]}" -c 1 -t 10 -o "$WORK/job-%j.out" "$SBATCH" \
         --input in.h5 --output out.h5 "${options[@]}") || die "sbatch failed"
     log=$WORK/job-$job.out
     for _ in $(seq 1 400); do
-        [ "$(grep -c '^progress:' "$log" 2>/dev/null)" -ge 2 ] && break
+        n=$(grep -c '^progress:' "$log" 2>/dev/null)
+        [ "${n:-0}" -ge 2 ] && break
         job_ended "$job" && break
         sleep 0.1
     done
@@ -389,9 +414,115 @@ preempt_term|preempt_term_mpirun)
             grep -qE 'stopped by the launcher or a signal after SIGTERM \(exit (1|1[3-9][0-9])\).*exit 5$' "$log"
     fi
     check "a resumable out.h5.partial, no out.h5" test -e out.h5.partial -a ! -e out.h5
+    [ "$launcher" = srun ] && check "the job ran on 2 nodes x 1 rank" \
+        grep -q '^  2 nodes, ranks per node 1; messaging ob1 over tcp' "$log"
     release_requeued "$job"
     expect_completed "$job" "$log"
     check "out.h5 complete, no .partial" test -f out.h5 -a ! -e out.h5.partial
+    mkdir -p uninterrupted && ln -sf ../in.h5 uninterrupted/in.h5
+    (cd uninterrupted && OMP_NUM_THREADS=1 mpirun -np 2 --bind-to none "$BIN" run --input in.h5 --output out.h5 \
+        "${options[@]}" >run.log 2>&1) ||
+        note "the uninterrupted run failed: $(tail -3 uninterrupted/run.log)"
+    check "byte-identical to an uninterrupted run (cmp)" cmp out.h5 uninterrupted/out.h5
+    [ "$failures" = 0 ] || show_log "$log"
+    ;;
+
+multinode)
+    # sbatch -N 2 --ntasks-per-node 2 --cpus-per-task 1, through srun and through mpirun at
+    # once (the rig has 4 nodes): each spans two nodes, over TCP, and says so.
+    generate in.h5 --num-seqs 24 --seq-len 48 --dim 32 --heads 2 --min-len 3 --seed 5
+    declare -A job_of=()
+    for launcher in srun mpirun; do
+        job_of[$launcher]=$(ATTNBATCH_LAUNCHER=$launcher sbatch --parsable -N 2 --ntasks-per-node 2 --cpus-per-task 1 -t 5 \
+            -o "$WORK/job-%j.out" "$SBATCH" --input in.h5 --output "out-$launcher.h5" --heads 2 \
+            --report "report-$launcher.json") || die "sbatch ($launcher) failed"
+    done
+    for launcher in srun mpirun; do
+        job=${job_of[$launcher]}
+        expect_completed "$job" "$WORK/job-$job.out" || continue
+        check "$launcher: 4 rank(s) x 1 thread(s) via $launcher" grep -q "4 rank(s) x 1 thread(s) via $launcher" "$WORK/job-$job.out"
+        check "$launcher: PERFORMANCE ranks=4 threads=1" grep -qE '^PERFORMANCE ranks=4 threads=1 sequences=24 ' "$WORK/job-$job.out"
+        hosts=$(scontrol show hostnames "$(job_field "$job" NodeList)" | tr '\n' ' ')
+        check "$launcher: the report says 2 nodes ($hosts) x 2 ranks, ob1 chosen by Open MPI over tcp + vader" \
+            /usr/bin/python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+m = r["messaging"]
+assert r["nodes"] == 2 and r["ranks_per_node"] == [2, 2], (r["nodes"], r["ranks_per_node"])
+assert r["node_names"] == sys.argv[2].split(), (r["node_names"], sys.argv[2])
+assert (m["layer"], m["chosen_by"], m["transports"]) == ("ob1", "Open MPI", ["tcp", "vader"]), m' "report-$launcher.json" "$hosts"
+        verify_all in.h5 "out-$launcher.h5"
+    done
+    check "srun and mpirun wrote the same /output and /lse bytes" /usr/bin/python3 -c '
+import h5py, sys
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+assert all(a[n][()].tobytes() == b[n][()].tobytes() for n in ("output", "lse", "attention"))' out-srun.h5 out-mpirun.h5
+    ;;
+
+multinode_node_lost|multinode_node_lost_srun)
+    # One of the job's two nodes is lost mid-run (every process on it SIGKILLed, slurmd
+    # included). mpirun notices within seconds and exits with a code of its own; the script
+    # takes any code above 5 without a signal as a lost node: exit 5, requeue. srun does not
+    # notice: Slurm ends the job when it declares the node DOWN (after SlurmdTimeout, 30 s on
+    # the rig; the test declares it at once, as a node health check would) and, the job being
+    # --requeue, requeues it itself; the script's SIGTERM forwarding gives exit 5. Either way
+    # the restart runs on two other nodes with --resume and the output is byte-identical to
+    # an uninterrupted run.
+    launcher=mpirun
+    [ "$case_name" = multinode_node_lost_srun ] && launcher=srun
+    generate in.h5 --num-seqs 384 --seq-len 256 --dim 64 --heads 4 --seed 9
+    options=(--heads 4 --kernel reference --save-weights none --unit-sequences 4 --progress auto --progress-interval 0.5)
+    job=$(ATTNBATCH_LAUNCHER=$launcher sbatch --parsable -N 2 --ntasks-per-node 1 -c 1 -t 10 -o "$WORK/job-%j.out" \
+        "$SBATCH" --input in.h5 --output out.h5 "${options[@]}") || die "sbatch failed"
+    log=$WORK/job-$job.out
+    for _ in $(seq 1 400); do
+        grep -q '^progress:' "$log" 2>/dev/null && break
+        job_ended "$job" && break
+        sleep 0.1
+    done
+    check "the run reported progress" grep -q '^progress:' "$log"
+    mapfile -t used < <(scontrol show hostnames "$(job_field "$job" NodeList)")
+    lost=${used[1]:-}
+    [ -n "$lost" ] || die "job $job is not on 2 nodes: NodeList=$(job_field "$job" NodeList)"
+    t_kill=$SECONDS
+    bash "$RIG" kill-node "$lost" || fail "kill-node $lost"
+    note "killed every process of $lost ($launcher launcher)"
+    if [ "$launcher" = mpirun ]; then
+        for _ in $(seq 1 120); do grep -q 'attnbatch exited with' "$log" && break; sleep 0.25; done
+        rc=$(sed -n 's/^attnbatch.sbatch: attnbatch exited with \([0-9]*\)$/\1/p' "$log" | head -n1)
+        note "mpirun exited ${rc:-?} $((SECONDS - t_kill)) s after the node was lost"
+        check "mpirun ended the run within 15 s with a code of its own (> 5): ${rc:-none}" \
+            test -n "$rc" -a "${rc:-0}" -gt 5 -a $((SECONDS - t_kill)) -le 15
+        check "the script took it as a lost node: exit 5 and requeue" \
+            grep -q "the run lost ranks, or a node (the launcher exited $rc, a code attnbatch never uses).*exit 5$" "$log"
+    fi
+    check "a resumable out.h5.partial, no out.h5" test -e out.h5.partial -a ! -e out.h5
+    # What Slurm does after SlurmdTimeout, at once (the job's end waits for the lost node).
+    # Once the node is DOWN the requeued job may start at once, or wait for its hold.
+    scontrol update NodeName="$lost" State=DOWN Reason="lost by the test" || fail "scontrol update $lost DOWN"
+    requeued=0
+    for _ in $(seq 1 240); do
+        [ "$(job_field "$job" Restarts)" = 1 ] && { requeued=1; break; }
+        job_ended "$job" && break
+        sleep 0.25
+    done
+    check "requeued after the lost node (Restarts=1)" test $requeued = 1
+    [ $requeued = 1 ] || { show_log "$log"; bash "$RIG" revive "$lost"; finish; }
+    # The first incarnation ends (COMPLETING), then the restart waits for its hold (PENDING:
+    # released here) or starts at once.
+    for _ in $(seq 1 240); do
+        case $(job_field "$job" JobState) in
+            PENDING) release_requeued "$job"; break ;;
+            RUNNING) grep -q 'restart 1 on' "$log" && break ;;
+            COMPLETED|FAILED|CANCELLED) break ;;
+        esac
+        sleep 0.25
+    done
+    expect_completed "$job" "$log"
+    check "the restart ran elsewhere than $lost: $(job_field "$job" NodeList)" \
+        test -z "$(scontrol show hostnames "$(job_field "$job" NodeList)" | grep -x "$lost")"
+    check "the restart ran with --resume" grep -qE '^attnbatch.sbatch: .* run .* --resume$' "$log"
+    bash "$RIG" revive "$lost" || fail "revive $lost"
     mkdir -p uninterrupted && ln -sf ../in.h5 uninterrupted/in.h5
     (cd uninterrupted && OMP_NUM_THREADS=1 mpirun -np 2 --bind-to none "$BIN" run --input in.h5 --output out.h5 \
         "${options[@]}" >run.log 2>&1) ||

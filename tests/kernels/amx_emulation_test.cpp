@@ -90,6 +90,28 @@ TEST_F(AmxEmulation, MatchesFp64WithinTheBf16Rule) {
     }
 }
 
+// The tile path's error against the floor of bf16 rounding (see bf16_floor_test.cpp): within
+// 1.2x of the NMSE that rounding Q, K, V and P to bf16 alone gives, over two key tiles.
+TEST_F(AmxEmulation, NmseWithinAFifthOfTheRoundingFloor) {
+    const Shape s = shape_of(600, 64, 64, true, {600, 1, 400});
+    const Problem problem = make_problem(s, 31);
+    const Reference64 ref = reference_f64(problem, false, false);
+    std::vector<double> floor_out(ref.out.size());
+    kn::ReferenceOutputs o;
+    o.out = floor_out.data();
+    kn::bf16_operands_attention_f64(problem.params(), o);
+    const Outputs tiles = run_tiles(problem, 2, 128, 512);  // the backend's default tiles
+    const ErrorStats kernel = error_stats(tiles.out, ref.out);
+    double floor_err = 0.0, norm = 0.0;
+    for (std::size_t i = 0; i < ref.out.size(); ++i) {
+        floor_err += (floor_out[i] - ref.out[i]) * (floor_out[i] - ref.out[i]);
+        norm += ref.out[i] * ref.out[i];
+    }
+    const double floor = floor_err / norm;
+    EXPECT_GT(floor, 1e-7);
+    EXPECT_LE(kernel.nmse(), 1.2 * floor) << "NMSE " << kernel.nmse() << " against a floor of " << floor;
+}
+
 // The tile path and the AVX512-BF16 path compute the same products in another order inside a
 // pair: close to each other (a few bf16-rounded P entries may flip), not necessarily the bits.
 TEST_F(AmxEmulation, AgreesWithTheDotProductPath) {

@@ -7,17 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "runnable_variants.hpp"
 #include "support/kernel_test_support.hpp"
 
 namespace attnbatch::test {
 namespace {
 
-class Determinism : public ::testing::TestWithParam<Variant> {
-protected:
-    void SetUp() override {
-        if (!variant_available(GetParam())) GTEST_SKIP() << GetParam().name << " is not available here";
-    }
-};
+class Determinism : public VariantTest {};
 
 Shape determinism_shape(const Variant& variant) {
     Shape s;

@@ -5,19 +5,16 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
+#include "runnable_variants.hpp"
 #include "support/kernel_test_support.hpp"
 
 namespace attnbatch::test {
 namespace {
 
-class Masks : public ::testing::TestWithParam<Variant> {
-protected:
-    void SetUp() override {
-        if (!variant_available(GetParam())) GTEST_SKIP() << GetParam().name << " is not available here";
-    }
-};
+class Masks : public VariantTest {};
 
 // Lengths 0 (the whole sequence masked), 1, L and two in between, one of them a tile edge.
 Shape ragged_shape(bool causal, Layout layout) {

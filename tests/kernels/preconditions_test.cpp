@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attnbatch/kernels/projection.hpp"
+#include "runnable_variants.hpp"
 #include "support/kernel_test_support.hpp"
 
 namespace attnbatch::test {
@@ -111,9 +112,11 @@ const BadCase kBadCases[] = {
 
 class Preconditions : public ::testing::TestWithParam<BadCase> {};
 
+// Every variant of the build, whether this CPU runs it or not: the parameters are checked before
+// a backend is chosen, so the refusal is the same everywhere.
 TEST_P(Preconditions, RefusedWithANamedReasonAndNothingWritten) {
     const BadCase& c = GetParam();
-    for (const Variant& variant : available_variants()) {
+    for (const Variant& variant : all_variants()) {
         SCOPED_TRACE(variant.name);
         Bound bound;
         c.mutate(bound.params, bound.lengths());
@@ -138,21 +141,23 @@ std::string bad_case_name(const ::testing::TestParamInfo<BadCase>& param_info) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, Preconditions, ::testing::ValuesIn(kBadCases), bad_case_name);
 
+// The checks of one variant's workspace and dispatch, each variant its own test (skipped, with
+// the reason, where it cannot run).
+class PreconditionsOfVariant : public VariantTest {};
+
 // Positive control for the cases above: the unmutated problem is accepted and runs.
-TEST(PreconditionsControl, ValidParametersAreAccepted) {
-    for (const Variant& variant : available_variants()) {
-        SCOPED_TRACE(variant.name);
-        Bound bound;
-        EXPECT_EQ(kn::check_attention_params(bound.params), "");
-        const kn::KernelOptions options = options_for(variant, 1);
-        const std::size_t bytes = kn::attention_workspace_bytes(bound.params, options);
-        AlignedScratch scratch(bytes);
-        EXPECT_NO_THROW(kn::attention_forward(bound.params, options, scratch.data, bytes));
-    }
+TEST_P(PreconditionsOfVariant, ValidParametersAreAccepted) {
+    const Variant& variant = GetParam();
+    Bound bound;
+    EXPECT_EQ(kn::check_attention_params(bound.params), "");
+    const kn::KernelOptions options = options_for(variant, 1);
+    const std::size_t bytes = kn::attention_workspace_bytes(bound.params, options);
+    AlignedScratch scratch(bytes);
+    EXPECT_NO_THROW(kn::attention_forward(bound.params, options, scratch.data, bytes));
 }
 
 // An empty batch is valid even with no buffers at all, and writes nothing.
-TEST(PreconditionsControl, EmptyBatchNeedsNoBuffers) {
+TEST_P(PreconditionsOfVariant, EmptyBatchNeedsNoBuffers) {
     kn::AttentionParams p;
     p.heads = 1;
     p.len_q = p.len_k = 4;
@@ -160,54 +165,52 @@ TEST(PreconditionsControl, EmptyBatchNeedsNoBuffers) {
     p.q_strides = p.k_strides = p.v_strides = p.out_strides = {8, 8, 2};
     p.scale = 1.0f;
     EXPECT_EQ(kn::check_attention_params(p), "");
-    for (const Variant& variant : available_variants()) {
-        const kn::KernelOptions options = options_for(variant, 1);
-        const std::size_t bytes = kn::attention_workspace_bytes(p, options);
-        AlignedScratch scratch(bytes);
-        EXPECT_NO_THROW(kn::attention_forward(p, options, scratch.data, bytes)) << variant.name;
-    }
+    const Variant& variant = GetParam();
+    const kn::KernelOptions options = options_for(variant, 1);
+    const std::size_t bytes = kn::attention_workspace_bytes(p, options);
+    AlignedScratch scratch(bytes);
+    EXPECT_NO_THROW(kn::attention_forward(p, options, scratch.data, bytes)) << variant.name;
 }
 
-TEST(PreconditionsWorkspace, TooSmallOrNullWorkspaceIsRefused) {
-    for (const Variant& variant : available_variants()) {
-        SCOPED_TRACE(variant.name);
-        Bound bound;
-        const kn::KernelOptions options = options_for(variant, 2);
-        const std::size_t needed = kn::attention_workspace_bytes(bound.params, options);
-        ASSERT_GT(needed, 0u);
-        AlignedScratch scratch(needed);
-        EXPECT_THROW(kn::attention_forward(bound.params, options, scratch.data, needed - 1), std::invalid_argument);
-        EXPECT_THROW(kn::attention_forward(bound.params, options, nullptr, needed), std::invalid_argument);
-        try {
-            kn::attention_forward(bound.params, options, scratch.data, needed / 2);
-            ADD_FAILURE() << "half the workspace was accepted";
-        } catch (const std::invalid_argument& e) {
-            EXPECT_NE(std::string(e.what()).find("workspace"), std::string::npos) << e.what();
-        }
-        bound.expect_untouched();
+TEST_P(PreconditionsOfVariant, TooSmallOrNullWorkspaceIsRefused) {
+    const Variant& variant = GetParam();
+    Bound bound;
+    const kn::KernelOptions options = options_for(variant, 2);
+    const std::size_t needed = kn::attention_workspace_bytes(bound.params, options);
+    ASSERT_GT(needed, 0u);
+    AlignedScratch scratch(needed);
+    EXPECT_THROW(kn::attention_forward(bound.params, options, scratch.data, needed - 1), std::invalid_argument);
+    EXPECT_THROW(kn::attention_forward(bound.params, options, nullptr, needed), std::invalid_argument);
+    try {
+        kn::attention_forward(bound.params, options, scratch.data, needed / 2);
+        ADD_FAILURE() << "half the workspace was accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("workspace"), std::string::npos) << e.what();
     }
+    bound.expect_untouched();
 }
 
 // Callers size the workspace before their weights buffer exists: the size follows the weights
 // mode, and a workspace of exactly that size serves the call with the buffer bound.
-TEST(PreconditionsWorkspace, SizedByTheWeightsModeNotThePointer) {
-    for (const Variant& variant : available_variants()) {
-        for (kn::WeightsMode mode : {kn::WeightsMode::all, kn::WeightsMode::mean_over_heads}) {
-            SCOPED_TRACE(variant.name + (mode == kn::WeightsMode::all ? " all" : " mean"));
-            Bound bound;
-            bound.params.weights_mode = mode;
-            const kn::KernelOptions options = options_for(variant, 2);
-            const std::size_t with_buffer = kn::attention_workspace_bytes(bound.params, options);
-            void* const weights = bound.params.weights;
-            bound.params.weights = nullptr;
-            const std::size_t before_buffer = kn::attention_workspace_bytes(bound.params, options);
-            EXPECT_EQ(before_buffer, with_buffer);
-            bound.params.weights = weights;
-            AlignedScratch scratch(before_buffer);
-            EXPECT_NO_THROW(kn::attention_forward(bound.params, options, scratch.data, before_buffer));
-        }
+TEST_P(PreconditionsOfVariant, WorkspaceSizedByTheWeightsModeNotThePointer) {
+    const Variant& variant = GetParam();
+    for (kn::WeightsMode mode : {kn::WeightsMode::all, kn::WeightsMode::mean_over_heads}) {
+        SCOPED_TRACE(variant.name + (mode == kn::WeightsMode::all ? " all" : " mean"));
+        Bound bound;
+        bound.params.weights_mode = mode;
+        const kn::KernelOptions options = options_for(variant, 2);
+        const std::size_t with_buffer = kn::attention_workspace_bytes(bound.params, options);
+        void* const weights = bound.params.weights;
+        bound.params.weights = nullptr;
+        const std::size_t before_buffer = kn::attention_workspace_bytes(bound.params, options);
+        EXPECT_EQ(before_buffer, with_buffer);
+        bound.params.weights = weights;
+        AlignedScratch scratch(before_buffer);
+        EXPECT_NO_THROW(kn::attention_forward(bound.params, options, scratch.data, before_buffer));
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Kernels, PreconditionsOfVariant, ::testing::ValuesIn(all_variants()), variant_test_name);
 
 // Asking for an instruction set this CPU lacks is an error, not a silent fallback (on a CPU that
 // runs every backend of the build there is nothing to ask).

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runnable_variants.hpp"
 #include "support/kernel_test_support.hpp"
 
 namespace attnbatch::test {
@@ -109,12 +110,7 @@ std::vector<float> widen(const std::vector<float>& weights, int len_k, int len) 
     return wide;
 }
 
-class RowSlices : public ::testing::TestWithParam<Variant> {
-protected:
-    void SetUp() override {
-        if (!variant_available(GetParam())) GTEST_SKIP() << GetParam().name << " is not available here";
-    }
-};
+class RowSlices : public VariantTest {};
 
 TEST_P(RowSlices, RowsComputedApartAreTheRowsOfTheWholeSequence) {
     const bool reference = GetParam().kind == kn::KernelKind::reference;

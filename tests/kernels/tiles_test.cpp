@@ -6,17 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "runnable_variants.hpp"
 #include "support/kernel_test_support.hpp"
 
 namespace attnbatch::test {
 namespace {
 
-class Tiles : public ::testing::TestWithParam<Variant> {
-protected:
-    void SetUp() override {
-        if (!variant_available(GetParam())) GTEST_SKIP() << GetParam().name << " is not available here";
-    }
-};
+class Tiles : public VariantTest {};
 
 constexpr int kBlocks[] = {1, 7, 16, 64, 200};
 

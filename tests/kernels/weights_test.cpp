@@ -5,20 +5,17 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "attnbatch/kernels/half.hpp"
+#include "runnable_variants.hpp"
 #include "support/kernel_test_support.hpp"
 
 namespace attnbatch::test {
 namespace {
 
-class Weights : public ::testing::TestWithParam<Variant> {
-protected:
-    void SetUp() override {
-        if (!variant_available(GetParam())) GTEST_SKIP() << GetParam().name << " is not available here";
-    }
-};
+class Weights : public VariantTest {};
 
 // Lk = 77 is not a multiple of 8, so vector conversions and their scalar tail both run.
 Shape weights_shape(bool causal) {

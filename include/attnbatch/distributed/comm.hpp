@@ -44,6 +44,10 @@ public:
     // How many ranks of this communicator share this rank's node (its memory and cores). The
     // default, for communicators without MPI, is 1.
     virtual int ranks_on_node() const { return 1; }
+    // The nodes the communicator spans, numbered 0.. in the order of their lowest rank, and
+    // this rank's. The defaults, for communicators without MPI: one node.
+    virtual int node_count() const { return 1; }
+    virtual int node_index() const { return 0; }
 
     bool is_root() const { return rank() == 0; }
 };

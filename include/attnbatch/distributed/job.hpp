@@ -100,6 +100,7 @@ struct Job {
     std::uint64_t max_step_bytes = 0;  // a step's data (pieces, packed layout); 0: max_sequences alone
     SplitOptions split;               // how units were cut (pieces of long sequences)
     std::vector<std::string> warnings;  // about the resources (cores, binding), the same on every rank
+    std::vector<NodeShare> nodes;       // the nodes the ranks run on, each with its ranks and memory
 
     std::vector<Unit> all_units;  // the whole job's, as journaled
     std::vector<Unit> units;      // what this attempt computes (all, or those not done)

@@ -3,10 +3,21 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "attnbatch/distributed/comm.hpp"
 
 namespace attnbatch::distributed {
+
+// Which of the MPI library's messaging layers carries the job's messages, and over what: what
+// Open MPI kept open after MPI_Init, as its MPI_T control variables list it.
+struct Messaging {
+    std::string library;                   // "Open MPI v4.1.4": MPI_Get_library_version's first part
+    std::string layer;                     // Open MPI's pml: "ob1", "cm", "ucx"; empty when unknown
+    std::string chosen_by;  // "attnbatch's one-node default", "OMPI_MCA_pml", "an Open MPI parameter file", "Open MPI"
+    std::vector<std::string> transports;   // ob1's byte transfer layers between ranks: "tcp", "vader"
+};
 
 class MpiSession {
 public:
@@ -22,9 +33,14 @@ public:
     // Every rank of the job: the serial Comm for a single process (no MPI traffic at all),
     // else MPI over MPI_COMM_WORLD. Valid until this session ends.
     std::unique_ptr<Comm> world() const;
+    // Not collective (MPI_T queries of this process): the layer in use and, of its transports,
+    // those that carry messages in this job: shared memory where a node has several ranks,
+    // the network where the job spans several nodes.
+    Messaging messaging(int node_count, int largest_node) const;
 
 private:
     bool owned_ = false;
+    std::string pml_chosen_by_;  // before MPI_Init: who chose the messaging layer
     int size_ = 1, rank_ = 0;
 };
 

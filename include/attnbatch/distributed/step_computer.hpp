@@ -1,9 +1,11 @@
 // One step's compute on one rank (a run of whole sequences, padded or packed, or a piece of
-// one sequence: some of its query rows): project, attend, project the output. It makes no MPI or HDF5 call, so it runs on a thread of its own while the rank's
-// main thread reads and writes.
+// one sequence: some of its query rows): project, attend, project the output. It makes no MPI
+// or HDF5 call, so it runs on a thread of its own while the rank's main thread reads and writes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 
@@ -28,18 +30,50 @@ struct ComputeTally {
     double attention_flops = 0, projection_flops = 0;
 };
 
+// Where one step's results live until they are stored: the io::OutputBlock that compute()
+// fills points here. One per step in flight (the coordinator's two slots). Its buffers are
+// kept from step to step and only grow, never cleared (each step writes every element it
+// hands out), so that a step of the usual size touches no fresh page.
+class StepOutputs {
+public:
+    template <class T>
+    class Buffer {
+    public:
+        // At least n elements, their values unspecified.
+        T* reserve(std::size_t n);
+        T* data() const noexcept { return data_.get(); }
+
+    private:
+        struct Free {
+            void operator()(T* p) const noexcept { std::free(p); }
+        };
+        std::unique_ptr<T, Free> data_;
+        std::size_t capacity_ = 0;
+    };
+
+    Buffer<float> output, lse, maps_f32;
+    Buffer<std::uint16_t> maps_f16;  // IEEE binary16 bits
+};
+
+// Built once per job: it packs the projection weights once, and its scratch (the rows being
+// projected and attended, the kernels' workspaces, one set per thread) serves every step. One
+// compute() at a time.
 class StepComputer {
 public:
+    // `staging_bytes` bounds the scratch of one chunk of a step's sequences (their projected
+    // or rotated Q, K, V and their attention output before w_o): the sequences pass through it a
+    // few at a time, so that those rows are still in the cache when the kernel and w_o read them
+    // (0: 1 MiB, about a core's L2). The results do not depend on it.
     StepComputer(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
-                 const AttentionSettings& settings, const io::OutputLayout& layout);
+                 const AttentionSettings& settings, const io::OutputLayout& layout, std::size_t staging_bytes = 0);
     ~StepComputer();
     StepComputer(StepComputer&&) noexcept;
     StepComputer& operator=(StepComputer&&) = delete;
 
     // Fills `block` (output, lse, lengths, attention) for the sequences (or the piece) of `in`,
-    // in the canonical layout of io::OutputBlock; the block points into this object's
-    // buffers, valid until the next compute().
-    void compute(const io::InputBlock& in, io::OutputBlock& block, ComputeTally& tally);
+    // in the canonical layout of io::OutputBlock; the block points into `outputs` and into `in`
+    // (lengths), valid until their next use.
+    void compute(const io::InputBlock& in, StepOutputs& outputs, io::OutputBlock& block, ComputeTally& tally);
 
 private:
     class Impl;

@@ -119,6 +119,13 @@ struct ReferenceOutputs {
 // Computes every logit in double, three passes per row, no scratch memory.
 void reference_attention_f64(const AttentionParams& params, const ReferenceOutputs& outputs);
 
+// The bf16 kernel's error floor: reference_attention_f64's arithmetic (all in double) on Q, K and
+// V rounded to bfloat16 and each row's P = exp(logit - row max) rounded to bfloat16 where it
+// multiplies V (the row sum, lse and weights take P unrounded, as the kernel's do): the error
+// that the roundings of the products' operands alone give. The bf16 kernel is held to its NMSE
+// against reference_attention_f64 (tests/kernels, `bench --check`).
+void bf16_operands_attention_f64(const AttentionParams& params, const ReferenceOutputs& outputs);
+
 // A plain bf16 implementation, the yardstick of the bf16 kernel (`verify` allows a bf16 run
 // twice its error against reference_attention_f64: the flash-attention rule): Q, K, V rounded to
 // bf16, logits and P V accumulated in float, the softmax in float, the normalised P rounded to
