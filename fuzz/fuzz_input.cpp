@@ -32,11 +32,13 @@
 #include <string>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
 
 namespace {
 
+using namespace attnbatch;
 using namespace attnbatch::io;
 
 constexpr std::uint64_t kMaxScanned = std::uint64_t{1} << 20;

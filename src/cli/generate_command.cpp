@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "attnbatch/io/input_writer.hpp"
+#include "attnbatch/io/input/input_writer.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "random_field.hpp"
@@ -356,7 +356,7 @@ io::WeightsContent weights_content(const Plan& plan) {
     content.dtype = plan.dtype();
     content.d = plan.dim;
     content.heads = plan.heads;
-    content.kv_heads = plan.kv_heads;
+    content.kv_heads = plan.kv_heads != plan.heads ? plan.kv_heads : 0;  // G = H is not grouped: not stated
     content.d_k = plan.head_dim;
     content.d_v = plan.value_dim;
     content.d_out = plan.out_dim;

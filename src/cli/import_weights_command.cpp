@@ -1,9 +1,9 @@
 // `attnbatch import-weights`: one attention layer of a safetensors model into a weights file
-// (io/weights_import.hpp does the reading, checking and writing); options and printing here.
+// (io/models/torch_import.hpp does the reading, checking and writing); options and printing here.
 #include <iostream>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/weights_import.hpp"
+#include "attnbatch/io/models/torch_import.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 

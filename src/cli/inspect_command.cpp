@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/attention_maps.hpp"
-#include "attnbatch/io/file_schema.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/schema_names.hpp"
+#include "attnbatch/io/output/attention_maps.hpp"
+#include "attnbatch/io/h5/file_schema.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/h5/schema_names.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "inspect_report.hpp"
@@ -134,8 +134,8 @@ void validate_input(InspectReport& report, const io::FileSchema& schema, const p
     report.verdict = line.str();
 }
 
-void validate_output(InspectReport& report, const io::File& file, const io::FileSchema& schema) {
-    report.output = io::check_output(file, schema);
+void validate_output(InspectReport& report, const io::FileSchema& schema) {
+    report.output = io::check_output(report.path, schema);
     const io::OutputCheck& check = *report.output;
     const std::string written =
         check.written >= 0 ? std::to_string(check.written) + " of " + std::to_string(check.n) + " sequences written" : "";
@@ -213,12 +213,11 @@ void validate_weights(InspectReport& report, const io::FileSchema& schema, const
 
 void inspect(InspectReport& report, const po::variables_map& vm) {
     report.in_progress = ends_with(report.path, ".partial");
-    const io::File file = io::open_for_schema(report.path);
-    report.schema = io::read_schema(file);
+    report.schema = io::read_file_schema(report.path);
     report.kind = decide_kind(*report.schema, vm);
     switch (report.kind) {
         case io::FileKind::input: validate_input(report, *report.schema, vm); break;
-        case io::FileKind::output: validate_output(report, file, *report.schema); break;
+        case io::FileKind::output: validate_output(report, *report.schema); break;
         case io::FileKind::weights: validate_weights(report, *report.schema, vm); break;
         case io::FileKind::attention_maps: validate_maps(report, *report.schema); break;
         case io::FileKind::unknown:

@@ -14,12 +14,8 @@ using io::AttributeValue;
 using io::DatasetSchema;
 using io::FileSchema;
 
-std::string shape_text(const io::Dims& dims) {
-    if (dims.empty()) return "scalar";
-    std::string text = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
-    return text + "]";
-}
+// A dataset's or an attribute's shape; a scalar has none.
+std::string shape_text(const io::Dims& dims) { return dims.empty() ? "scalar" : io::shape_text(dims); }
 
 std::string join(const std::vector<std::string>& items, const char* separator) {
     std::string text;

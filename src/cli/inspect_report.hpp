@@ -2,11 +2,11 @@
 // as a table, then one verdict line) and one JSON object for scripts (--json).
 #pragma once
 
-#include "attnbatch/io/file_kind.hpp"
-#include "attnbatch/io/file_schema.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/output_check.hpp"
-#include "attnbatch/io/weights_check.hpp"
+#include "attnbatch/io/h5/file_kind.hpp"
+#include "attnbatch/io/h5/file_schema.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/output/output_check.hpp"
+#include "attnbatch/io/models/weights_spec.hpp"
 #include "command_line.hpp"
 
 #include <optional>

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "attnbatch/distributed/stop_request.hpp"
-#include "attnbatch/io/library.hpp"
+#include "attnbatch/io/h5/library.hpp"
 #include "commands.hpp"
 
 namespace {
@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     // action kills the process without a word. Ignored, write() fails with EFBIG instead, and
     // the failure is reported like any other I/O error (exit 4, naming the file).
     std::signal(SIGXFSZ, SIG_IGN);
-    // Before MPI starts (library.hpp says why).
+    // Before MPI starts (io/h5/library.hpp says why).
     attnbatch::io::start_hdf5();
     return attnbatch::cli::run_cli(argc, argv);
 }

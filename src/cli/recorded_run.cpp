@@ -1,7 +1,7 @@
 #include "recorded_run.hpp"
 
-#include "attnbatch/io/journal.hpp"
-#include "attnbatch/io/schema_names.hpp"
+#include "attnbatch/io/output/journal.hpp"
+#include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/kernels/rope.hpp"
 
 #include <algorithm>

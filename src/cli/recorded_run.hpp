@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/input_reader.hpp"
-#include "attnbatch/io/output_reader.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
+#include "attnbatch/io/output/output_reader.hpp"
 #include "attnbatch/kernels/attention.hpp"
 
 namespace attnbatch::cli {

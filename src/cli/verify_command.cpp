@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/input_reader.hpp"
-#include "attnbatch/io/output_reader.hpp"
-#include "attnbatch/io/schema_names.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/output/output_reader.hpp"
+#include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/kernels/attention.hpp"
 #include "attnbatch/kernels/half.hpp"
 #include "command_line.hpp"

@@ -2,16 +2,16 @@
 // a finished run's /lse and its inputs, for runs that did not store them (or stored only the
 // head mean): P[i, j] = exp(scale * q_i . k_j - lse[i]) for visible keys, else 0.
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <sys/stat.h>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/attention_maps.hpp"
-#include "attnbatch/io/output_reader.hpp"
-#include "attnbatch/io/schema_names.hpp"
+#include "attnbatch/io/h5/file_paths.hpp"
+#include "attnbatch/io/output/attention_maps.hpp"
+#include "attnbatch/io/output/output_reader.hpp"
+#include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/kernels/bf16.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
@@ -121,9 +121,7 @@ int weights_command(const std::vector<std::string>& args) {
             result.len = in.len;
             result.values = std::move(maps);
             result.source = vm["output"].as<std::string>();
-            std::error_code error;
-            const std::filesystem::path real = std::filesystem::canonical(result.source, error);
-            if (!error) result.source_absolute = real.string();
+            result.source_absolute = io::real_path(result.source);
             io::write_attention_maps(to, result, vm["force"].as<bool>());
         } else {
             std::ofstream csv_out(to);

@@ -4,7 +4,7 @@
 #include <new>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/fault_injection.hpp"
+#include "attnbatch/io/output/fault_injection.hpp"
 #include "attnbatch/distributed/stop_point.hpp"
 #include "attnbatch/distributed/stop_request.hpp"
 #include "background_worker.hpp"

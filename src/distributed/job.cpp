@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -21,7 +21,9 @@
 #include "attnbatch/distributed/stop_point.hpp"
 #include "attnbatch/distributed/stop_request.hpp"
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/fault_injection.hpp"
+#include "attnbatch/io/h5/file_paths.hpp"
+#include "attnbatch/io/input/value_scan.hpp"
+#include "attnbatch/io/output/fault_injection.hpp"
 #include "wall_clock.hpp"
 
 #if defined(_OPENMP)
@@ -45,22 +47,6 @@ constexpr std::uint64_t kSliceBytes = std::uint64_t{64} << 20;
 
 // The output must be a new file path, never the input or the weights (--force would otherwise
 // replace them) and never a directory (found out only at the final rename, after the work).
-void check_output_path(const JobSettings& s) {
-    struct stat out {};
-    if (::stat(s.output.c_str(), &out) != 0) return;
-    if (S_ISDIR(out.st_mode)) {
-        throw Error(exit_usage, "--output " + s.output + " is a directory, expected a file path; hint: e.g. " + s.output + "/out.h5");
-    }
-    for (const std::string* input : {&s.input.input_path, &s.input.weights_path}) {
-        struct stat in {};
-        if (input->empty() || ::stat(input->c_str(), &in) != 0) continue;
-        if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
-            throw Error(exit_usage, "--output " + s.output + " is the same file as " + *input +
-                                        ", expected a different path (inputs are never overwritten, even with --force)");
-        }
-    }
-}
-
 // A step's predicted cost is capped (see kMaxStepSeconds); a sequence costlier than that is
 // cut into pieces.
 double max_step_cost(const Job& job) {
@@ -314,7 +300,7 @@ bool already_complete(Job& job) {
     if (job.comm.is_root()) {
         struct stat status {};
         const bool output = ::lstat(s.output.c_str(), &status) == 0;
-        const bool partial = ::lstat(io::OutputFile::partial_path_for(s.output).c_str(), &status) == 0;
+        const bool partial = ::lstat(io::partial_path_for(s.output).c_str(), &status) == 0;
         complete = output && !(partial && s.force) ? 1 : 0;
     }
     job.comm.broadcast(&complete, sizeof complete, 0);
@@ -395,21 +381,21 @@ std::int64_t slice_end(const Job& job, std::int64_t first, std::int64_t last) {
 
 // Every value checked before any compute: in parallel each rank scans its own share. In
 // slices, with the weights last, so that the first bad value named is the one a single
-// pass over the data and then the weights would name.
+// pass over the data and then the weights would name. One scanner opens the files once.
 void scan_values(Job& job) {
     Comm& comm = job.comm;
     const bool parallel = job.io == IoMode::parallel;
-    io::ValueScan share{0, job.spec.n, comm.is_root(), job.settings.input.scan_bytes};
-    if (parallel) std::tie(share.first, share.last) = share_span(job.units, job.plan.ranks[static_cast<std::size_t>(comm.rank())]);
-    std::int64_t next = share.first;
+    std::int64_t first = 0, last = job.spec.n;
+    if (parallel) std::tie(first, last) = share_span(job.units, job.plan.ranks[static_cast<std::size_t>(comm.rank())]);
+    std::optional<io::ValueScanner> scanner;
+    std::int64_t next = first;
     agreed_in_slices(comm, comm.is_root() || parallel, [&] {
-        io::ValueScan slice = share;
-        slice.first = next;
-        slice.last = slice_end(job, next, share.last);
-        slice.weights = share.weights && slice.last >= share.last;
-        io::check_values(job.spec, slice);
-        next = slice.last;
-        return next >= share.last;
+        if (!scanner) scanner.emplace(job.spec, job.settings.input.scan_bytes);
+        const std::int64_t end = slice_end(job, next, last);
+        scanner->scan_sequences(next, end);
+        next = end;
+        if (next >= last && comm.is_root()) scanner->scan_weights();
+        return next >= last;
     });
 }
 
@@ -431,7 +417,7 @@ void check_values_before_rounds(Job& job) {
     if (!scan_in_reads(job)) return scan_values(job);
     try {
         agreed(job.comm, job.comm.is_root(), [&] {
-            io::check_values(job.spec, io::ValueScan{0, 0, true, job.settings.input.scan_bytes});
+            io::ValueScanner(job.spec, job.settings.input.scan_bytes).scan_weights();
         });
     } catch (const AgreedFailure& failure) {
         if (failure.exit_code() != exit_invalid_input) throw;
@@ -455,28 +441,18 @@ void name_first_bad_value(Job& job) {
     scan_values(job);
 }
 
-// `path` from the root, so that verify and weights find it from any directory: its real path,
-// as the journal's identity names it (two runs of one file through different symbolic links
-// record the same), else absolute.
-std::string absolute_path(const std::string& path) {
-    if (path.empty()) return path;
-    std::error_code error;
-    const std::filesystem::path real = std::filesystem::canonical(path, error);
-    if (!error) return real.string();
-    const std::filesystem::path absolute = std::filesystem::absolute(path, error);
-    return error ? path : absolute.lexically_normal().string();
-}
-
+// The input and weights files are recorded by their real path (io::real_path), as the
+// journal's identity names them, so that verify and weights find them from any directory.
 io::Provenance provenance_of(const Job& job) {
     const JobSettings& s = job.settings;
     io::Provenance provenance;
     provenance.version = s.version;
     provenance.creation_time = io::creation_time_now();
     provenance.input_file = job.spec.path;
-    provenance.input_file_absolute = absolute_path(job.spec.path);
+    provenance.input_file_absolute = io::real_path(job.spec.path);
     if (job.spec.weights) {
         provenance.weights_file = job.spec.weights->path;
-        provenance.weights_file_absolute = absolute_path(job.spec.weights->path);
+        provenance.weights_file_absolute = io::real_path(job.spec.weights->path);
     }
     provenance.input_dataset = job.spec.mode == io::InputMode::embeddings
                                    ? job.spec.dataset
@@ -610,7 +586,9 @@ Job prepare_job(Comm& comm, const JobSettings& settings) {
     try {
         begin_phase(comm, Phase::validation);
         timed(job.phases.describe, [&] {
-            agreed(comm, comm.is_root(), [&] { check_output_path(job.settings); });
+            agreed(comm, comm.is_root(), [&] {
+                io::check_output_is_not_an_input(job.settings.output, {job.settings.input.input_path, job.settings.input.weights_path});
+            });
             assess_resources(job);
             describe(job);
         });

@@ -2,20 +2,17 @@
 
 #include <sys/stat.h>
 
-#include <climits>
 #include <cstdio>
-#include <cstdlib>
 #include <sstream>
 
-#include "attnbatch/io/journal.hpp"
+#include "attnbatch/io/h5/file_paths.hpp"
+#include "attnbatch/io/output/journal.hpp"
 
 namespace attnbatch::distributed {
 namespace {
 
 void describe_file(std::ostringstream& out, const std::string& key, const std::string& path) {
-    char resolved[PATH_MAX];
-    const bool found = ::realpath(path.c_str(), resolved) != nullptr;
-    out << key << " = " << (found ? resolved : path) << '\n';
+    out << key << " = " << io::real_path(path) << '\n';
     struct stat status {};
     if (::stat(path.c_str(), &status) == 0) {
         out << key << ".bytes = " << status.st_size << '\n'

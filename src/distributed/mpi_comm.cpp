@@ -1,6 +1,6 @@
 #include "mpi_comm.hpp"
 
-#include "attnbatch/io/mpi_io.hpp"
+#include "attnbatch/io/h5/mpi_io.hpp"
 
 #include <algorithm>
 #include <chrono>

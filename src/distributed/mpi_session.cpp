@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "attnbatch/io/mpi_io.hpp"
+#include "attnbatch/io/h5/mpi_io.hpp"
 #include "mpi_comm.hpp"
 
 namespace attnbatch::distributed {

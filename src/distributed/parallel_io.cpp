@@ -4,7 +4,7 @@
 // same collective), so it ends the job with MPI_Abort after printing the reason.
 #include "attnbatch/distributed/step_io.hpp"
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/mpi_io.hpp"
+#include "attnbatch/io/h5/transfer.hpp"
 #include "wall_clock.hpp"
 
 namespace attnbatch::distributed {
@@ -33,7 +33,7 @@ public:
         const bool have = block != nullptr && !mine.empty();
         try {
             output_->write_span(have ? span_of(mine) : io::OutputSpan{}, have ? *block : nothing, data_transfer());
-            output_->checkpoint(transfer_.id());
+            output_->checkpoint(io::Transfer::collective);
         } catch (const std::exception& e) {
             abort_collective(e.what());
         }
@@ -80,17 +80,18 @@ private:
     // collective buffering): with 2 ranks, N=2048 L=256 with all weights, 1.85 s against
     // 1.46 s (medians of 5, interleaved). Compressed chunks are allocated as they are written,
     // which parallel HDF5 does only in collective writes.
-    hid_t data_transfer() const { return output_->layout().gzip_level == 0 ? H5P_DEFAULT : transfer_.id(); }
+    io::Transfer data_transfer() const {
+        return output_->layout().gzip_level == 0 ? io::Transfer::independent : io::Transfer::collective;
+    }
 
     void note_fallback() {
-        if (fallback_.empty()) fallback_ = transfer_.fallback_cause();
+        if (fallback_.empty()) fallback_ = io::collective_fallback_cause();
     }
 
     Comm& comm_;
     std::unique_ptr<io::InputReader> reader_;
     std::unique_ptr<io::OutputFile> output_;
     bool force_;
-    io::CollectiveTransfer transfer_;
     std::string fallback_;
 };
 

@@ -8,7 +8,7 @@
 
 #include "attnbatch/distributed/memory_model.hpp"
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/journal.hpp"
+#include "attnbatch/io/output/journal.hpp"
 
 namespace attnbatch::distributed {
 namespace {
@@ -42,7 +42,7 @@ void expect_complete_output_of_this_job(const std::string& output, const std::st
 ResumeInspection::ResumeInspection(const std::string& output, bool force, const io::OutputLayout& layout,
                                    const std::string& identity, bool dry_run)
     : layout_(layout), dry_run_(dry_run) {
-    const std::string partial = io::OutputFile::partial_path_for(output);
+    const std::string partial = io::partial_path_for(output);
     const bool have_partial = exists(partial);
     if (exists(output) && !(have_partial && force)) {
         expect_complete_output_of_this_job(output, identity);

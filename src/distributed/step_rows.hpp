@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/input_reader.hpp"
-#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/output/output_file.hpp"
 
 namespace attnbatch::distributed {
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/fault_injection.hpp"
+#include "attnbatch/io/output/fault_injection.hpp"
 
 namespace attnbatch::distributed {
 

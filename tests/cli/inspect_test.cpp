@@ -1,7 +1,7 @@
 // `attnbatch inspect`: inputs from `generate`, outputs from the io layer's OutputFile (as
 // `run` writes them), and files broken in one way each.
-#include "attnbatch/io/h5.hpp"
-#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/h5/h5.hpp"
+#include "attnbatch/io/output/output_file.hpp"
 #include "support/attnbatch_binary.hpp"
 #include "support/child_process.hpp"
 #include "support/expect_mentions.hpp"
@@ -9,6 +9,8 @@
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstdio>
@@ -225,6 +227,17 @@ TEST(Inspect, MissingFileIsUnreadable) {
     EXPECT_EQ(run.status, 4);
     expect_mentions(run.err, "nowhere.h5: cannot open: No such file or directory");
     EXPECT_EQ(line_count(run.err), 1u);
+}
+
+// The opening checks of run's inputs: a FIFO with no writer would block the open forever.
+TEST(Inspect, FifoIsRefusedNotWaitedOn) {
+    const TempDir dir;
+    const std::string path = dir.file("stream.h5");
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+    const Outcome run = attnbatch({"inspect", path});
+    EXPECT_EQ(run.status, 4);
+    expect_mentions(run.err, path + ": is a FIFO, expected a regular HDF5 file");
+    EXPECT_EQ(line_count(run.err), 1u) << run.err;
 }
 
 TEST(Inspect, WrongRankDatasetIsNamed) {

@@ -1,4 +1,4 @@
-// `attnbatch run` on bad input: one test per validation rule (SPEC.md, io/input.hpp). Every
+// `attnbatch run` on bad input: one test per validation rule (SPEC.md, io/input/input_spec.hpp). Every
 // case asserts what a user relies on:
 //   - the exit code: 2 usage/configuration, 3 invalid input, 4 I/O;
 //   - stderr is ONE line ("attnbatch run: error: ...") naming the offending dataset, file or
@@ -179,7 +179,7 @@ TEST_F(RunBadInput, EmptyInputFile) {
 }
 
 // The first half of a valid file: it has the HDF5 signature but is corrupt content, which
-// input.hpp classes as invalid input (3), not as a file that cannot be opened or read (4).
+// input_spec.hpp classes as invalid input (3), not as a file that cannot be opened or read (4).
 TEST_F(RunBadInput, TruncatedHdf5File) {
     const std::string whole = dir_.file("whole.h5");
     ASSERT_EQ(attnbatch({"generate", "--output", whole, "--num-seqs", "16", "--seq-len", "16", "--dim", "8"}).status, 0);

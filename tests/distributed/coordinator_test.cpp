@@ -20,10 +20,11 @@
 #include "attnbatch/distributed/plan.hpp"
 #include "attnbatch/distributed/schedule.hpp"
 #include "attnbatch/distributed/step_io.hpp"
-#include "attnbatch/io/h5.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/input_reader.hpp"
-#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/h5/h5.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
+#include "attnbatch/io/output/output_file.hpp"
 #include "support/kernel_test_support.hpp"
 #include "support/temp_dir.hpp"
 #include "support/thread_comm.hpp"
@@ -708,7 +709,7 @@ TEST(GatherIo, RankZeroReadsAndWritesForEveryRankWithSynchronousSends) {
                 },
                 comm_options);
             ASSERT_TRUE(std::filesystem::exists(output));
-            ASSERT_FALSE(std::filesystem::exists(io::OutputFile::partial_path_for(output)));
+            ASSERT_FALSE(std::filesystem::exists(io::partial_path_for(output)));
             const OutputContents got = read_output(output);
             if (ranks == 1 && schedule == Schedule::static_contiguous) {
                 baseline = got;

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "attnbatch/distributed/step_computer.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/input_reader.hpp"
-#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/kernels/half.hpp"
 #include "attnbatch/kernels/rope.hpp"
 #include "support/kernel_test_support.hpp"

@@ -1,5 +1,5 @@
 // Attributes: every kind round-trips, overwriting is safe, failures name H5Aopen.
-#include "attnbatch/io/h5.hpp"
+#include "attnbatch/io/h5/h5.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // Files: errors carry call, path and HDF5's stack; create never overwrites; the default file
 // format is kept; object kinds; locking failures name the cure.
-#include "attnbatch/io/h5.hpp"
+#include "attnbatch/io/h5/h5.hpp"
 #include "support/file_bytes.hpp"
 #include "support/temp_dir.hpp"
 
@@ -123,18 +123,16 @@ TEST(H5File, LockFailureCarriesTheFileLockingHint) {
     ::close(fd);
 }
 
-TEST(H5File, FileAccessHookSeesTheAccessList) {
+// The default access is this process alone (HDF5's own driver); MPI-IO access is
+// io.mpi.CollectiveOutput's.
+TEST(H5File, DefaultAccessIsThisProcessAlone) {
     const TempDir dir;
-    int calls = 0;
-    FileAccess access;
-    access.configure = [&](hid_t fapl) {
-        ++calls;
-        EXPECT_GE(H5Pset_fclose_degree(fapl, H5F_CLOSE_SEMI), 0);
-    };
+    const FileAccess access;
+    EXPECT_EQ(access.setup(), nullptr);
     File file = File::create(dir.file("a.h5"), access);
+    EXPECT_FALSE(file.uses_mpi_io());
     file.close();
-    File::open(dir.file("a.h5"), FileMode::read_only, access);
-    EXPECT_EQ(calls, 2);
+    EXPECT_FALSE(File::open(dir.file("a.h5"), FileMode::read_only, access).uses_mpi_io());
 }
 
 }  // namespace

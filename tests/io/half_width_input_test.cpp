@@ -6,8 +6,8 @@
 #include "support/temp_dir.hpp"
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
 #include "attnbatch/kernels/bf16.hpp"
 #include "attnbatch/kernels/half.hpp"
 

@@ -3,7 +3,8 @@
 #include "support/h5_files.hpp"
 #include "support/temp_dir.hpp"
 
-#include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
 
 namespace attnbatch::io {
 namespace {

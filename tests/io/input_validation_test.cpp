@@ -4,7 +4,7 @@
 #include "support/h5_files.hpp"
 #include "support/temp_dir.hpp"
 
-#include "attnbatch/io/input.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/kernels/half.hpp"
 
 #include <fcntl.h>

@@ -5,8 +5,9 @@
 #include "support/h5_files.hpp"
 #include "support/temp_dir.hpp"
 
-#include "attnbatch/io/input_reader.hpp"
-#include "attnbatch/io/input_writer.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
+#include "attnbatch/io/input/input_writer.hpp"
 
 #include <sys/stat.h>
 

@@ -1,8 +1,9 @@
 // The FileAccess seam under MPI-IO: every rank creates the output collectively, writes its
 // own sequences with collective transfers (extra ranks with empty shares), and rank 0
 // publishes. Run under mpiexec with 2 or more ranks (see CMakeLists.txt).
-#include "attnbatch/io/h5.hpp"
-#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/h5/h5.hpp"
+#include "attnbatch/io/h5/mpi_io.hpp"
+#include "attnbatch/io/output/output_file.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -65,12 +66,9 @@ void collective_run(int gzip_level) {
 
     OutputOptions options;
     options.paths_prepared = true;
-    options.access.configure = [](hid_t fapl) {
-        ASSERT_GE(H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL), 0);
-    };
+    options.access = mpi_io_access(MPI_COMM_WORLD);
     OutputFile out = OutputFile::create(path, layout, provenance, options);
-    PropertyListHandle transfer(H5Pcreate(H5P_DATASET_XFER));
-    ASSERT_GE(H5Pset_dxpl_mpio(transfer.id(), H5FD_MPIO_COLLECTIVE), 0);
+    ASSERT_TRUE(out.file().uses_mpi_io());
 
     // Ranks 0 and 1 split the sequences; any further rank writes empty ranges, in the same
     // number of calls (two blocks each).
@@ -88,7 +86,8 @@ void collective_run(int gzip_level) {
         block.lse = lse.data() + offset * 8;
         block.lengths = lengths.data() + offset;
         block.attention_f32 = attention.data();  // same value everywhere: any offset would do
-        out.write_block(at, end, block, transfer.id());
+        out.write_block(at, end, block, Transfer::collective);
+        EXPECT_EQ(collective_fallback_cause(), "") << "the write fell back to independent I/O";
         at = end;
     }
     out.close_complete();

@@ -1,7 +1,8 @@
 // The progress journal: units recorded as done only at checkpoints, reopened for --resume,
 // damaged data found by its checksum; the identity comparison; the fault specification.
-#include "attnbatch/io/fault_injection.hpp"
-#include "attnbatch/io/journal.hpp"
+#include "attnbatch/io/h5/h5.hpp"
+#include "attnbatch/io/output/fault_injection.hpp"
+#include "attnbatch/io/output/journal.hpp"
 #include "support/output_fixtures.hpp"
 #include "support/temp_dir.hpp"
 
@@ -66,7 +67,7 @@ TEST_F(Journal, ABlockThatIsNotWholeUnitsIsALogicError) {
 
 // ---- Spans: pieces of a sequence's rows and the packed layout ----
 
-// Canonical buffers of a span (output.hpp): values from the absolute row, so any misplaced
+// Canonical buffers of a span (output_file.hpp): values from the absolute row, so any misplaced
 // value shows.
 struct SpanData {
     std::vector<float> output, lse, attention;

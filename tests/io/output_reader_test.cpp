@@ -5,9 +5,9 @@
 #include "support/h5_files.hpp"
 #include "support/temp_dir.hpp"
 
-#include "attnbatch/io/attention_maps.hpp"
-#include "attnbatch/io/output_reader.hpp"
-#include "attnbatch/io/schema_names.hpp"
+#include "attnbatch/io/output/attention_maps.hpp"
+#include "attnbatch/io/output/output_reader.hpp"
+#include "attnbatch/io/h5/schema_names.hpp"
 #include "support/output_fixtures.hpp"
 
 #include <unistd.h>
@@ -140,7 +140,7 @@ TEST(OutputReader, IncompleteOutputAndNoWeights) {
     const RunData data(layout);
     write_output(path, layout, data, false);
 
-    const OutputReader reader(OutputFile::partial_path_for(path));
+    const OutputReader reader(partial_path_for(path));
     EXPECT_FALSE(reader.complete());
     EXPECT_EQ(reader.layout().save_weights, SaveWeights::none);
     EXPECT_EQ(reader.layout().weights_count(), 0);

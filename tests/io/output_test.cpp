@@ -1,8 +1,9 @@
 // The output file: schema (read back by h5py), completion marker, .partial and rename,
 // never overwriting without force, weights subsets, sizes.
-#include "attnbatch/io/h5.hpp"
-#include "attnbatch/io/output.hpp"
-#include "attnbatch/io/output_size.hpp"
+#include "attnbatch/io/h5/h5.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/output/output_file.hpp"
+#include "attnbatch/io/output/output_size.hpp"
 #include "attnbatch/kernels/half.hpp"
 #include "support/child_process.hpp"
 #include "support/file_bytes.hpp"

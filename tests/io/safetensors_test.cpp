@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "attnbatch/error.hpp"
-#include "attnbatch/io/safetensors.hpp"
+#include "attnbatch/io/models/safetensors.hpp"
 #include "support/temp_dir.hpp"
 
 namespace attnbatch::io {

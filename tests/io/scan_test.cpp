@@ -3,8 +3,8 @@
 #include "support/h5_files.hpp"
 #include "support/temp_dir.hpp"
 
-#include "attnbatch/io/chunking.hpp"
-#include "attnbatch/io/scan.hpp"
+#include "attnbatch/io/h5/chunking.hpp"
+#include "attnbatch/io/h5/scan.hpp"
 
 #include <cmath>
 #include <limits>

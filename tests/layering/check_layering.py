@@ -5,18 +5,33 @@ usage: check_layering.py [ROOT]        (ROOT: the repository, by default this sc
 
 The layers, lowest first: kernels <- io <- distributed <- cli. A file belongs to the layer of
 its folder, src/<layer>/ or include/attnbatch/<layer>/; include/attnbatch/error.hpp is shared
-by io, distributed and cli, not by the kernels. The rules:
+by io, distributed and cli, not by the kernels. io is split into rooms, lowest first:
+h5 <- output <- models <- input, each file in src/io/<room>/ or include/attnbatch/io/<room>/:
+
+  h5      the checked HDF5 wrappers, MPI-IO access, dataset rules and file schemas;
+  output  the output file and its journal, staging, publication and path rules (writing any
+          file goes through them);
+  models  the projection-weights format (its rules, reader and writer) and model import;
+  input   describing, validating, scanning, reading and writing a run's input (an input
+          may carry projection weights).
+
+The rules:
 
   layers        a file includes files of its own layer and of lower layers only;
+  rooms         an io file lies in a room, and includes files of its own room and of lower
+                rooms only;
   HDF5          <hdf5.h>, <hdf5_hl.h>, <H5*.h> only in io;
+  HDF5 inside   no file of distributed or cli, and no public header of io's output, models
+                and input rooms, reaches an HDF5 header through the project's headers,
+                however indirectly (hid_t stays inside io);
   MPI           <mpi.h> (and Open MPI's other mpi*.h) only in distributed (the MPI Comm) and
                 io (parallel HDF5 opens files through MPI-IO); never in cli or kernels;
   kernels       a kernel file includes only the C and C++ standard libraries, intrinsics
                 headers, <omp.h>, and kernel files.
 
 Prints one line per broken rule, "FILE:LINE: #include X: RULE", and exits 1 when any rule is
-broken; 0 and one summary line otherwise. Only direct includes are checked: what a header
-pulls in is checked where that header lives.
+broken; 0 and one summary line otherwise. The rules but "HDF5 inside" judge direct includes
+only: what a header pulls in is checked where that header lives.
 """
 import os
 import re
@@ -25,6 +40,14 @@ import sys
 LAYERS = ("kernels", "io", "distributed", "cli")
 SHARED_ERROR = "error"  # include/attnbatch/error.hpp: above the kernels, below io
 ORDER = {"kernels": 0, SHARED_ERROR: 1, "io": 2, "distributed": 3, "cli": 4}
+
+# io's rooms, lowest first (see the docstring).
+IO_ROOMS = ("h5", "output", "models", "input")
+ROOM_ORDER = {room: rank for rank, room in enumerate(IO_ROOMS)}
+# Who must not reach HDF5 through any chain of project includes: every file of these layers,
+# and the public headers of these io rooms.
+HDF5_FREE_LAYERS = ("distributed", "cli")
+HDF5_FREE_PUBLIC_ROOMS = ("output", "models", "input")
 
 SOURCE_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".ipp", ".inl", ".tpp", ".c", ".cc", ".cpp", ".cxx")
 
@@ -76,6 +99,20 @@ def layer_of(relative):
     return None
 
 
+def room_of(relative):
+    """The io room of a repository-relative io path, or None when it lies in none."""
+    parts = relative.split("/")
+    if parts[:2] == ["src", "io"] and len(parts) >= 4 and parts[2] in IO_ROOMS:
+        return parts[2]
+    if parts[:3] == ["include", "attnbatch", "io"] and len(parts) >= 5 and parts[3] in IO_ROOMS:
+        return parts[3]
+    return None
+
+
+def rooms_at_or_below(room):
+    return ", ".join(IO_ROOMS[:ROOM_ORDER[room] + 1])
+
+
 def describe_layer(layer):
     return "include/attnbatch/error.hpp" if layer == SHARED_ERROR else layer
 
@@ -113,10 +150,14 @@ def code_lines(text):
 def resolve(root, including, name, quoted):
     """The repository-relative path of a project file `name` refers to, or None (a system or
     third-party header). Quoted names are looked up next to the including file first, as the
-    compiler does; both forms then under include/."""
+    compiler does, then in its layer's private folder src/<layer>/ (io's sources include
+    "h5/check.hpp" so); both forms then under include/."""
     candidates = []
     if quoted:
         candidates.append(os.path.join(os.path.dirname(os.path.join(root, including)), name))
+        layer = layer_of(including)
+        if layer in LAYERS:
+            candidates.append(os.path.join(root, "src", layer, name))
     candidates.append(os.path.join(root, "include", name))
     for candidate in candidates:
         if os.path.isfile(candidate):
@@ -141,6 +182,10 @@ def check_include(root, relative, layer, delimiter, name):
                 return "kernels must not include include/attnbatch/error.hpp (shared by io, distributed and cli only)"
             return "upward include: %s must not include %s (%s may include only %s)" % (
                 layer, target_layer, layer, allowed_below(layer))
+        room, target_room = room_of(relative), room_of(target)
+        if layer == "io" and target_layer == "io" and room and target_room and ROOM_ORDER[target_room] > ROOM_ORDER[room]:
+            return "upward include inside io: %s must not include %s (%s may include only %s)" % (
+                room, target_room, room, rooms_at_or_below(room))
         return None
     for pattern, layers, rule in RESTRICTED:
         if pattern.match(os.path.basename(name)):
@@ -165,32 +210,97 @@ def source_files(root):
                     yield os.path.relpath(os.path.join(directory, file), root).replace(os.sep, "/")
 
 
+def parse_includes(root, relative):
+    """(line number, delimiter, name, computed text) of each #include of a file."""
+    with open(os.path.join(root, relative), encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    found = []
+    for number, line in code_lines(text):
+        match = INCLUDE.match(line)
+        if match:
+            found.append((number,) + match.groups())
+    return found
+
+
+def shown(delimiter, name, computed):
+    if delimiter is None:
+        return "#include %s" % computed.strip()
+    return "#include %s%s%s" % (delimiter, name, '"' if delimiter == '"' else ">")
+
+
+def must_stay_hdf5_free(relative):
+    layer = layer_of(relative)
+    if layer in HDF5_FREE_LAYERS:
+        return True
+    return layer == "io" and relative.startswith("include/") and room_of(relative) in HDF5_FREE_PUBLIC_ROOMS
+
+
+def hdf5_chains(root, files, includes):
+    """For each project file that reaches an HDF5 header through project includes, the chain:
+    [file, ..., the file that includes it, "<hdf5 header>"]."""
+    chains, visiting = {}, set()
+
+    def chain_of(relative):
+        if relative in chains:
+            return chains[relative]
+        if relative in visiting or relative not in includes:
+            return None
+        visiting.add(relative)
+        found = None
+        for _number, delimiter, name, _computed in includes[relative]:
+            if delimiter is None:
+                continue
+            target = resolve(root, relative, name, delimiter == '"')
+            if target is None:
+                if HDF5.match(os.path.basename(name)):
+                    found = [relative, "<%s>" % name]
+                    break
+                continue
+            below = chain_of(target)
+            if below:
+                found = [relative] + below
+                break
+        visiting.discard(relative)
+        chains[relative] = found
+        return found
+
+    for relative in files:
+        chain_of(relative)
+    return chains
+
+
 def check_tree(root):
     """(violation lines, number of files checked)."""
-    violations, checked = [], 0
-    for relative in source_files(root):
-        checked += 1
+    violations = []
+    files = list(source_files(root))
+    includes = {}
+    for relative in files:
         layer = layer_of(relative)
         if layer is None:
             violations.append("%s:1: (file): in no layer; put it under src/<layer>/ or include/attnbatch/<layer>/ "
                               "(layers: %s)" % (relative, ", ".join(LAYERS)))
             continue
-        with open(os.path.join(root, relative), encoding="utf-8", errors="replace") as f:
-            text = f.read()
-        for number, line in code_lines(text):
-            match = INCLUDE.match(line)
-            if not match:
-                continue
-            delimiter, name, computed = match.groups()
+        if layer == "io" and room_of(relative) is None:
+            violations.append("%s:1: (file): in no io room; put it under src/io/<room>/ or include/attnbatch/io/<room>/ "
+                              "(rooms: %s)" % (relative, ", ".join(IO_ROOMS)))
+        includes[relative] = parse_includes(root, relative)
+        for number, delimiter, name, computed in includes[relative]:
             if delimiter is None:
-                shown = "#include %s" % computed.strip()
                 rule = "a computed include cannot be checked; name the header"
             else:
-                shown = "#include %s%s%s" % (delimiter, name, '"' if delimiter == '"' else ">")
                 rule = check_include(root, relative, layer, delimiter, name)
             if rule:
-                violations.append("%s:%d: %s: %s" % (relative, number, shown, rule))
-    return violations, checked
+                violations.append("%s:%d: %s: %s" % (relative, number, shown(delimiter, name, computed), rule))
+    chains = hdf5_chains(root, files, includes)
+    for relative in files:
+        if relative not in includes or not must_stay_hdf5_free(relative):
+            continue
+        for number, delimiter, name, computed in includes[relative]:
+            target = resolve(root, relative, name, delimiter == '"') if delimiter else None
+            if target and chains.get(target):
+                violations.append("%s:%d: %s: HDF5 stays inside io, but this reaches %s through %s" % (
+                    relative, number, shown(delimiter, name, computed), chains[target][-1], " -> ".join(chains[target][:-1])))
+    return violations, len(files)
 
 
 def main(argv):

@@ -1,7 +1,7 @@
 // Small HDF5 files for tests, written and read back through the io layer.
 #pragma once
 
-#include "attnbatch/io/h5.hpp"
+#include "attnbatch/io/h5/h5.hpp"
 
 #include <gtest/gtest.h>
 

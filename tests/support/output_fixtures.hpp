@@ -2,7 +2,7 @@
 // derive from their position, so that any misplaced row shows.
 #pragma once
 
-#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/kernels/half.hpp"
 
 #include <algorithm>

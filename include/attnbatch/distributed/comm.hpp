@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "attnbatch/io/h5_file.hpp"
+#include "attnbatch/io/h5/file_access.hpp"
 
 namespace attnbatch::distributed {
 

@@ -39,10 +39,11 @@
 #include "attnbatch/distributed/plan.hpp"
 #include "attnbatch/distributed/resume.hpp"
 #include "attnbatch/distributed/step_computer.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/input_reader.hpp"
-#include "attnbatch/io/output.hpp"
-#include "attnbatch/io/output_size.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
+#include "attnbatch/io/output/output_file.hpp"
+#include "attnbatch/io/output/output_size.hpp"
 #include "attnbatch/kernels/attention.hpp"
 
 namespace attnbatch::distributed {

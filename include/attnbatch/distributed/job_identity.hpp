@@ -10,13 +10,14 @@
 #include <vector>
 
 #include "attnbatch/distributed/step_computer.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/input_reader.hpp"
-#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
+#include "attnbatch/io/output/output_file.hpp"
 
 namespace attnbatch::distributed {
 
-// "key = value" lines (journal.hpp). Input files are named by their real path, size and
+// "key = value" lines (io/output/journal.hpp). Input files are named by their real path, size and
 // modification time: rewriting an input in place between attempts changes its identity.
 std::string job_identity(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
                             const std::vector<std::int32_t>& lengths, const AttentionSettings& settings,

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "attnbatch/distributed/plan.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/kernels/attention.hpp"
 
 namespace attnbatch::distributed {

@@ -9,15 +9,15 @@
 
 #include "attnbatch/distributed/comm.hpp"
 #include "attnbatch/distributed/plan.hpp"
-#include "attnbatch/io/journal.hpp"
-#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/output/journal.hpp"
+#include "attnbatch/io/output/output_file.hpp"
 
 namespace attnbatch::distributed {
 
 struct ResumeState {
     enum State : std::int64_t { fresh = 0, partial = 1, complete = 2 };
     std::int64_t state = fresh;
-    std::vector<std::int64_t> unit_bounds;  // the partial run's units (journal.hpp positions)
+    std::vector<std::int64_t> unit_bounds;  // the partial run's units (io/output/journal.hpp positions)
     std::vector<std::int64_t> unit_rows;    // empty when none is a piece
     std::vector<std::int64_t> done;         // 1 where done and its checksum still matches
     std::string summary;                    // one line for the user, rank 0 only ("" when fresh without --resume)

@@ -6,8 +6,9 @@
 #include <string>
 
 #include "attnbatch/distributed/comm.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/input_reader.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
 
 namespace attnbatch::distributed {
 

@@ -9,9 +9,10 @@
 #include <memory>
 #include <optional>
 
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/input_reader.hpp"
-#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/models/weights_reader.hpp"
+#include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/kernels/attention.hpp"
 
 namespace attnbatch::distributed {

@@ -13,9 +13,9 @@
 #include "attnbatch/distributed/agreement.hpp"
 #include "attnbatch/distributed/comm.hpp"
 #include "attnbatch/distributed/schedule.hpp"
-#include "attnbatch/io/input.hpp"
-#include "attnbatch/io/input_reader.hpp"
-#include "attnbatch/io/output.hpp"
+#include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/io/output/output_file.hpp"
 
 namespace attnbatch::distributed {
 

@@ -42,7 +42,7 @@ const char* key_of(Phase phase) noexcept;
 void install_stop_handlers() noexcept;
 
 // The run enters `phase` (every rank, in order). Records when, for the --report, and strikes
-// the fault armed for this phase's site, if any (fault_injection.hpp).
+// the fault armed for this phase's site, if any (io/output/fault_injection.hpp).
 void enter_phase(Phase phase);
 Phase current_phase() noexcept;
 // Wall-clock time (seconds since the Unix epoch) at which `phase` was last entered, or 0

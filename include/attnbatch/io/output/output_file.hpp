@@ -1,0 +1,164 @@
+// The output file of a run, exactly as SPEC.md "Output file" describes it:
+//   /output     float32 [N, L, D_out]                      labels N, L, D
+//   /attention  float32 or float16 [B-A, H, L, L]           labels N, H, L_q, L_k
+//               ([B-A, 1, L, L] for the mean over heads; attribute first_sequence = A)
+//   /lse        float32 [N, H, L]                           labels N, H, L
+//   /lengths    int32 [N]                                   label N
+//   /config     scalar UTF-8 string: the full resolved configuration
+// plus root attributes for provenance and `complete`, 0 until finalize() sets it to 1, and
+// dimension scales /N, /L, /D_out, /H, /L_k (and /N_w, /H_mean for a subset or the mean of the
+// attention maps) attached to every axis, so that netCDF readers show the axes' names.
+//
+// The file is written as OUTPUT.partial and renamed to OUTPUT only once complete, so a file
+// named OUTPUT is always whole; an existing OUTPUT is replaced (with force) only by that
+// final rename, never deleted before.
+//
+// The packed layout (SPEC.md "packed layout", for a packed input) stores the rows of every
+// sequence end to end instead:
+//   /output     float32 [T, D_out]                         labels T, D
+//   /lse        float32 [H, T]                             labels H, T
+//   /offsets    int64 [N+1]: sequence n is rows [offsets[n], offsets[n+1])
+//   /lengths    int32 [N], /attention as above, per sequence with L the longest sequence (a
+//               map's rows past its sequence's length stay zero, as HDF5 allocates them)
+// and the root attribute sequence_layout = "packed".
+//
+// Progress for resuming is the journal (journal.hpp): units are recorded as done, with a
+// checksum, by checkpoint() once their data is flushed. /lengths is also filled with -1 and
+// /lse with NaN at creation, so a reader sees unwritten sequences as such; /output and (but in
+// the packed layout) /attention, which the run writes whole, are never filled: filling them
+// at creation would write every byte of the output twice.
+#pragma once
+
+#include "attnbatch/error.hpp"
+#include "attnbatch/io/h5/file_access.hpp"
+#include "attnbatch/io/h5/transfer.hpp"
+#include "attnbatch/io/output/journal.hpp"
+#include "attnbatch/io/output/output_layout.hpp"
+#include "attnbatch/io/output/output_paths.hpp"
+#include "attnbatch/io/output/provenance.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attnbatch::io {
+
+class File;  // h5/file.hpp
+
+struct OutputOptions {
+    bool force = false;  // replace an existing OUTPUT at the final rename; discard a stale .partial
+    FileAccess access;
+    // The caller already ran prepare_output_path(). Under MPI one rank must do that before
+    // the collective create: a rank still checking would otherwise see the new .partial.
+    bool paths_prepared = false;
+    // The units the run will record as done (see journal.hpp); without it no journal is
+    // written and checkpoint() only flushes.
+    std::optional<JournalPlan> journal;
+    // Packed layout: /offsets is written at creation, each of `writers` ranks of a collective
+    // creation its part `writer` (independent writes of disjoint rows).
+    int writer = 0, writers = 1;
+};
+
+class OutputFile {
+public:
+    // Creates OUTPUT.partial with every dataset, label and attribute (complete = 0) and
+    // flushes it. Error: exit 2 when OUTPUT (or a stale .partial) exists without
+    // force or the layout is unusable; exit 4 when the file cannot be created.
+    static OutputFile create(const std::string& output_path, const OutputLayout& layout,
+                             const Provenance& provenance, const OutputOptions& options = {});
+    // Opens OUTPUT.partial read-write to go on with it (--resume); the layout must be the
+    // one it was created with (the journal's identity says so). Collective under MPI-IO.
+    // Error exit 4 when it cannot be opened or has no journal.
+    static OutputFile reopen(const std::string& output_path, const OutputLayout& layout,
+                             const FileAccess& access = {}, FileMode mode = FileMode::read_write);
+
+    const OutputLayout& layout() const noexcept { return layout_; }
+    const std::string& path() const noexcept { return path_; }  // the final OUTPUT
+    std::string partial_path() const { return partial_path_for(path_); }
+    bool force() const noexcept { return force_; }  // publishing may replace an existing OUTPUT
+    // Sequences per /output chunk: work units that are multiples of it write whole chunks.
+    std::int64_t sequences_per_chunk() const noexcept { return sequences_per_chunk_; }
+    File& file() noexcept;  // the HDF5 file itself, for io's tests
+
+    // Writes sequences [first, last) of every dataset (lengths last). Collective under
+    // MPI-IO: every rank calls it the same number of times, with an empty range if need be.
+    // With a journal, [first, last) must be whole units; their checksums wait for checkpoint().
+    void write_block(std::int64_t first, std::int64_t last, const OutputBlock& block,
+                     Transfer transfer = Transfer::independent);
+    // Writes a span (any layout, whole sequences or a piece) from a block in the canonical
+    // layout above; the same one H5Dwrite per dataset, in the same order, as write_block(), so
+    // ranks writing spans of either kind meet in every collective write. With a journal the
+    // span must be whole units.
+    void write_span(const OutputSpan& span, const OutputBlock& block, Transfer transfer = Transfer::independent);
+
+    void flush();
+    // Flush, record the units written since the last checkpoint as done, flush again.
+    // Collective under MPI-IO (every rank, the same number of times). Under MPI-IO, an
+    // uncompressed output is not flushed here: see checkpoint_flushes().
+    void checkpoint(Transfer transfer = Transfer::independent);
+    // Whether checkpoint() flushes. Under MPI-IO a flush syncs the file to its device on every
+    // rank, a wait for the disk each round. An uncompressed output needs no flush to be
+    // resumable: every dataset is placed at creation (whose flush wrote all the metadata), so
+    // no write changes metadata, and MPI-IO caches no data, so a write is in the file once it
+    // returns and survives the process being killed. (Writes still in the operating system's
+    // cache when a node crashes fail their checksum on --resume and are computed again.)
+    bool checkpoint_flushes() const noexcept { return checkpoint_flushes_; }
+    // The journal as stored (serial: reads with the default transfer).
+    JournalState journal_state() const;
+    // The units marked done whose data no longer match their checksum, read back unit by
+    // unit (memory: one unit's data); only units [first_unit, last_unit) when given, so that
+    // a caller can check a large file in slices.
+    std::vector<std::int64_t> units_failing_checksum(const JournalState& state, std::size_t first_unit = 0,
+                                                     std::size_t last_unit = SIZE_MAX) const;
+    // complete = 1, flush, close every object and the file. Collective under MPI-IO.
+    void close_complete();
+    // Flush and close, complete stays 0: the end of a failed or interrupted run, called on
+    // purpose (collective under MPI-IO) rather than left to the destructor.
+    void close_incomplete();
+    // close_complete(), then publish_output(): the serial end of a run.
+    void finalize();
+
+    OutputFile(OutputFile&&) noexcept;
+    OutputFile& operator=(OutputFile&&) noexcept;
+    ~OutputFile();
+
+private:
+    OutputFile();
+    struct Handles;  // the file and its datasets (output_handles.hpp)
+    std::unique_ptr<Handles> h5_;
+    OutputLayout layout_;
+    std::string path_;
+    bool force_ = false;
+    std::int64_t sequences_per_chunk_ = 1;
+    void create_journal(const JournalPlan& plan);
+    void remember_checksums(std::int64_t first, std::int64_t last, const OutputBlock& block);
+    void remember_span_checksums(const OutputSpan& span, const OutputBlock& block);
+    void open_journal();
+    void create_padded(const Provenance& provenance, const OutputOptions& options);
+    void create_packed(const OutputOptions& options);
+    // The journal's units [begin, end) making up a span (std::logic_error when it is not whole units).
+    std::pair<std::size_t, std::size_t> units_of(const OutputSpan& span) const;
+    OutputSpan unit_span(std::size_t unit) const;
+    // XXH3-64 of a span's data as stored (span_checksum() of it read back).
+    std::uint64_t stored_checksum(const OutputSpan& span) const;
+    std::vector<std::int64_t> unit_bounds_, unit_rows_;
+    std::vector<std::pair<std::int64_t, std::int64_t>> pending_;  // (unit, checksum) written, not yet recorded
+    bool checkpoint_flushes_ = true;
+    void prepare_checkpoints();  // after create or reopen
+    // Flush, close every dataset, then the file (checked: HDF5 keeps a file with open objects
+    // open); `what` names the step in the message of a failure.
+    void flush_and_close(const char* what);
+};
+
+// The identity recorded in a partial output's journal (journal.hpp), read without opening
+// anything else. Error exit 4 when the file cannot be read or has no journal.
+std::string read_journal_identity(const std::string& partial_path);
+
+// The identity a complete OUTPUT records in the journal it keeps (journal.hpp); nullopt when it
+// has none (an output of an older version). Error exit 4 when the file cannot be read.
+std::optional<std::string> read_output_identity(const std::string& output_path);
+
+}  // namespace attnbatch::io

@@ -1,0 +1,106 @@
+// Bounded-memory scans over whole datasets.
+#include "attnbatch/io/h5/scan.hpp"
+
+#include "attnbatch/io/h5/dataset.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace attnbatch::io {
+
+Dims unravel_index(std::uint64_t flat, const Dims& dims) {
+    Dims index(dims.size(), 0);
+    for (std::size_t axis = dims.size(); axis-- > 0;) {
+        if (dims[axis] == 0) continue;
+        index[axis] = flat % dims[axis];
+        flat /= dims[axis];
+    }
+    return index;
+}
+
+void scan_blocks(const Dataset& dataset, std::size_t max_bytes, MemType type,
+                 const std::function<bool(const Slab& block, const void* data, std::size_t count)>& visit,
+                 std::uint64_t first, std::uint64_t last) {
+    const Dims full = dataset.dims();
+    // The scan covers rows [first, last) of the first axis; offsets stay those of the dataset.
+    Dims dims = full;
+    if (!dims.empty()) dims[0] = std::min<std::uint64_t>(full[0], std::min<std::uint64_t>(last, full[0]));
+    const std::uint64_t begin0 = dims.empty() ? 0 : std::min<std::uint64_t>(first, dims[0]);
+    const std::size_t element = mem_type_size(type);
+    const std::size_t budget = std::max(max_bytes, element);
+    if (dims.empty()) {
+        std::vector<unsigned char> buffer(element);
+        read_slab(dataset, Slab{}, type, buffer.data(), 1);
+        visit(Slab{}, buffer.data(), 1);
+        return;
+    }
+    if (std::find(dims.begin(), dims.end(), std::uint64_t{0}) != dims.end() || begin0 >= dims[0]) return;
+
+    // The outermost axis whose trailing box (that axis's single index times every inner
+    // axis) fits the budget: blocks span several indices along it and all inner axes whole.
+    // Grown from the innermost axis and compared by division, so a declared shape of more
+    // than 2^64 bytes cannot wrap the arithmetic into a small buffer.
+    const std::size_t rank = dims.size();
+    const std::size_t limit = budget / element;  // elements per block, >= 1
+    std::size_t axis = rank - 1;
+    std::size_t inner = 1;
+    while (axis > 0 && dims[axis] <= limit / inner) {
+        inner *= static_cast<std::size_t>(dims[axis]);
+        --axis;
+    }
+    const std::uint64_t step = std::min<std::uint64_t>(dims[axis], std::max<std::size_t>(1, limit / inner));
+    std::vector<unsigned char> buffer(static_cast<std::size_t>(step) * inner * element);
+
+    Slab block{Dims(rank, 0), dims};
+    for (std::size_t outer = 0; outer < axis; ++outer) block.count[outer] = 1;
+    block.offset[0] = begin0;
+    while (true) {
+        for (std::uint64_t start = axis == 0 ? begin0 : 0; start < dims[axis]; start += step) {
+            block.offset[axis] = start;
+            block.count[axis] = std::min(step, dims[axis] - start);
+            const std::size_t count = static_cast<std::size_t>(block.count[axis]) * inner;
+            read_slab(dataset, block, type, buffer.data(), count);
+            if (!visit(block, buffer.data(), count)) return;
+        }
+        // Advance the odometer over the axes outside the block.
+        std::size_t outer = axis;
+        while (outer > 0) {
+            --outer;
+            if (++block.offset[outer] < dims[outer]) break;
+            block.offset[outer] = outer == 0 ? begin0 : 0;
+            if (outer == 0) return;
+        }
+        if (axis == 0) return;
+    }
+}
+
+std::optional<BadValue> find_first_non_finite(const Dataset& dataset, std::size_t max_bytes, double max_magnitude,
+                                              std::uint64_t first, std::uint64_t last) {
+    std::optional<BadValue> found;
+    // float16 and bfloat16 as their bits (HDF5 converts them at about 20 MB/s), widened here.
+    const std::optional<MemType> bits = dataset.type_info().half_width_bits();
+    std::vector<double> wide;
+    std::vector<float> narrow_values;
+    scan_blocks(dataset, max_bytes, bits ? *bits : MemType::f64, [&](const Slab& block, const void* data, std::size_t count) {
+        const double* values = static_cast<const double*>(data);
+        if (bits) {
+            narrow_values.resize(count);
+            widen_half_width(*bits, static_cast<const std::uint16_t*>(data), narrow_values.data(), count);
+            wide.assign(narrow_values.begin(), narrow_values.end());
+            values = wide.data();
+        }
+        for (std::size_t i = 0; i < count; ++i) {
+            if (std::isfinite(values[i]) && std::fabs(values[i]) <= max_magnitude) continue;
+            // Blocks are boxes: offset the block's own multi-index by its corner.
+            Dims index = unravel_index(i, block.count);
+            for (std::size_t axis = 0; axis < index.size(); ++axis) index[axis] += block.offset[axis];
+            found = BadValue{std::move(index), values[i]};
+            return false;
+        }
+        return true;
+    }, first, last);
+    return found;
+}
+
+}  // namespace attnbatch::io

@@ -1,0 +1,234 @@
+// Reading blocks of validated input as float32.
+#include "attnbatch/io/input/input_reader.hpp"
+
+#include "attnbatch/error.hpp"
+#include "attnbatch/io/h5/error.hpp"
+#include "attnbatch/io/h5/schema_names.hpp"
+#include "h5/open_checked.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+
+namespace attnbatch::io {
+
+struct InputReader::Files {
+    explicit Files(File opened) : file(std::move(opened)) {}
+    File file;
+    std::vector<Dataset> data;  // x, or q, k, v
+    std::optional<Dataset> lengths;
+};
+
+InputReader::InputReader(InputReader&&) noexcept = default;
+InputReader& InputReader::operator=(InputReader&&) noexcept = default;
+InputReader::~InputReader() = default;
+
+namespace {
+
+std::vector<Dataset> open_data(const File& file, const InputSpec& spec) {
+    std::vector<Dataset> data;
+    if (spec.mode == InputMode::embeddings) {
+        data.push_back(Dataset::open(file, spec.dataset));
+    } else {
+        for (const std::string* path : {&spec.query, &spec.key, &spec.value}) data.push_back(Dataset::open(file, *path));
+    }
+    return data;
+}
+
+void read_sequences(const Dataset& dataset, std::int64_t first, std::int64_t count, std::vector<float>& out) {
+    const Dims dims = dataset.dims();
+    const std::size_t per_sequence = element_count(Dims(dims.begin() + 1, dims.end()));
+    out.resize(per_sequence * static_cast<std::size_t>(count));
+    const Slab rows = rows_slab(dataset, static_cast<hsize_t>(first), static_cast<hsize_t>(count));
+    // float16 and bfloat16 data: half the bytes read, widened here (HDF5's conversion is slow).
+    if (const std::optional<MemType> bits = dataset.type_info().half_width_bits()) {
+        std::vector<std::uint16_t> narrow(out.size());
+        read_slab(dataset, rows, *bits, narrow.data(), narrow.size());
+        widen_half_width(*bits, narrow.data(), out.data(), out.size());
+        return;
+    }
+    read_slab(dataset, rows, MemType::f32, out.data(), out.size());
+}
+
+// Whether every value is finite: a float is not when its exponent bits are all set.
+bool all_finite(const std::vector<float>& values) {
+    std::uint32_t non_finite = 0;
+    for (const float value : values) {
+        std::uint32_t bits;
+        std::memcpy(&bits, &value, sizeof bits);
+        non_finite |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    return non_finite == 0;
+}
+
+}  // namespace
+
+void InputReader::expect_finite(const InputBlock& block, std::int64_t first, std::int64_t last) const {
+    const std::vector<const std::vector<float>*> arrays =
+        spec_.mode == InputMode::embeddings ? std::vector<const std::vector<float>*>{&block.x}
+                                            : std::vector<const std::vector<float>*>{&block.q, &block.k, &block.v};
+    for (std::size_t i = 0; i < arrays.size(); ++i) {
+        if (all_finite(*arrays[i])) continue;
+        throw Error(exit_invalid_input, spec_.path + ":" + files_->data[i].path() + " has a non-finite value in sequences [" +
+                                            std::to_string(spec_.first_sequence + first) + ", " +
+                                            std::to_string(spec_.first_sequence + last) +
+                                            "), expected finite values everywhere, padding included; hint: replace them, "
+                                            "e.g. numpy.nan_to_num");
+    }
+}
+
+std::int64_t InputBlock::query_rows() const noexcept {
+    if (!piece() || lengths.empty()) return 0;
+    return std::max<std::int64_t>(0, std::min<std::int64_t>(row_last, lengths[0]) - row_first);
+}
+
+InputReader::InputReader(const InputSpec& spec, const FileAccess& access)
+    : spec_(spec), files_(std::make_unique<Files>(detail::open_input_file(spec.path, "--input", access))) {
+    try {
+        files_->data = open_data(files_->file, spec_);
+        if (!spec_.lengths.empty()) files_->lengths.emplace(Dataset::open(files_->file, spec_.lengths));
+        if (spec_.packed) {
+            // Only the selected sequences' offsets (run --sequences), still in the file's rows.
+            const std::vector<std::int64_t> all = read_all<std::int64_t>(Dataset::open(files_->file, spec_.offsets));
+            const auto first = all.begin() + static_cast<std::ptrdiff_t>(spec_.first_sequence);
+            offsets_.assign(first, first + static_cast<std::ptrdiff_t>(spec_.n) + 1);
+        }
+    } catch (const H5Error& error) {
+        detail::rethrow_read_failure(error);
+    }
+}
+
+void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block) {
+    if (first < 0 || first > last || last > spec_.n) {
+        throw std::invalid_argument("InputReader::read: sequences [" + std::to_string(first) + ", " +
+                                    std::to_string(last) + ") outside [0, " + std::to_string(spec_.n) + ")");
+    }
+    block.first = first;
+    block.count = last - first;
+    const std::int64_t stored = spec_.first_sequence + first;  // the row in the file
+    block.row_first = block.row_last = block.key_rows = 0;
+    block.offsets.clear();
+    if (spec_.packed) {
+        read_packed(first, last, block);
+        if (check_values_) expect_finite(block, first, last);
+        return;
+    }
+    try {
+        if (spec_.mode == InputMode::embeddings) {
+            read_sequences(files_->data[0], stored, block.count, block.x);
+        } else {
+            read_sequences(files_->data[0], stored, block.count, block.q);
+            read_sequences(files_->data[1], stored, block.count, block.k);
+            read_sequences(files_->data[2], stored, block.count, block.v);
+        }
+        block.lengths.resize(static_cast<std::size_t>(block.count));
+        if (files_->lengths) {
+            read_rows(*files_->lengths, static_cast<hsize_t>(stored), static_cast<hsize_t>(block.count), block.lengths.data(),
+                      block.lengths.size());
+        } else {
+            std::fill(block.lengths.begin(), block.lengths.end(), static_cast<std::int32_t>(spec_.len));
+        }
+    } catch (const H5Error& error) {
+        detail::rethrow_read_failure(error);
+    }
+    if (check_values_) expect_finite(block, first, last);
+}
+
+std::vector<std::int32_t> InputReader::read_all_lengths() {
+    if (spec_.packed) {
+        std::vector<std::int32_t> lengths(static_cast<std::size_t>(spec_.n));
+        for (std::size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<std::int32_t>(offsets_[i + 1] - offsets_[i]);
+        return lengths;
+    }
+    std::vector<std::int32_t> lengths(static_cast<std::size_t>(spec_.n), static_cast<std::int32_t>(spec_.len));
+    if (!files_->lengths || lengths.empty()) return lengths;
+    try {
+        read_rows(*files_->lengths, static_cast<hsize_t>(spec_.first_sequence), static_cast<hsize_t>(spec_.n), lengths.data(),
+                  lengths.size());
+    } catch (const H5Error& error) {
+        detail::rethrow_read_failure(error);
+    }
+    return lengths;
+}
+
+std::int32_t InputReader::length_of(std::int64_t sequence) {
+    if (spec_.packed) return static_cast<std::int32_t>(offsets_[static_cast<std::size_t>(sequence) + 1] - offsets_[static_cast<std::size_t>(sequence)]);
+    if (!files_->lengths) return static_cast<std::int32_t>(spec_.len);
+    std::int32_t length = 0;
+    read_rows(*files_->lengths, static_cast<hsize_t>(spec_.first_sequence + sequence), 1, &length, 1);
+    return length;
+}
+
+void InputReader::read_packed(std::int64_t first, std::int64_t last, InputBlock& block) {
+    const std::int64_t begin = offsets_[static_cast<std::size_t>(first)], end = offsets_[static_cast<std::size_t>(last)];
+    block.offsets.resize(static_cast<std::size_t>(block.count) + 1);
+    block.lengths.resize(static_cast<std::size_t>(block.count));
+    for (std::int64_t i = 0; i <= block.count; ++i) {
+        block.offsets[static_cast<std::size_t>(i)] = offsets_[static_cast<std::size_t>(first + i)] - begin;
+        if (i < block.count) {
+            block.lengths[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(offsets_[static_cast<std::size_t>(first + i) + 1] -
+                                                                                 offsets_[static_cast<std::size_t>(first + i)]);
+        }
+    }
+    try {
+        if (spec_.mode == InputMode::embeddings) {
+            read_sequences(files_->data[0], begin, end - begin, block.x);
+        } else {
+            read_sequences(files_->data[0], begin, end - begin, block.q);
+            read_sequences(files_->data[1], begin, end - begin, block.k);
+            read_sequences(files_->data[2], begin, end - begin, block.v);
+        }
+    } catch (const H5Error& error) {
+        detail::rethrow_read_failure(error);
+    }
+}
+
+void InputReader::read_piece(std::int64_t sequence, std::int64_t row_first, std::int64_t row_last, std::int64_t key_rows,
+                             InputBlock& block) {
+    if (sequence < 0 || sequence >= spec_.n || row_first < 0 || row_last <= row_first || key_rows < 0) {
+        throw std::invalid_argument("InputReader::read_piece: sequence " + std::to_string(sequence) + " rows [" +
+                                    std::to_string(row_first) + ", " + std::to_string(row_last) + ") keys " +
+                                    std::to_string(key_rows) + " out of range");
+    }
+    block.first = sequence;
+    block.count = 1;
+    block.offsets.clear();
+    block.row_first = row_first;
+    block.row_last = row_last;
+    try {
+        const std::int32_t length = length_of(sequence);
+        block.lengths.assign(1, length);
+        block.key_rows = std::min<std::int64_t>(key_rows, length);
+        const std::int64_t query_end = std::max(row_first, std::min<std::int64_t>(row_last, length));
+        // Rows [begin, end) of one sequence, every other axis whole: a box of [N, L, w],
+        // [N, H, L, d] or, packed, rows of [T, w].
+        const auto read_rows_of = [&](const Dataset& dataset, std::int64_t begin, std::int64_t end, std::vector<float>& out) {
+            const Dims dims = dataset.dims();
+            Slab slab{Dims(dims.size(), 0), dims};
+            if (spec_.packed) {
+                slab.offset[0] = static_cast<hsize_t>(offsets_[static_cast<std::size_t>(sequence)] + begin);
+                slab.count[0] = static_cast<hsize_t>(end - begin);
+            } else {
+                const std::size_t row_axis = dims.size() == 4 ? 2 : 1;
+                slab.offset[0] = static_cast<hsize_t>(spec_.first_sequence + sequence);
+                slab.count[0] = 1;
+                slab.offset[row_axis] = static_cast<hsize_t>(begin);
+                slab.count[row_axis] = static_cast<hsize_t>(end - begin);
+            }
+            out.resize(element_count(slab.count));
+            read_slab(dataset, slab, out.data(), out.size());
+        };
+        if (spec_.mode == InputMode::embeddings) {
+            read_rows_of(files_->data[0], 0, block.key_rows, block.x);
+        } else {
+            read_rows_of(files_->data[0], row_first, query_end, block.q);
+            read_rows_of(files_->data[1], 0, block.key_rows, block.k);
+            read_rows_of(files_->data[2], 0, block.key_rows, block.v);
+        }
+    } catch (const H5Error& error) {
+        detail::rethrow_read_failure(error);
+    }
+}
+
+}  // namespace attnbatch::io

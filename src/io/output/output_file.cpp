@@ -1,0 +1,339 @@
+// Creating and writing the output file (SPEC.md "Output file").
+#include "attnbatch/io/output/output_file.hpp"
+
+#include "attnbatch/io/h5/attribute.hpp"
+#include "attnbatch/io/h5/error.hpp"
+#include "attnbatch/io/h5/schema_names.hpp"
+#include "attnbatch/io/h5/file_paths.hpp"
+#include "output/output_handles.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <limits>
+#include <stdexcept>
+
+namespace attnbatch::io {
+namespace {
+
+[[noreturn]] void usage(const std::string& message) { throw Error(exit_usage, message); }
+
+void check_layout(const OutputLayout& layout, const std::string& path) {
+    const auto fail = [&](const std::string& what) { usage(path + ": cannot create the output: " + what); };
+    if (layout.n < 1 || layout.len < 1 || layout.heads < 1 || layout.d_out < 1) {
+        fail("N, L, H and D_out must be at least 1 (got N = " + std::to_string(layout.n) + ", L = " +
+             std::to_string(layout.len) + ", H = " + std::to_string(layout.heads) + ", D_out = " +
+             std::to_string(layout.d_out) + ")");
+    }
+    if (layout.packed && (!layout.offsets || static_cast<std::int64_t>(layout.offsets->size()) != layout.n + 1 ||
+                          layout.offsets->front() != 0 || layout.tokens() < 1)) {
+        fail("the packed layout needs N + 1 = " + std::to_string(layout.n + 1) + " offsets from 0 and at least one row");
+    }
+    if (layout.gzip_level < 0 || layout.gzip_level > 9) {
+        fail("--compression gzip level " + std::to_string(layout.gzip_level) + ", expected 1-9");
+    }
+    if (layout.save_weights != SaveWeights::none) {
+        const std::int64_t first = layout.weights_first;
+        const std::int64_t last = layout.weights_end();
+        if (first < 0 || first >= last || last > layout.n) {
+            fail("--weights-seqs " + std::to_string(first) + ":" + std::to_string(last) +
+                 ", expected 0 <= A < B <= N = " + std::to_string(layout.n));
+        }
+    }
+}
+
+// What a dataset's storage holds before the run writes there: a marker of unwritten
+// sequences (NaN in /lse, -1 in /lengths: see the header), zeros where the run leaves some
+// elements unwritten for good (the packed layout's maps past a sequence's length), or nothing
+// at all where the run writes every element (filling it at allocation would write it twice).
+struct Fill {
+    enum Kind { zeros, marker, none } kind = zeros;
+    double value = 0.0;  // the marker
+};
+constexpr Fill kWrittenWhole{Fill::none, 0.0};
+Fill marker(double value) { return Fill{Fill::marker, value}; }
+
+Dataset make_dataset(const File& file, const std::string& path, const Datatype& type, const Dims& dims,
+                     std::size_t element_size, const OutputLayout& layout, const std::vector<std::string>& labels,
+                     Fill fill = {}) {
+    DatasetCreation creation;
+    creation.chunk = chunk_shape(dims, element_size, layout.chunk_bytes);
+    creation.gzip_level = layout.gzip_level;
+    // Uncompressed, the file's layout is then fixed at creation: a resumed run writes the
+    // same bytes at the same places as an uninterrupted one, and a crash between flushes
+    // cannot leave chunk-index updates half written. (Compressed chunks are sized only when
+    // written, so they cannot be placed early.)
+    creation.allocate_early = layout.gzip_level == 0;
+    if (fill.kind == Fill::marker) {
+        creation.has_fill = true;
+        creation.fill_value = fill.value;
+    }
+    // Compressed chunks are allocated as they are written, with no fill to skip.
+    creation.fill_never = fill.kind == Fill::none && creation.allocate_early;
+    Dataset dataset = Dataset::create(file, path, type, dims, creation);
+    set_dimension_labels(dataset, labels);
+    return dataset;
+}
+
+void write_provenance(const File& file, const OutputLayout& layout, const Provenance& provenance) {
+    set_text_attribute(file, attribute::format, format::output);
+    set_int_attribute(file, attribute::format_version, 1);
+    set_text_attribute(file, attribute::version, provenance.version);
+    set_text_attribute(file, attribute::creation_time,
+                       provenance.creation_time.empty() ? creation_time_now() : provenance.creation_time);
+    set_text_attribute(file, attribute::input_file, provenance.input_file);
+    if (!provenance.input_file_absolute.empty()) {
+        set_text_attribute(file, attribute::input_file_absolute, provenance.input_file_absolute);
+    }
+    if (!provenance.weights_file.empty()) {
+        set_text_attribute(file, attribute::weights_file, provenance.weights_file);
+        set_text_attribute(file, attribute::weights_file_absolute, provenance.weights_file_absolute);
+    }
+    set_int_attribute(file, attribute::first_sequence, layout.first_sequence);
+    set_text_attribute(file, attribute::input_dataset, provenance.input_dataset);
+    set_int_attribute(file, attribute::heads, provenance.heads);
+    set_int_attribute(file, attribute::kv_heads, provenance.kv_heads > 0 ? provenance.kv_heads : provenance.heads);
+    set_int_attribute(file, attribute::d_k, provenance.d_k);
+    set_int_attribute(file, attribute::d_v, provenance.d_v);
+    set_real_attribute(file, attribute::rope_theta, provenance.rope_theta);
+    set_int_attribute(file, attribute::causal, provenance.causal ? 1 : 0);
+    set_real_attribute(file, attribute::scale, provenance.scale);
+    set_text_attribute(file, attribute::save_weights, name_of(layout.save_weights));
+    set_text_attribute(file, attribute::weights_dtype, name_of(layout.weights_dtype));
+    set_int_array_attribute(file, attribute::weights_sequences,
+                            {layout.first_sequence + layout.weights_first, layout.first_sequence + layout.weights_end()});
+    set_int_attribute(file, attribute::ranks, provenance.ranks);
+    set_int_attribute(file, attribute::threads, provenance.threads);
+    set_text_attribute(file, attribute::io_mode, provenance.io_mode);
+    set_text_attribute(file, attribute::precision, provenance.precision);
+    set_text_attribute(file, attribute::config_dataset, dataset::config);
+    // Attributes stop near 64 KiB; the configuration may not.
+    write_text_dataset(file, dataset::config, provenance.config);
+    set_int_attribute(file, attribute::complete, 0);
+}
+
+// The netCDF view of the output: one scale per distinct axis, attached to every axis it
+// measures. /attention's first axis is N only when it holds every sequence, and its head
+// axis H only when it holds every head.
+void attach_dimension_scales(const File& file, const OutputLayout& layout, const Dataset& output, const Dataset& lse,
+                             const Dataset& lengths, const std::optional<Dataset>& attention) {
+    const auto count = [](std::int64_t value) { return static_cast<hsize_t>(value); };
+    const Dataset n = create_dimension_scale(file, dimension::n, count(layout.n));
+    const Dataset len = create_dimension_scale(file, dimension::len, count(layout.len));
+    const Dataset d_out = create_dimension_scale(file, dimension::d_out, count(layout.d_out));
+    const Dataset heads = create_dimension_scale(file, dimension::heads, count(layout.heads));
+    attach_dimension_scale(output, n, 0);
+    attach_dimension_scale(output, len, 1);
+    attach_dimension_scale(output, d_out, 2);
+    attach_dimension_scale(lse, n, 0);
+    attach_dimension_scale(lse, heads, 1);
+    attach_dimension_scale(lse, len, 2);
+    attach_dimension_scale(lengths, n, 0);
+    if (!attention) return;
+    const Dataset len_k = create_dimension_scale(file, dimension::len_k, count(layout.len));
+    const bool every_sequence = layout.weights_count() == layout.n;
+    const std::optional<Dataset> n_w =
+        every_sequence ? std::nullopt : std::optional<Dataset>(create_dimension_scale(file, dimension::n_w, count(layout.weights_count())));
+    const bool mean = layout.save_weights == SaveWeights::mean;
+    const std::optional<Dataset> head_mean =
+        mean ? std::optional<Dataset>(create_dimension_scale(file, dimension::head_mean, 1)) : std::nullopt;
+    attach_dimension_scale(*attention, n_w ? *n_w : n, 0);
+    attach_dimension_scale(*attention, head_mean ? *head_mean : heads, 1);
+    attach_dimension_scale(*attention, len, 2);
+    attach_dimension_scale(*attention, len_k, 3);
+}
+
+void expect_pointer(const void* pointer, const char* name, std::int64_t count) {
+    if (count > 0 && pointer == nullptr) {
+        throw std::invalid_argument(std::string("OutputFile::write_block: ") + name + " is null");
+    }
+}
+
+}  // namespace
+
+OutputFile::OutputFile() : h5_(std::make_unique<Handles>()) {}
+OutputFile::OutputFile(OutputFile&&) noexcept = default;
+OutputFile& OutputFile::operator=(OutputFile&&) noexcept = default;
+OutputFile::~OutputFile() = default;
+
+File& OutputFile::file() noexcept { return h5_->file; }
+
+OutputFile OutputFile::create(const std::string& output_path, const OutputLayout& layout,
+                              const Provenance& provenance, const OutputOptions& options) {
+    check_layout(layout, output_path);
+    if (!options.paths_prepared) prepare_output_path(output_path, options.force);
+    const std::string partial = partial_path_for(output_path);
+    const std::string staging = staging_path_for(output_path);
+
+    OutputFile out;
+    out.layout_ = layout;
+    out.path_ = output_path;
+    out.force_ = options.force;
+    try {
+        out.h5_->file = File::create(staging, options.access);
+        if (layout.packed) {
+            out.create_packed(options);
+            write_provenance(out.h5_->file, layout, provenance);
+            set_text_attribute(out.h5_->file, attribute::sequence_layout, "packed");
+            if (options.journal) out.create_journal(*options.journal);
+            out.h5_->file.flush();
+        } else {
+            out.create_padded(provenance, options);
+        }
+        out.prepare_checkpoints();
+    } catch (const H5Error& error) {
+        out = OutputFile();  // close every handle before removing the file
+        ::unlink(staging.c_str());
+        throw Error(exit_io, partial + ": cannot create the output: " + error.what());
+    }
+    // Whole and flushed: now under the name --resume looks for. Under MPI every rank renames;
+    // the first one does it and the others find it done (the flush before was collective).
+    if (::rename(staging.c_str(), partial.c_str()) != 0 && !(errno == ENOENT && path_exists(partial))) {
+        const int saved = errno;
+        out = OutputFile();
+        ::unlink(staging.c_str());
+        throw Error(exit_io, partial + ": cannot create the output: cannot rename " + staging + " to it: " +
+                                 std::strerror(saved));
+    }
+    return out;
+}
+
+void OutputFile::create_padded(const Provenance& provenance, const OutputOptions& options) {
+    const OutputLayout& layout = layout_;
+    const auto n = static_cast<hsize_t>(layout.n);
+    const auto len = static_cast<hsize_t>(layout.len);
+    const auto heads = static_cast<hsize_t>(layout.heads);
+    h5_->output = make_dataset(h5_->file, dataset::output, Datatype::float32(), {n, len, static_cast<hsize_t>(layout.d_out)}, 4,
+                           layout, {"N", "L", "D"}, kWrittenWhole);
+    sequences_per_chunk_ = static_cast<std::int64_t>(h5_->output->chunk()[0]);
+    if (layout.save_weights != SaveWeights::none) {
+        const bool half = layout.weights_dtype == WeightsDtype::f16;
+        h5_->attention = make_dataset(
+            h5_->file, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
+            {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
+            half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"}, kWrittenWhole);
+        set_int_attribute(*h5_->attention, attribute::first_sequence, layout.first_sequence + layout.weights_first);
+        set_int_attribute(*h5_->attention, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
+    }
+    // NaN and -1 mark sequences not yet written (see the header).
+    h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
+                        marker(std::numeric_limits<double>::quiet_NaN()));
+    h5_->lengths = make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
+    attach_dimension_scales(h5_->file, layout, *h5_->output, *h5_->lse, *h5_->lengths, h5_->attention);
+    write_provenance(h5_->file, layout, provenance);
+    if (options.journal) create_journal(*options.journal);
+    h5_->file.flush();
+}
+
+void OutputFile::create_packed(const OutputOptions& options) {
+    const OutputLayout& layout = layout_;
+    const auto n = static_cast<hsize_t>(layout.n), len = static_cast<hsize_t>(layout.len);
+    const auto tokens = static_cast<hsize_t>(layout.tokens()), heads = static_cast<hsize_t>(layout.heads);
+    h5_->output = make_dataset(h5_->file, dataset::output, Datatype::float32(), {tokens, static_cast<hsize_t>(layout.d_out)}, 4, layout,
+                           {"T", "D"}, kWrittenWhole);
+    sequences_per_chunk_ = 1;
+    if (layout.save_weights != SaveWeights::none) {
+        const bool half = layout.weights_dtype == WeightsDtype::f16;
+        h5_->attention = make_dataset(
+            h5_->file, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
+            {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
+            half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"});
+        set_int_attribute(*h5_->attention, attribute::first_sequence, layout.weights_first);
+        set_int_attribute(*h5_->attention, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
+    }
+    h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {heads, tokens}, 4, layout, {"H", "T"},
+                        marker(std::numeric_limits<double>::quiet_NaN()));
+    h5_->lengths = make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
+    h5_->offsets = make_dataset(h5_->file, dataset::offsets, Datatype::int64(), {n + 1}, 8, layout, {"N+1"});
+    // Each writer its own rows: a collective creation by thousands of ranks writes them once.
+    const auto total = static_cast<std::uint64_t>(n + 1);
+    const auto writers = static_cast<std::uint64_t>(std::max(1, options.writers));
+    const auto writer = static_cast<std::uint64_t>(std::clamp(options.writer, 0, options.writers - 1));
+    const std::uint64_t begin = total * writer / writers, end = total * (writer + 1) / writers;
+    write_rows(*h5_->offsets, begin, end - begin, layout.offsets->data() + begin, static_cast<std::size_t>(end - begin));
+}
+
+void OutputFile::write_block(std::int64_t first, std::int64_t last, const OutputBlock& block, Transfer transfer) {
+    if (!h5_->file.is_open()) throw std::logic_error("OutputFile::write_block after close");
+    if (first < 0 || first > last || last > layout_.n) {
+        throw std::invalid_argument("OutputFile::write_block: sequences [" + std::to_string(first) + ", " +
+                                    std::to_string(last) + ") outside [0, " + std::to_string(layout_.n) + ")");
+    }
+    const std::int64_t count = last - first;
+    const auto [maps_begin, maps_end] = layout_.weights_range(first, last);
+    const std::int64_t maps_count = maps_end - maps_begin;
+    expect_pointer(block.output, "output", count);
+    expect_pointer(block.lse, "lse", count);
+    expect_pointer(block.lengths, "lengths", count);
+    const auto rows = [](std::int64_t value) { return static_cast<hsize_t>(value); };
+    const auto size = [](std::int64_t value) { return static_cast<std::size_t>(value); };
+    const std::size_t len = size(layout_.len);
+    try {
+        write_rows(*h5_->output, rows(first), rows(count), block.output, size(count) * len * size(layout_.d_out), transfer);
+        write_rows(*h5_->lse, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
+        if (h5_->attention) {
+            // Called even when empty: collective writes need every rank.
+            const hsize_t offset = maps_count > 0 ? rows(maps_begin - layout_.weights_first) : 0;
+            const std::size_t elements = size(maps_count) * size(layout_.weights_heads()) * len * len;
+            if (layout_.weights_dtype == WeightsDtype::f16) {
+                expect_pointer(block.attention_f16, "attention_f16", maps_count);
+                write_rows(*h5_->attention, offset, rows(maps_count), block.attention_f16, elements, transfer);
+            } else {
+                expect_pointer(block.attention_f32, "attention_f32", maps_count);
+                write_rows(*h5_->attention, offset, rows(maps_count), block.attention_f32, elements, transfer);
+            }
+        }
+        write_rows(*h5_->lengths, rows(first), rows(count), block.lengths, size(count), transfer);
+        if (h5_->journal_progress) remember_checksums(first, last, block);
+    } catch (const H5Error& error) {
+        throw Error(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
+                                       std::to_string(last) + "): " + error.what());
+    }
+}
+
+void OutputFile::flush() {
+    try {
+        h5_->file.flush();
+    } catch (const H5Error& error) {
+        throw Error(exit_io, partial_path() + ": cannot flush the output: " + error.what());
+    }
+}
+
+void OutputFile::flush_and_close(const char* what) {
+    try {
+        h5_->file.flush();
+        for (std::optional<Dataset>* dataset :
+             {&h5_->output, &h5_->attention, &h5_->lse, &h5_->lengths, &h5_->offsets, &h5_->journal_progress}) {
+            if (*dataset) (*dataset)->close();
+        }
+        h5_->file.close();
+    } catch (const H5Error& error) {
+        throw Error(exit_io, partial_path() + ": cannot " + what + " the output: " + error.what());
+    }
+}
+
+void OutputFile::close_complete() {
+    try {
+        set_int_attribute(h5_->file, attribute::complete, 1);
+    } catch (const H5Error& error) {
+        throw Error(exit_io, partial_path() + ": cannot complete the output: " + error.what());
+    }
+    flush_and_close("complete");
+}
+
+void OutputFile::close_incomplete() { flush_and_close("close"); }
+
+void OutputFile::finalize() {
+    close_complete();
+    publish_output(path_, force_);
+}
+
+}  // namespace attnbatch::io

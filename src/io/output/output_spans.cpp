@@ -1,0 +1,260 @@
+// Spans of the output: pieces of a sequence (any layout) and whole sequences of the packed
+// layout, written, checksummed and read back in the canonical layout of output_file.hpp's
+// OutputBlock. Padded whole sequences keep write_block() and unit_checksum().
+#include "attnbatch/io/output/journal.hpp"
+#include "attnbatch/io/output/output_file.hpp"
+#include "attnbatch/io/h5/schema_names.hpp"
+#include "output/output_handles.hpp"
+
+#include "output/xxh3.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace attnbatch::io {
+namespace {
+
+std::string span_text(const OutputSpan& span) {
+    if (!span.piece()) return "sequences [" + std::to_string(span.first) + ", " + std::to_string(span.last) + ")";
+    return "rows [" + std::to_string(span.row_first) + ", " + std::to_string(span.row_last) + ") of sequence " +
+           std::to_string(span.first);
+}
+
+void check_span(const OutputLayout& layout, const OutputSpan& span) {
+    bool valid = span.first >= 0 && span.first <= span.last && span.last <= layout.n;
+    if (valid && span.piece()) {
+        valid = span.last == span.first + 1 && span.row_first >= 0 && span.row_first < span.row_last &&
+                span.row_last <= layout.rows_of(span.first);
+    }
+    if (!valid) throw std::invalid_argument("OutputFile: " + span_text(span) + " is not a span of this output");
+}
+
+// The first row of sequence s in /output (packed) or 0.
+std::int64_t row_of(const OutputLayout& layout, std::int64_t s) {
+    return layout.packed ? (*layout.offsets)[static_cast<std::size_t>(s)] : 0;
+}
+
+// Rows the span holds in total.
+std::int64_t span_rows(const OutputLayout& layout, const OutputSpan& span) {
+    if (span.piece()) return span.row_last - span.row_first;
+    if (layout.packed) return row_of(layout, span.last) - row_of(layout, span.first);
+    return (span.last - span.first) * layout.len;
+}
+
+// Rows of the sequences with stored attention maps in the span.
+std::int64_t map_rows(const OutputLayout& layout, const OutputSpan& span) {
+    const auto [begin, end] = layout.weights_range(span.first, span.last);
+    if (end <= begin) return 0;
+    if (span.piece()) return span.row_last - span.row_first;
+    return span_rows(layout, OutputSpan{begin, end, 0, 0});
+}
+
+struct Boxes {
+    std::vector<Slab> output, lse, lengths, attention;
+};
+
+Boxes boxes_of(const OutputLayout& layout, const OutputSpan& span) {
+    Boxes boxes;
+    const auto h = [](std::int64_t v) { return static_cast<hsize_t>(v); };
+    const hsize_t d_out = h(layout.d_out), heads = h(layout.heads), len = h(layout.len);
+    const hsize_t map_heads = h(layout.weights_heads());
+    const std::int64_t rows = span_rows(layout, span);
+    if (layout.packed) {
+        const std::int64_t t0 = row_of(layout, span.first) + (span.piece() ? span.row_first : 0);
+        boxes.output.push_back(Slab{{h(t0), 0}, {h(rows), d_out}});
+        boxes.lse.push_back(Slab{{0, h(t0)}, {heads, h(rows)}});
+    } else if (span.piece()) {
+        boxes.output.push_back(Slab{{h(span.first), h(span.row_first), 0}, {1, h(rows), d_out}});
+        boxes.lse.push_back(Slab{{h(span.first), 0, h(span.row_first)}, {1, heads, h(rows)}});
+    } else {
+        boxes.output.push_back(Slab{{h(span.first), 0, 0}, {h(span.last - span.first), len, d_out}});
+        boxes.lse.push_back(Slab{{h(span.first), 0, 0}, {h(span.last - span.first), heads, len}});
+    }
+    if (!span.piece()) {
+        boxes.lengths.push_back(Slab{{h(span.first)}, {h(span.last - span.first)}});
+    } else if (span.row_last == layout.rows_of(span.first)) {
+        boxes.lengths.push_back(Slab{{h(span.first)}, {1}});
+    }
+    const auto [begin, end] = layout.weights_range(span.first, span.last);
+    for (std::int64_t s = begin; s < end; ++s) {
+        const hsize_t map = h(s - layout.weights_first);
+        if (span.piece()) {
+            boxes.attention.push_back(Slab{{map, 0, h(span.row_first), 0}, {1, map_heads, h(rows), len}});
+        } else if (layout.packed) {
+            boxes.attention.push_back(Slab{{map, 0, 0, 0}, {1, map_heads, h(layout.rows_of(s)), len}});
+        } else {
+            boxes.attention.push_back(Slab{{map, 0, 0, 0}, {h(end - begin), map_heads, len, len}});
+            break;
+        }
+    }
+    return boxes;
+}
+
+}  // namespace
+
+SpanSizes span_sizes(const OutputLayout& layout, const OutputSpan& span) {
+    check_span(layout, span);
+    const auto z = [](std::int64_t v) { return static_cast<std::size_t>(v); };
+    const std::int64_t rows = span_rows(layout, span);
+    SpanSizes sizes;
+    sizes.output = z(rows) * z(layout.d_out);
+    sizes.lse = z(rows) * z(layout.heads);
+    sizes.lengths = span.piece() ? (span.row_last == layout.rows_of(span.first) ? 1 : 0) : z(span.last - span.first);
+    sizes.attention = layout.save_weights == SaveWeights::none
+                          ? 0
+                          : z(map_rows(layout, span)) * z(layout.weights_heads()) * z(layout.len);
+    return sizes;
+}
+
+std::uint64_t span_checksum(const OutputLayout& layout, const OutputSpan& unit, const OutputSpan& block_span,
+                            const OutputBlock& block) {
+    const auto z = [](std::int64_t v) { return static_cast<std::size_t>(v); };
+    if (unit.first < block_span.first || unit.last > block_span.last || unit.piece() != block_span.piece() ||
+        (unit.piece() && (unit.row_first < block_span.row_first || unit.row_last > block_span.row_last))) {
+        throw std::invalid_argument("span_checksum: unit " + span_text(unit) + " outside its block " + span_text(block_span));
+    }
+    const std::int64_t block_rows = span_rows(layout, block_span), unit_rows = span_rows(layout, unit);
+    const std::int64_t before = unit.piece() ? unit.row_first - block_span.row_first
+                                             : span_rows(layout, OutputSpan{block_span.first, unit.first, 0, 0});
+    const std::size_t d_out = z(layout.d_out), heads = z(layout.heads), len = z(layout.len);
+    detail::Xxh3 hash;
+    hash.add(block.output + z(before) * d_out, z(unit_rows) * d_out * sizeof(float));
+    if (layout.packed || unit.piece()) {
+        for (std::size_t h = 0; h < heads; ++h) {
+            hash.add(block.lse + h * z(block_rows) + z(before), z(unit_rows) * sizeof(float));
+        }
+    } else {
+        hash.add(block.lse + z(before) * heads, z(unit_rows) * heads * sizeof(float));
+    }
+    if (unit.piece()) {
+        if (unit.row_last == layout.rows_of(unit.first)) hash.add(block.lengths, sizeof(std::int32_t));
+    } else {
+        hash.add(block.lengths + (unit.first - block_span.first), z(unit.last - unit.first) * sizeof(std::int32_t));
+    }
+    const auto [begin, end] = layout.weights_range(unit.first, unit.last);
+    if (end > begin) {
+        const bool f16 = layout.weights_dtype == WeightsDtype::f16;
+        const std::size_t element = f16 ? sizeof(std::uint16_t) : sizeof(float);
+        const auto* base = f16 ? static_cast<const unsigned char*>(static_cast<const void*>(block.attention_f16))
+                               : static_cast<const unsigned char*>(static_cast<const void*>(block.attention_f32));
+        const std::size_t map_heads = z(layout.weights_heads());
+        if (unit.piece()) {
+            for (std::size_t h = 0; h < map_heads; ++h) {
+                hash.add(base + ((h * z(block_rows) + z(before)) * len) * element, z(unit_rows) * len * element);
+            }
+        } else {
+            const auto [block_begin, block_end] = layout.weights_range(block_span.first, block_span.last);
+            (void)block_end;
+            const std::int64_t rows_before = span_rows(layout, OutputSpan{block_begin, begin, 0, 0});
+            const std::int64_t rows = span_rows(layout, OutputSpan{begin, end, 0, 0});
+            hash.add(base + z(rows_before) * map_heads * len * element, z(rows) * map_heads * len * element);
+        }
+    }
+    return hash.digest();
+}
+
+void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Transfer transfer) {
+    if (!layout_.packed && !span.piece()) return write_block(span.first, span.last, block, transfer);
+    if (!h5_->file.is_open()) throw std::logic_error("OutputFile::write_span after close");
+    check_span(layout_, span);
+    const SpanSizes sizes = span_sizes(layout_, span);
+    const Boxes boxes = boxes_of(layout_, span);
+    const auto need = [](const void* pointer, const char* name, std::size_t count) {
+        if (count > 0 && pointer == nullptr) throw std::invalid_argument(std::string("OutputFile::write_span: ") + name + " is null");
+    };
+    need(block.output, "output", sizes.output);
+    need(block.lse, "lse", sizes.lse);
+    need(block.lengths, "lengths", sizes.lengths);
+    try {
+        write_boxes(*h5_->output, boxes.output, MemType::f32, block.output, sizes.output, transfer);
+        write_boxes(*h5_->lse, boxes.lse, MemType::f32, block.lse, sizes.lse, transfer);
+        if (h5_->attention) {
+            const bool f16 = layout_.weights_dtype == WeightsDtype::f16;
+            const MemType type = f16 ? MemType::f16_bits : MemType::f32;
+            const void* maps = f16 ? static_cast<const void*>(block.attention_f16) : static_cast<const void*>(block.attention_f32);
+            need(maps, f16 ? "attention_f16" : "attention_f32", sizes.attention);
+            if (boxes.attention.size() > 1 && transfer == Transfer::independent) {
+                // Not collective: one write per map, each shaped like its box, many times faster
+                // than a union of boxes from flat memory (which collective writes need: one
+                // call per dataset on every rank).
+                const auto* at = static_cast<const unsigned char*>(maps);
+                for (const Slab& box : boxes.attention) {
+                    const std::size_t elements = element_count(box.count);
+                    write_boxes(*h5_->attention, {box}, type, at, elements, transfer);
+                    at += elements * mem_type_size(type);
+                }
+            } else {
+                write_boxes(*h5_->attention, boxes.attention, type, maps, sizes.attention, transfer);
+            }
+        }
+        write_boxes(*h5_->lengths, boxes.lengths, MemType::i32, block.lengths, sizes.lengths, transfer);
+        if (h5_->journal_progress) remember_span_checksums(span, block);
+    } catch (const H5Error& error) {
+        throw Error(exit_io, partial_path() + ": cannot write " + span_text(span) + ": " + error.what());
+    }
+}
+
+std::pair<std::size_t, std::size_t> OutputFile::units_of(const OutputSpan& span) const {
+    using Position = std::pair<std::int64_t, std::int64_t>;
+    const auto position = [&](std::size_t u) { return Position{unit_bounds_[u], unit_rows_.empty() ? 0 : unit_rows_[u]}; };
+    const auto find = [&](const Position& wanted) -> std::size_t {
+        std::size_t low = 0, high = unit_bounds_.size();
+        while (low < high) {
+            const std::size_t mid = (low + high) / 2;
+            if (position(mid) < wanted) low = mid + 1;
+            else high = mid;
+        }
+        if (low == unit_bounds_.size() || position(low) != wanted) {
+            throw std::logic_error("OutputFile: " + span_text(span) + " does not start and end on journal units");
+        }
+        return low;
+    };
+    const Position start{span.first, span.piece() ? span.row_first : 0};
+    const Position end = !span.piece() ? Position{span.last, 0}
+                         : span.row_last == layout_.rows_of(span.first) ? Position{span.first + 1, 0}
+                                                                        : Position{span.first, span.row_last};
+    return {find(start), find(end)};
+}
+
+OutputSpan OutputFile::unit_span(std::size_t u) const {
+    const std::int64_t first = unit_bounds_[u], next = unit_bounds_[u + 1];
+    const std::int64_t row = unit_rows_.empty() ? 0 : unit_rows_[u], next_row = unit_rows_.empty() ? 0 : unit_rows_[u + 1];
+    if (row == 0 && next_row == 0) return OutputSpan{first, next, 0, 0};
+    return OutputSpan{first, first + 1, row, next == first ? next_row : layout_.rows_of(first)};
+}
+
+void OutputFile::remember_span_checksums(const OutputSpan& span, const OutputBlock& block) {
+    if (span.first == span.last) return;
+    const auto [begin, end] = units_of(span);
+    for (std::size_t u = begin; u < end; ++u) {
+        pending_.emplace_back(static_cast<std::int64_t>(u),
+                              static_cast<std::int64_t>(span_checksum(layout_, unit_span(u), span, block)));
+    }
+}
+
+std::uint64_t OutputFile::stored_checksum(const OutputSpan& span) const {
+    const SpanSizes sizes = span_sizes(layout_, span);
+    const Boxes boxes = boxes_of(layout_, span);
+    std::vector<float> output(sizes.output), lse(sizes.lse), attention_f32;
+    std::vector<std::int32_t> lengths(sizes.lengths);
+    std::vector<std::uint16_t> attention_f16;
+    read_boxes(*h5_->output, boxes.output, MemType::f32, output.data(), output.size());
+    read_boxes(*h5_->lse, boxes.lse, MemType::f32, lse.data(), lse.size());
+    read_boxes(*h5_->lengths, boxes.lengths, MemType::i32, lengths.data(), lengths.size());
+    OutputBlock block{output.data(), lse.data(), lengths.data(), nullptr, nullptr};
+    if (h5_->attention && sizes.attention > 0) {
+        if (layout_.weights_dtype == WeightsDtype::f16) {
+            attention_f16.resize(sizes.attention);
+            read_boxes(*h5_->attention, boxes.attention, MemType::f16_bits, attention_f16.data(), attention_f16.size());
+            block.attention_f16 = attention_f16.data();
+        } else {
+            attention_f32.resize(sizes.attention);
+            read_boxes(*h5_->attention, boxes.attention, MemType::f32, attention_f32.data(), attention_f32.size());
+            block.attention_f32 = attention_f32.data();
+        }
+    }
+    return span_checksum(layout_, span, span, block);
+}
+
+}  // namespace attnbatch::io
