@@ -269,7 +269,7 @@ requeue|requeue_term_mpirun)
     expect_completed "$job" "$log"
     check "the shell forwarded SIG$sig to $launcher as SIGUSR1" grep -q "SIG$sig at .*SIGUSR1 to $launcher" "$log"
     if [ "$launcher" = srun ]; then
-        check "both tasks checkpointed and exited 5" test "$(grep -c 'SIGUSR1 -> checkpoint written, exit 5' "$log")" = 2
+        check "both tasks checkpointed and exited 5" test "$(grep -o 'SIGUSR1 -> checkpoint written, exit 5' "$log" | wc -l)" = 2
     else
         # mpirun ends the other ranks as soon as one exits non-zero, so the second one may not
         # get to say so: the forwarding itself is what is checked here.
@@ -278,7 +278,7 @@ requeue|requeue_term_mpirun)
     fi
     check "exit 5 led to scontrol requeue" grep -q "job $job requeued, it continues with --resume" "$log"
     check "the restart (restart 1) ran with --resume" grep -qE "^attnbatch.sbatch: .*run --output $WORK/result.txt --resume$" "$log"
-    check "both tasks resumed and finished" test "$(grep -c 'resumed, finishing' "$log")" = 2
+    check "both tasks resumed and finished" test "$(grep -o 'resumed, finishing' "$log" | wc -l)" = 2
     check "Restarts=1 after completion" test "$(job_field "$job" Restarts)" = 1
     check "the log was appended to across the restart (--open-mode=append)" test "$(grep -c 'restart [01] on' "$log")" = 2
     [ "$failures" = 0 ] || show_log "$log"
