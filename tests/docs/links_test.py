@@ -10,8 +10,8 @@ trees and hidden folders are skipped):
   `#x` on the same page) names a heading of that page, as GitHub spells anchors;
 - no link leaves the repository: no `../` past its root, no absolute path, no URL (a user's
   clone must read the same offline);
-- no page mentions the project's private working files (`../shared`, `/work/...`, the
-  contract documents kept beside the repository), which users' clones do not have;
+- no page mentions the project's private working files (the `shared` folder beside the
+  clone, `/work/...`, the contract documents kept there), which users' clones do not have;
 - every repository path a page names in inline code (`src/...`, `scripts/...`) exists, so a
   file that moves shows up here rather than in a reader's confusion;
 - README.md stays short (at most 200 lines), and every page of docs/ is listed in
@@ -30,7 +30,7 @@ README_MAX_LINES = 200
 # so that `build/attnbatch` or `shards/shards.txt` (made by the reader) are not.
 REPOSITORY_PATH = re.compile(r"^(src|include|tests|scripts|jobs|docs|fuzz)/[\w.+/-]*$")
 # The project's private working files: they live beside the repository, not in it.
-PRIVATE = re.compile(r"\.\./shared|/work/|\bSPEC\.md\b|\bSPEC\b|HPC-NOTES|\bSTYLE\.md\b")
+PRIVATE = re.compile(r"\.\.[/]shared|/work/|\bSPEC\.md\b|\bSPEC\b|HPC-NOTES|\bSTYLE\.md\b")
 
 
 def markdown_files(root):
