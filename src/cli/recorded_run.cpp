@@ -1,5 +1,7 @@
 #include "recorded_run.hpp"
 
+#include "attnbatch/io/input/npy_shards.hpp"
+
 #include "attnbatch/io/output/journal.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/kernels/rope.hpp"
@@ -56,6 +58,11 @@ std::string find_recorded_file(const io::OutputReader& output, const std::string
         if (path.empty() || path == "(none)" || std::find(tried.begin(), tried.end(), path) != tried.end()) continue;
         std::error_code error;
         if (std::filesystem::is_regular_file(path, error)) return path;
+        // .npy shards: a glob, a directory or a list file, resolved again by describe_input.
+        if (input && io::is_npy_input(path) && (path.find_first_of("*?[") != std::string::npos ||
+                                                std::filesystem::exists(path, error))) {
+            return path;
+        }
         tried.push_back(path);
     }
     if (tried.empty()) return {};

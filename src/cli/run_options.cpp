@@ -105,14 +105,15 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         "  attnbatch run --input in.h5 --output out.h5 --heads 8 --causal --save-weights mean --weights-dtype f16\n"
         "  attnbatch run --input in.h5 --weights proj.h5 --heads 4 --output out.h5 --save-weights none\n"
         "  attnbatch run --input qkv.h5 --query /query --key /key --value /value --heads 8 --output out.h5\n"
+        "  attnbatch run --input 'shards/*.npy' --heads 8 --output out.h5   # .npy shards [n_i, L, d] (+ lengths.npy) read in place\n"
         "  attnbatch run --input in.h5 --weights llama-layer.h5 --rope-theta 10000 --causal --output out.h5   # heads from the file\n"
         "  mpirun -np 1 attnbatch run --config job.ini --max-memory 8G --report run.json\n"};
     po::options_description options("run options");
     options.add_options()
-        ("input", po::value<std::string>()->required(), "input HDF5 file")
+        ("input", po::value<std::string>()->required(), "input HDF5 file, or .npy shards read in place: a glob ('shards/*.npy', quoted), a directory, or a .txt/.list file naming them")
         ("output", po::value<std::string>()->required(), "output HDF5 file (written as OUTPUT.partial, renamed when complete)")
         ("dataset", po::value<std::string>()->default_value("/embeddings"), "embeddings [N, L, d], float32 or float64")
-        ("lengths", po::value<std::string>(), "valid tokens per sequence, integer [N] [/lengths if present]; none: every sequence has L tokens")
+        ("lengths", po::value<std::string>(), "valid tokens per sequence, integer [N] [/lengths if present; .npy shards: FILE.npy, lengths.npy beside them if present]; none: every sequence has L tokens")
         ("sequences", po::value<std::string>()->value_name("RANGE"), "compute only these sequences, one block n, A:B, :B or A: (zero-based, B exclusive) [all]; the output holds them and records first_sequence")
         ("query", po::value<std::string>(), "queries [N, L, H*d_k] or [N, H, L, d_k] (with --key and --value)")
         ("key", po::value<std::string>(), "keys, shaped as the queries")

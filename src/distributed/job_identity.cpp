@@ -52,6 +52,12 @@ std::string job_identity(const io::InputSpec& spec, const std::optional<io::Proj
     std::ostringstream out;
     out << "journal format = 1\n";
     describe_file(out, "input", spec.path);
+    // .npy shards: each by name, size and modification time, so that touching or replacing
+    // one makes a partial output of the old shards refuse to resume. (Only then: an HDF5
+    // input's identity is as it was.)
+    for (std::size_t i = 0; i < spec.shards.size(); ++i) describe_file(out, "input shard " + std::to_string(i), spec.shards[i].path);
+    if (spec.npy() && !spec.lengths.empty()) describe_file(out, "input lengths file", spec.lengths);
+    if (spec.npy() && !spec.offsets.empty()) describe_file(out, "input offsets file", spec.offsets);
     out << "input datasets = "
         << (spec.mode == io::InputMode::embeddings ? spec.dataset : spec.query + "," + spec.key + "," + spec.value)
         << (spec.mode == io::InputMode::qkv ? spec.layout == io::QkvLayout::split ? " [N,H,L,d]" : " [N,L,H*d]" : "")
