@@ -18,14 +18,12 @@
 #include "attnbatch/distributed/step_computer.hpp"
 #include "attnbatch/kernels/attention.hpp"
 #include "attnbatch/kernels/fma_peak.hpp"
+#include "attnbatch/kernels/threads.hpp"
 #include "amx_permission.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "run_options.hpp"
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 namespace attnbatch::cli {
 
@@ -100,8 +98,9 @@ public:
                                : maps == k::WeightsMode::none ? io::SaveWeights::none
                                                               : io::SaveWeights::mean;
         layout_.weights_dtype = maps_f16 ? io::WeightsDtype::f16 : io::WeightsDtype::f32;
-        settings_.causal = causal;
-        settings_.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim_k)));
+        settings_.spec.causal = causal;
+        settings_.spec.precision = kernel.precision;
+        settings_.spec = settings_.spec.resolved(dim_k);
         settings_.kernel = kernel;
 
         std::mt19937 rng(seed + 1);
@@ -244,12 +243,7 @@ int bench_command(const std::vector<std::string>& args) {
     kopt.precision = parse_precision(vm["precision"].as<std::string>(), kopt.kind);
     kopt.isa = resolve_isa_for(parse_isa(vm["isa"].as<std::string>()), kopt.precision);
     kopt.amx_permitted = kopt.precision == k::Precision::bf16 && amx_permitted();
-    kopt.threads = vm["threads"].as<int>();
-#if defined(_OPENMP)
-    if (kopt.threads == 0) kopt.threads = omp_get_max_threads();
-#else
-    kopt.threads = 1;
-#endif
+    kopt.threads = k::resolved_threads(vm["threads"].as<int>());
     kopt.block_q = vm["block-q"].as<int>();
     kopt.block_k = vm["block-k"].as<int>();
 

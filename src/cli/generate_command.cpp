@@ -44,7 +44,7 @@ enum Stream : std::uint64_t {
     stream_b_o = 13,
 };
 
-struct Plan {
+struct GenerateRequest {
     std::string output;
     std::string weights_out;  // empty: no weights file
     bool force = false;
@@ -113,121 +113,121 @@ std::string object_path(const std::string& option, std::string path) {
 }
 
 // Every option alone, then every combination; nothing is created before this returns.
-Plan plan_from(const po::variables_map& vm) {
-    Plan plan;
-    plan.output = vm.count("output") ? vm["output"].as<std::string>() : std::string();
-    if (plan.output.empty()) usage("--output is required: the HDF5 file to write (e.g. --output data.h5)");
-    plan.force = vm["force"].as<bool>();
-    plan.n = positive(vm, "num-seqs");
-    plan.len = positive(vm, "seq-len");
-    plan.dim = positive(vm, "dim");
-    plan.heads = positive(vm, "heads");
+GenerateRequest request_from(const po::variables_map& vm) {
+    GenerateRequest request;
+    request.output = vm.count("output") ? vm["output"].as<std::string>() : std::string();
+    if (request.output.empty()) usage("--output is required: the HDF5 file to write (e.g. --output data.h5)");
+    request.force = vm["force"].as<bool>();
+    request.n = positive(vm, "num-seqs");
+    request.len = positive(vm, "seq-len");
+    request.dim = positive(vm, "dim");
+    request.heads = positive(vm, "heads");
     if (vm.count("kv-heads")) {
-        plan.kv_heads = positive(vm, "kv-heads");
-        if (plan.heads % plan.kv_heads != 0) {
-            usage("--kv-heads " + std::to_string(plan.kv_heads) + " does not divide --heads " + std::to_string(plan.heads) +
+        request.kv_heads = positive(vm, "kv-heads");
+        if (request.heads % request.kv_heads != 0) {
+            usage("--kv-heads " + std::to_string(request.kv_heads) + " does not divide --heads " + std::to_string(request.heads) +
                   " (query head h reads K/V head h / (H/G))");
         }
     }
     if (vm.count("min-len")) {
         const int min_len = vm["min-len"].as<int>();
         if (min_len < 0) usage("--min-len: " + std::to_string(min_len) + " is negative, expected 0 <= M <= --seq-len");
-        if (min_len > plan.len) {
-            usage("--min-len " + std::to_string(min_len) + " exceeds --seq-len " + std::to_string(plan.len) +
+        if (min_len > request.len) {
+            usage("--min-len " + std::to_string(min_len) + " exceeds --seq-len " + std::to_string(request.len) +
                   ", expected 0 <= M <= L");
         }
-        plan.min_len = min_len;
+        request.min_len = min_len;
     }
     const std::string dtype = vm["dtype"].as<std::string>();
     if (dtype == "float32" || dtype == "f32") {
-        plan.float64 = false;
+        request.float64 = false;
     } else if (dtype == "float64" || dtype == "f64") {
-        plan.float64 = true;
+        request.float64 = true;
     } else {
         usage("--dtype: '" + dtype + "' is not one of float32|float64");
     }
-    plan.qkv = vm["qkv"].as<bool>();
+    request.qkv = vm["qkv"].as<bool>();
     const std::string layout = vm["qkv-layout"].as<std::string>();
     if (layout != "packed" && layout != "split") usage("--qkv-layout: '" + layout + "' is not one of packed|split");
-    if (!vm["qkv-layout"].defaulted() && !plan.qkv) usage("--qkv-layout applies only with --qkv");
-    plan.split = layout == "split";
+    if (!vm["qkv-layout"].defaulted() && !request.qkv) usage("--qkv-layout applies only with --qkv");
+    request.split = layout == "split";
     const std::string sequence_layout = vm["layout"].as<std::string>();
     if (sequence_layout != "padded" && sequence_layout != "packed") {
         usage("--layout: '" + sequence_layout + "' is not one of padded|packed");
     }
-    plan.packed_sequences = sequence_layout == "packed";
-    if (plan.packed_sequences && plan.split) {
+    request.packed_sequences = sequence_layout == "packed";
+    if (request.packed_sequences && request.split) {
         usage("--layout packed stores every sequence's rows end to end, [T, H*d]: it cannot go with --qkv-layout split");
     }
-    plan.seed = parse_seed(vm["seed"].as<std::string>());
-    plan.scale = vm["scale-values"].as<double>();
-    if (!std::isfinite(plan.scale) || std::fabs(plan.scale) > 1e30) {
+    request.seed = parse_seed(vm["seed"].as<std::string>());
+    request.scale = vm["scale-values"].as<double>();
+    if (!std::isfinite(request.scale) || std::fabs(request.scale) > 1e30) {
         std::ostringstream found;
-        found << plan.scale;
+        found << request.scale;
         usage("--scale-values: " + found.str() + " is out of range, expected a finite number with |S| <= 1e30");
     }
     const long long slab_bytes = vm["slab-bytes"].as<long long>();
     if (slab_bytes < 1) usage("--slab-bytes: " + std::to_string(slab_bytes) + " is out of range, expected at least 1");
-    plan.slab_bytes = static_cast<std::size_t>(slab_bytes);
+    request.slab_bytes = static_cast<std::size_t>(slab_bytes);
 
-    plan.weights_out = vm.count("weights-out") ? vm["weights-out"].as<std::string>() : std::string();
-    const bool weights = !plan.weights_out.empty();
-    if (plan.qkv && weights) {
+    request.weights_out = vm.count("weights-out") ? vm["weights-out"].as<std::string>() : std::string();
+    const bool weights = !request.weights_out.empty();
+    if (request.qkv && weights) {
         usage("--weights-out writes projections of embeddings and cannot go with --qkv; hint: drop one of them");
     }
-    if (plan.qkv && !vm["dataset"].defaulted()) {
+    if (request.qkv && !vm["dataset"].defaulted()) {
         usage("--dataset names the embeddings and cannot go with --qkv (which writes /query, /key, /value)");
     }
-    plan.dataset = object_path("--dataset", vm["dataset"].defaulted() && plan.packed_sequences
+    request.dataset = object_path("--dataset", vm["dataset"].defaulted() && request.packed_sequences
                                                 ? std::string(io::dataset::tokens)
                                                 : vm["dataset"].as<std::string>());
-    if (plan.packed_sequences && plan.dataset == io::dataset::offsets) {
+    if (request.packed_sequences && request.dataset == io::dataset::offsets) {
         usage(std::string("--dataset ") + io::dataset::offsets + " collides with the offsets of --layout packed");
     }
-    if (plan.min_len && plan.dataset == io::dataset::lengths) {
+    if (request.min_len && request.dataset == io::dataset::lengths) {
         usage(std::string("--dataset ") + io::dataset::lengths + " collides with the lengths of --min-len");
     }
-    if (weights && plan.weights_out == plan.output) usage("--weights-out must differ from --output (" + plan.output + ")");
+    if (weights && request.weights_out == request.output) usage("--weights-out must differ from --output (" + request.output + ")");
 
     const std::optional<std::int64_t> head_dim = optional_positive(vm, "head-dim");
     const std::optional<std::int64_t> value_dim = optional_positive(vm, "value-dim");
     const std::optional<std::int64_t> out_dim = optional_positive(vm, "out-dim");
-    const bool projects = weights || plan.qkv;
-    if (plan.kv_heads > 0 && !projects) usage("--kv-heads applies only with --weights-out or --qkv");
+    const bool projects = weights || request.qkv;
+    if (request.kv_heads > 0 && !projects) usage("--kv-heads applies only with --weights-out or --qkv");
     if (head_dim && !projects) usage("--head-dim applies only with --weights-out or --qkv");
     if (value_dim && !projects) usage("--value-dim applies only with --weights-out or --qkv");
     if (out_dim && !weights) usage("--out-dim applies only with --weights-out");
-    plan.output_projection = !vm["no-output-projection"].as<bool>();
-    plan.bias = !vm["no-bias"].as<bool>();
-    if (!plan.output_projection && !weights) usage("--no-output-projection applies only with --weights-out");
-    if (!plan.bias && !weights) usage("--no-bias applies only with --weights-out");
-    if (out_dim && !plan.output_projection) usage("--out-dim and --no-output-projection exclude each other");
-    if (!head_dim && plan.dim % plan.heads != 0) {
-        usage("--heads " + std::to_string(plan.heads) + " does not divide --dim " + std::to_string(plan.dim) +
-              "; hint: choose among " + divisors(plan.dim) + ", or give --head-dim");
+    request.output_projection = !vm["no-output-projection"].as<bool>();
+    request.bias = !vm["no-bias"].as<bool>();
+    if (!request.output_projection && !weights) usage("--no-output-projection applies only with --weights-out");
+    if (!request.bias && !weights) usage("--no-bias applies only with --weights-out");
+    if (out_dim && !request.output_projection) usage("--out-dim and --no-output-projection exclude each other");
+    if (!head_dim && request.dim % request.heads != 0) {
+        usage("--heads " + std::to_string(request.heads) + " does not divide --dim " + std::to_string(request.dim) +
+              "; hint: choose among " + divisors(request.dim) + ", or give --head-dim");
     }
-    plan.head_dim = head_dim ? *head_dim : plan.dim / plan.heads;
-    plan.value_dim = value_dim ? *value_dim : plan.head_dim;
-    plan.out_dim = out_dim ? *out_dim : plan.dim;
-    for (const auto& [option, width] : {std::pair{"--head-dim", plan.head_dim}, std::pair{"--value-dim", plan.value_dim}}) {
-        if (plan.heads * width > INT_MAX) {
-            usage(std::string("--heads ") + std::to_string(plan.heads) + " x " + option + " " + std::to_string(width) +
-                  " = " + std::to_string(plan.heads * width) + " exceeds " + std::to_string(INT_MAX));
+    request.head_dim = head_dim ? *head_dim : request.dim / request.heads;
+    request.value_dim = value_dim ? *value_dim : request.head_dim;
+    request.out_dim = out_dim ? *out_dim : request.dim;
+    for (const auto& [option, width] : {std::pair{"--head-dim", request.head_dim}, std::pair{"--value-dim", request.value_dim}}) {
+        if (request.heads * width > INT_MAX) {
+            usage(std::string("--heads ") + std::to_string(request.heads) + " x " + option + " " + std::to_string(width) +
+                  " = " + std::to_string(request.heads * width) + " exceeds " + std::to_string(INT_MAX));
         }
     }
-    return plan;
+    return request;
 }
 
 // Lengths uniform in [M, L]; L for every sequence without --min-len.
 class LengthDraw {
 public:
-    explicit LengthDraw(const Plan& plan)
-        : field_(plan.seed, stream_lengths),
-          min_(plan.min_len.value_or(plan.len)),
-          span_(plan.len - min_ + 1) {}
+    explicit LengthDraw(const GenerateRequest& request)
+        : field_(request.seed, stream_lengths),
+          min_(request.min_len.value_or(request.len)),
+          span_(request.len - min_ + 1) {}
     std::int64_t operator()(std::uint64_t sequence) const {
         if (span_ == 1) return min_;
-        const auto draw = static_cast<std::int64_t>(field_.unit(sequence).uniform(0) * static_cast<double>(span_));
+        const auto draw = static_cast<std::int64_t>(field_.row(sequence).uniform(0) * static_cast<double>(span_));
         return min_ + std::min(draw, span_ - 1);
     }
 
@@ -238,15 +238,15 @@ private:
 };
 
 // Sequence data of packed width W: the value at (n, l, c) of the packed view [N, L, W] is
-// number l*W + c of unit n. The split view [N, H, L, W/H] holds the same numbers with the
+// number l*W + c of row n. The split view [N, H, L, W/H] holds the same numbers with the
 // head axis moved forward, so a split file is the transpose of the packed one. Tokens at or
 // beyond the sequence's length are zeros.
-io::ValueSource sequence_values(const Plan& plan, std::uint64_t stream, std::uint64_t width, bool split,
+io::ValueSource sequence_values(const GenerateRequest& request, std::uint64_t stream, std::uint64_t width, bool split,
                                 std::int64_t heads = 0) {
-    const RandomField field(plan.seed, stream);
-    const LengthDraw length(plan);
-    const double scale = plan.scale;
-    const std::uint64_t head_width = width / static_cast<std::uint64_t>(heads > 0 ? heads : plan.heads);
+    const RandomField field(request.seed, stream);
+    const LengthDraw length(request);
+    const double scale = request.scale;
+    const std::uint64_t head_width = width / static_cast<std::uint64_t>(heads > 0 ? heads : request.heads);
     return [=](const io::Dims& index, std::size_t count, double* out) {
         const std::uint64_t sequence = index[0];
         const std::uint64_t token = split ? index[2] : index[1];
@@ -255,8 +255,8 @@ io::ValueSource sequence_values(const Plan& plan, std::uint64_t stream, std::uin
             return;
         }
         const std::uint64_t first = split ? token * width + index[1] * head_width + index[3] : token * width + index[2];
-        const RandomField::Unit unit = field.unit(sequence);
-        for (std::size_t i = 0; i < count; ++i) out[i] = scale * unit.normal(first + i);
+        const RandomField::Row row = field.row(sequence);
+        for (std::size_t i = 0; i < count; ++i) out[i] = scale * row.normal(first + i);
     };
 }
 
@@ -271,13 +271,13 @@ io::ValueSource packed_values(std::shared_ptr<const std::vector<std::int64_t>> o
     };
 }
 
-// A weights matrix [rows, columns] (unit = row) or bias [columns] (unit 0), N(0, stddev^2).
-io::ValueSource weight_values(const Plan& plan, std::uint64_t stream, double stddev) {
-    const RandomField field(plan.seed, stream);
+// A weights matrix [rows, columns] (random row r for matrix row r) or bias [columns] (random row 0), N(0, stddev^2).
+io::ValueSource weight_values(const GenerateRequest& request, std::uint64_t stream, double stddev) {
+    const RandomField field(request.seed, stream);
     return [=](const io::Dims& index, std::size_t count, double* out) {
-        const RandomField::Unit unit = field.unit(index.size() == 2 ? index[0] : 0);
+        const RandomField::Row row = field.row(index.size() == 2 ? index[0] : 0);
         const std::uint64_t first = index.back();
-        for (std::size_t i = 0; i < count; ++i) out[i] = stddev * unit.normal(first + i);
+        for (std::size_t i = 0; i < count; ++i) out[i] = stddev * row.normal(first + i);
     };
 }
 
@@ -287,37 +287,37 @@ struct LengthRange {
 };
 
 // What the input file holds; `range` collects the lengths drawn as they are written.
-io::InputContent input_content(const Plan& plan, LengthRange& range) {
+io::InputContent input_content(const GenerateRequest& request, LengthRange& range) {
     io::InputContent content;
-    content.dtype = plan.dtype();
-    content.n = plan.n;
-    content.len = plan.len;
-    content.heads = plan.heads;
-    const auto heads = static_cast<std::uint64_t>(plan.heads);
-    if (!plan.qkv) {
+    content.dtype = request.dtype();
+    content.n = request.n;
+    content.len = request.len;
+    content.heads = request.heads;
+    const auto heads = static_cast<std::uint64_t>(request.heads);
+    if (!request.qkv) {
         content.mode = io::InputMode::embeddings;
-        content.d = plan.dim;
-        content.embeddings_path = plan.dataset;
-        content.embeddings = sequence_values(plan, stream_embeddings, static_cast<std::uint64_t>(plan.dim), false);
+        content.d = request.dim;
+        content.embeddings_path = request.dataset;
+        content.embeddings = sequence_values(request, stream_embeddings, static_cast<std::uint64_t>(request.dim), false);
     } else {
         content.mode = io::InputMode::qkv;
-        content.layout = plan.split ? io::QkvLayout::split : io::QkvLayout::packed;
-        content.d_k = plan.head_dim;
-        content.d_v = plan.value_dim;
-        const std::int64_t kv_heads = plan.kv_heads > 0 ? plan.kv_heads : plan.heads;
-        content.kv_heads = plan.kv_heads;
-        const auto qk_width = heads * static_cast<std::uint64_t>(plan.head_dim);
-        const auto k_width = static_cast<std::uint64_t>(kv_heads * plan.head_dim);
-        const auto v_width = static_cast<std::uint64_t>(kv_heads * plan.value_dim);
-        content.query = sequence_values(plan, stream_query, qk_width, plan.split);
-        content.key = sequence_values(plan, stream_key, k_width, plan.split, kv_heads);
-        content.value = sequence_values(plan, stream_value, v_width, plan.split, kv_heads);
+        content.layout = request.split ? io::QkvLayout::split : io::QkvLayout::packed;
+        content.d_k = request.head_dim;
+        content.d_v = request.value_dim;
+        const std::int64_t kv_heads = request.kv_heads > 0 ? request.kv_heads : request.heads;
+        content.kv_heads = request.kv_heads;
+        const auto qk_width = heads * static_cast<std::uint64_t>(request.head_dim);
+        const auto k_width = static_cast<std::uint64_t>(kv_heads * request.head_dim);
+        const auto v_width = static_cast<std::uint64_t>(kv_heads * request.value_dim);
+        content.query = sequence_values(request, stream_query, qk_width, request.split);
+        content.key = sequence_values(request, stream_key, k_width, request.split, kv_heads);
+        content.value = sequence_values(request, stream_value, v_width, request.split, kv_heads);
     }
-    if (plan.packed_sequences) {
+    if (request.packed_sequences) {
         // The offsets are the lengths' running sum, written whole: memory of 8 bytes a sequence.
-        const LengthDraw length(plan);
-        auto offsets = std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(plan.n) + 1, 0);
-        for (std::int64_t n = 0; n < plan.n; ++n) {
+        const LengthDraw length(request);
+        auto offsets = std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(request.n) + 1, 0);
+        for (std::int64_t n = 0; n < request.n; ++n) {
             const std::int64_t value = length(static_cast<std::uint64_t>(n));
             range.min = std::min(range.min, value);
             range.max = std::max(range.max, value);
@@ -335,8 +335,8 @@ io::InputContent input_content(const Plan& plan, LengthRange& range) {
         }
         return content;
     }
-    if (plan.min_len) {
-        const LengthDraw length(plan);
+    if (request.min_len) {
+        const LengthDraw length(request);
         content.lengths = [length, &range](const io::Dims& index, std::size_t count, double* out) {
             for (std::size_t i = 0; i < count; ++i) {
                 const std::int64_t value = length(index[0] + i);
@@ -351,26 +351,26 @@ io::InputContent input_content(const Plan& plan, LengthRange& range) {
 
 // Weights N(0, 1/fan_in), biases too: with standard-normal embeddings the projections stay
 // near unit variance and the scaled logits in range.
-io::WeightsContent weights_content(const Plan& plan) {
+io::WeightsContent weights_content(const GenerateRequest& request) {
     io::WeightsContent content;
-    content.dtype = plan.dtype();
-    content.d = plan.dim;
-    content.heads = plan.heads;
-    content.kv_heads = plan.kv_heads != plan.heads ? plan.kv_heads : 0;  // G = H is not grouped: not stated
-    content.d_k = plan.head_dim;
-    content.d_v = plan.value_dim;
-    content.d_out = plan.out_dim;
-    const double in_scale = 1.0 / std::sqrt(static_cast<double>(plan.dim));
-    const double out_scale = 1.0 / std::sqrt(static_cast<double>(plan.heads * plan.value_dim));
-    content.w_q = weight_values(plan, stream_w_q, in_scale);
-    content.w_k = weight_values(plan, stream_w_k, in_scale);
-    content.w_v = weight_values(plan, stream_w_v, in_scale);
-    if (plan.output_projection) content.w_o = weight_values(plan, stream_w_o, out_scale);
-    if (plan.bias) {
-        content.b_q = weight_values(plan, stream_b_q, in_scale);
-        content.b_k = weight_values(plan, stream_b_k, in_scale);
-        content.b_v = weight_values(plan, stream_b_v, in_scale);
-        if (plan.output_projection) content.b_o = weight_values(plan, stream_b_o, out_scale);
+    content.dtype = request.dtype();
+    content.d = request.dim;
+    content.heads = request.heads;
+    content.kv_heads = request.kv_heads != request.heads ? request.kv_heads : 0;  // G = H is not grouped: not stated
+    content.d_k = request.head_dim;
+    content.d_v = request.value_dim;
+    content.d_out = request.out_dim;
+    const double in_scale = 1.0 / std::sqrt(static_cast<double>(request.dim));
+    const double out_scale = 1.0 / std::sqrt(static_cast<double>(request.heads * request.value_dim));
+    content.w_q = weight_values(request, stream_w_q, in_scale);
+    content.w_k = weight_values(request, stream_w_k, in_scale);
+    content.w_v = weight_values(request, stream_w_v, in_scale);
+    if (request.output_projection) content.w_o = weight_values(request, stream_w_o, out_scale);
+    if (request.bias) {
+        content.b_q = weight_values(request, stream_b_q, in_scale);
+        content.b_k = weight_values(request, stream_b_k, in_scale);
+        content.b_v = weight_values(request, stream_b_v, in_scale);
+        if (request.output_projection) content.b_o = weight_values(request, stream_b_o, out_scale);
     }
     return content;
 }
@@ -436,33 +436,33 @@ int generate_command(const std::vector<std::string>& args) {
          "memory bound of one write; the content does not depend on it");
     po::variables_map vm;
     if (!parse_command_line(spec, options, args, vm)) return exit_ok;
-    const Plan plan = plan_from(vm);
+    const GenerateRequest request = request_from(vm);
 
     io::InputDestination destination;
-    destination.path = plan.output;
-    destination.weights_path = plan.weights_out;
-    destination.force = plan.force;
-    destination.slab_bytes = plan.slab_bytes;
+    destination.path = request.output;
+    destination.weights_path = request.weights_out;
+    destination.force = request.force;
+    destination.slab_bytes = request.slab_bytes;
     io::GeneratorRecord record;
     record.generator = std::string("attnbatch generate ") + ATTNBATCH_VERSION;
-    record.seed = plan.seed;
-    record.scale_values = plan.scale;
-    record.min_len = plan.min_len;
+    record.seed = request.seed;
+    record.scale_values = request.scale;
+    record.min_len = request.min_len;
     LengthRange range;
     std::optional<io::WeightsContent> weights;
-    if (!plan.weights_out.empty()) weights = weights_content(plan);
-    const io::WrittenInput written = io::write_input_files(destination, input_content(plan, range), weights, record);
+    if (!request.weights_out.empty()) weights = weights_content(request);
+    const io::WrittenInput written = io::write_input_files(destination, input_content(request, range), weights, record);
 
     std::string extra;
-    if (plan.min_len) extra += ", lengths " + std::to_string(range.min) + ".." + std::to_string(range.max);
-    if (plan.scale != 1.0) {
+    if (request.min_len) extra += ", lengths " + std::to_string(range.min) + ".." + std::to_string(range.max);
+    if (request.scale != 1.0) {
         std::ostringstream scale;
-        scale << plan.scale;
+        scale << request.scale;
         extra += ", values x " + scale.str();
     }
-    extra += ", seed " + std::to_string(plan.seed);
-    std::cout << summary(plan.output, written.input, extra) << '\n';
-    if (weights) std::cout << summary(plan.weights_out, written.weights, ", seed " + std::to_string(plan.seed)) << '\n';
+    extra += ", seed " + std::to_string(request.seed);
+    std::cout << summary(request.output, written.input, extra) << '\n';
+    if (weights) std::cout << summary(request.weights_out, written.weights, ", seed " + std::to_string(request.seed)) << '\n';
     return exit_ok;
 }
 

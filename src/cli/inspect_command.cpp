@@ -12,6 +12,7 @@
 #include "attnbatch/io/output/attention_maps.hpp"
 #include "attnbatch/io/h5/file_schema.hpp"
 #include "attnbatch/io/input/input_spec.hpp"
+#include "attnbatch/io/input/npy_shards.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
@@ -117,14 +118,18 @@ void validate_input(InspectReport& report, const io::FileSchema& schema, const p
     if (spec.kv_head_count() != spec.heads) line << ", G=" << spec.kv_head_count();
     line << " (d_k=" << spec.d_k << ", d_v=" << spec.d_v << ", " << io::name_of(spec.dtype);
     if (spec.mode == io::InputMode::embeddings) {
-        line << ", embeddings " << spec.dataset;
+        line << (spec.npy() ? ", " + std::to_string(spec.shards.size()) + " .npy shards" : ", embeddings " + spec.dataset);
     } else {
         line << ", Q/K/V " << spec.query << " " << spec.key << " " << spec.value
              << (spec.layout == io::QkvLayout::split ? " split [N, H, L, d]" : " packed [N, L, H*d]");
     }
     if (spec.packed) {
-        line << ", packed layout: T=" << spec.tokens << " rows, sequence n in rows " << spec.offsets << "[n].."
-             << spec.offsets << "[n+1], L the longest";
+        line << ", packed layout: T=" << spec.tokens << " rows, ";
+        if (spec.offsets.empty()) {
+            line << "sequences end to end with the lengths of " << spec.lengths << ", L the longest";
+        } else {
+            line << "sequence n in rows " << spec.offsets << "[n].." << spec.offsets << "[n+1], L the longest";
+        }
     } else {
         line << (spec.lengths.empty() ? ", no lengths: every sequence has L tokens" : ", lengths " + spec.lengths);
     }
@@ -212,6 +217,10 @@ void validate_weights(InspectReport& report, const io::FileSchema& schema, const
 }
 
 void inspect(InspectReport& report, const po::variables_map& vm) {
+    if (io::is_npy_input(report.path)) {  // .npy shards: an input, validated as `run` would
+        report.kind = io::FileKind::input;
+        return validate_input(report, io::FileSchema{}, vm);
+    }
     report.in_progress = ends_with(report.path, ".partial");
     report.schema = io::read_file_schema(report.path);
     report.kind = decide_kind(*report.schema, vm);

@@ -249,14 +249,15 @@ void print_text(std::ostream& out, const InspectReport& report) {
         for (const std::string& problem : report.weights->problems) out << "  " << problem << '\n';
     }
     for (const std::string& note : report.notes) out << "note: " << note << '\n';
-    if (report.schema && (report.code == exit_ok || report.verdict_is_state)) out << report.verdict << '\n';
+    // .npy shards have no HDF5 schema, only the input they make.
+    if ((report.schema || report.input) && (report.code == exit_ok || report.verdict_is_state)) out << report.verdict << '\n';
 }
 
 void print_json(std::ostream& out, const InspectReport& report) {
     JsonWriter json;
     json.begin_object()
         .key("file").value(report.path)
-        .key("kind").value(report.schema ? io::name_of(report.kind) : "unreadable")
+        .key("kind").value(report.schema || report.input ? io::name_of(report.kind) : "unreadable")
         .key("valid").value(report.code == exit_ok)
         .key("exit_code").value(report.code)
         .key("message").value(report.verdict)

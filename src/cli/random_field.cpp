@@ -9,7 +9,7 @@ namespace {
 
 constexpr std::uint64_t golden_gamma = 0x9E3779B97F4A7C15ULL;
 
-// The SplitMix64 finalizer: a bijection with full avalanche, so nearby counters (unit n and
+// The SplitMix64 finalizer: a bijection with full avalanche, so nearby counters (row n and
 // n + 1, index i and i + 1) give unrelated outputs.
 std::uint64_t mix64(std::uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -64,17 +64,17 @@ double standard_normal_quantile(double p) {
 RandomField::RandomField(std::uint64_t seed, std::uint64_t stream)
     : key_(mix64(mix64(seed) ^ mix64(stream * golden_gamma + 1))) {}
 
-RandomField::Unit RandomField::unit(std::uint64_t unit) const {
-    return Unit(mix64(key_ ^ mix64(unit * golden_gamma + 0x632BE59BD9B4E019ULL)));
+RandomField::Row RandomField::row(std::uint64_t row) const {
+    return Row(mix64(key_ ^ mix64(row * golden_gamma + 0x632BE59BD9B4E019ULL)));
 }
 
-std::uint64_t RandomField::Unit::bits(std::uint64_t index) const { return mix64(key_ + (index + 1) * golden_gamma); }
+std::uint64_t RandomField::Row::bits(std::uint64_t index) const { return mix64(key_ + (index + 1) * golden_gamma); }
 
-double RandomField::Unit::uniform(std::uint64_t index) const {
+double RandomField::Row::uniform(std::uint64_t index) const {
     // 53 random bits, shifted half a step off zero: the quantile function needs 0 < p < 1.
     return (static_cast<double>(bits(index) >> 11) + 0.5) * 0x1p-53;
 }
 
-double RandomField::Unit::normal(std::uint64_t index) const { return standard_normal_quantile(uniform(index)); }
+double RandomField::Row::normal(std::uint64_t index) const { return standard_normal_quantile(uniform(index)); }
 
 }  // namespace attnbatch::cli

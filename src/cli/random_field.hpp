@@ -1,5 +1,5 @@
 // Counter-based random numbers for synthetic data. Every value is a pure function of (seed,
-// stream, unit, index), so a dataset can be written in slabs of any shape and in any order and
+// stream, row, index), so a dataset can be written in slabs of any shape and in any order and
 // still hold the same numbers: the content of a generated file never depends on how it was
 // written (slab size, memory bound, a future parallel writer).
 #pragma once
@@ -17,11 +17,11 @@ public:
     // `stream` separates the independent quantities of one seed (embeddings, lengths, w_q...).
     RandomField(std::uint64_t seed, std::uint64_t stream);
 
-    // The numbers of one unit (a sequence, a row of a matrix): a SplitMix64 sequence whose
-    // starting state is derived from the unit, indexed directly rather than stepped.
-    class Unit {
+    // The numbers of one row (a sequence, a row of a matrix): a SplitMix64 sequence whose
+    // starting state is derived from the row, indexed directly rather than stepped.
+    class Row {
     public:
-        explicit Unit(std::uint64_t key) : key_(key) {}
+        explicit Row(std::uint64_t key) : key_(key) {}
         std::uint64_t bits(std::uint64_t index) const;
         double uniform(std::uint64_t index) const;  // in (0, 1), never 0 or 1
         double normal(std::uint64_t index) const;   // standard normal
@@ -29,7 +29,7 @@ public:
         std::uint64_t key_;
     };
 
-    Unit unit(std::uint64_t unit) const;
+    Row row(std::uint64_t row) const;
 
 private:
     std::uint64_t key_;

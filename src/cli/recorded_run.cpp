@@ -1,5 +1,7 @@
 #include "recorded_run.hpp"
 
+#include "attnbatch/io/input/npy_shards.hpp"
+
 #include "attnbatch/io/output/journal.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/kernels/rope.hpp"
@@ -56,6 +58,11 @@ std::string find_recorded_file(const io::OutputReader& output, const std::string
         if (path.empty() || path == "(none)" || std::find(tried.begin(), tried.end(), path) != tried.end()) continue;
         std::error_code error;
         if (std::filesystem::is_regular_file(path, error)) return path;
+        // .npy shards: a glob, a directory or a list file, resolved again by describe_input.
+        if (input && io::is_npy_input(path) && (path.find_first_of("*?[") != std::string::npos ||
+                                                std::filesystem::exists(path, error))) {
+            return path;
+        }
         tried.push_back(path);
     }
     if (tried.empty()) return {};
@@ -100,12 +107,9 @@ RecordedRun read_recorded_run(const io::OutputReader& output, const std::string&
     }
     if (selected && rows != run.input.n) io::select_sequences(run.input, first, first + rows);
     if (run.input.weights) run.projections = io::read_weights(*run.input.weights);
-    run.causal = get(config, "causal", "false") == "true";
-    run.scale = std::stod(get(config, "scale", "0"));
-    if (run.scale <= 0) run.scale = 1.0 / std::sqrt(static_cast<double>(run.input.d_k));
-    run.rope_theta = std::stod(get(config, "rope-theta", "0"));
+    run.attention = output.provenance().attention.resolved(run.input.d_k);  // outputs without the attribute scale: 1/sqrt(d_k)
     run.save_weights = get(config, "save-weights", "all");
-    run.weights_f16 = get(config, "weights-dtype", "f32") == "f16";
+    run.maps_f16 = get(config, "weights-dtype", "f32") == "f16";
     return run;
 }
 
@@ -120,7 +124,7 @@ void load_sequence(const RecordedRun& run, io::InputReader& reader, std::int64_t
     const io::InputSpec& in = run.input;
     const std::size_t len = in.len, heads = in.heads, dk = in.d_k, dv = in.d_v;
     const std::size_t kv_heads = static_cast<std::size_t>(in.kv_head_count());
-    const bool rope = run.rope_theta > 0;
+    const bool rope = run.attention.rotary();
     io::InputBlock block;
     reader.read(sequence, sequence + 1, block);
     out.length = block.lengths[0];
@@ -142,8 +146,8 @@ void load_sequence(const RecordedRun& run, io::InputReader& reader, std::int64_t
         std::vector<double> q = project64(block.x.data(), len, rows, in.d, proj->w_q, proj->b_q, heads * dk);
         std::vector<double> k = project64(block.x.data(), len, rows, in.d, proj->w_k, proj->b_k, kv_heads * dk);
         if (rope) {
-            rotate64(q, rows, heads, dk, run.rope_theta);
-            rotate64(k, rows, kv_heads, dk, run.rope_theta);
+            rotate64(q, rows, heads, dk, run.attention.rope_theta);
+            rotate64(k, rows, kv_heads, dk, run.attention.rope_theta);
         }
         out.q = to_float(q);
         out.k = to_float(k);
@@ -164,7 +168,7 @@ void load_sequence(const RecordedRun& run, io::InputReader& reader, std::int64_t
                     for (std::size_t c = 0; c < dk; ++c)
                         rowwise[(r * count_heads + h) * dk + c] =
                             split ? m[(h * len + r) * dk + c] : m[r * (in.mode == io::InputMode::embeddings ? in.d : count_heads * dk) + h * dk + c];
-            rotate64(rowwise, rows, count_heads, dk, run.rope_theta);
+            rotate64(rowwise, rows, count_heads, dk, run.attention.rope_theta);
             return to_float(rowwise);
         };
         std::vector<float> q = rotated(out.q, heads), k = rotated(out.k, kv_heads);
@@ -192,8 +196,7 @@ void load_sequence(const RecordedRun& run, io::InputReader& reader, std::int64_t
     p.len_q = p.len_k = static_cast<int>(len);
     p.dim_k = static_cast<int>(dk);
     p.dim_v = static_cast<int>(dv);
-    p.scale = static_cast<float>(run.scale);
-    p.causal = run.causal;
+    run.attention.apply_to(p);
     p.lengths = &out.length;
 }
 

@@ -1,4 +1,5 @@
-// A finished run read back from its output: its options (from /config) and input, and the
+// A finished run read back from its output: its input (the files and datasets from /config),
+// its attention settings (typed, from the root attributes), and the
 // Q, K, V of any of its sequences as the kernel saw them (float; projections in double,
 // then rounded). `verify` and `weights` recompute from this.
 #pragma once
@@ -13,17 +14,16 @@
 #include "attnbatch/io/models/weights_reader.hpp"
 #include "attnbatch/io/output/output_reader.hpp"
 #include "attnbatch/kernels/attention.hpp"
+#include "attnbatch/kernels/attention_spec.hpp"
 
 namespace attnbatch::cli {
 
 struct RecordedRun {
     io::InputSpec input;  // narrowed to the sequences the output holds (run --sequences)
     std::optional<io::ProjectionWeights> projections;
-    bool causal = false;
-    double scale = 0;
-    double rope_theta = 0;  // 0: no rotary embeddings
+    kernels::AttentionSpec attention;  // as the output records it, scale resolved
     std::string save_weights = "all";
-    bool weights_f16 = false;
+    bool maps_f16 = false;  // attention maps stored as f16 (--weights-dtype f16)
 };
 
 // `input_path` and `weights_path` override the files the run recorded (empty: the recorded

@@ -105,14 +105,15 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         "  attnbatch run --input in.h5 --output out.h5 --heads 8 --causal --save-weights mean --weights-dtype f16\n"
         "  attnbatch run --input in.h5 --weights proj.h5 --heads 4 --output out.h5 --save-weights none\n"
         "  attnbatch run --input qkv.h5 --query /query --key /key --value /value --heads 8 --output out.h5\n"
+        "  attnbatch run --input 'shards/*.npy' --heads 8 --output out.h5   # .npy shards [n_i, L, d] (+ lengths.npy) read in place\n"
         "  attnbatch run --input in.h5 --weights llama-layer.h5 --rope-theta 10000 --causal --output out.h5   # heads from the file\n"
         "  mpirun -np 1 attnbatch run --config job.ini --max-memory 8G --report run.json\n"};
     po::options_description options("run options");
     options.add_options()
-        ("input", po::value<std::string>()->required(), "input HDF5 file")
+        ("input", po::value<std::string>()->required(), "input HDF5 file, or .npy shards read in place: a glob ('shards/*.npy', quoted), a directory, or a .txt/.list file naming them")
         ("output", po::value<std::string>()->required(), "output HDF5 file (written as OUTPUT.partial, renamed when complete)")
         ("dataset", po::value<std::string>()->default_value("/embeddings"), "embeddings [N, L, d], float32 or float64")
-        ("lengths", po::value<std::string>(), "valid tokens per sequence, integer [N] [/lengths if present]; none: every sequence has L tokens")
+        ("lengths", po::value<std::string>(), "valid tokens per sequence, integer [N] [/lengths if present; .npy shards: FILE.npy, lengths.npy beside them if present]; none: every sequence has L tokens")
         ("sequences", po::value<std::string>()->value_name("RANGE"), "compute only these sequences, one block n, A:B, :B or A: (zero-based, B exclusive) [all]; the output holds them and records first_sequence")
         ("query", po::value<std::string>(), "queries [N, L, H*d_k] or [N, H, L, d_k] (with --key and --value)")
         ("key", po::value<std::string>(), "keys, shaped as the queries")
@@ -123,9 +124,9 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("rope-theta", po::value<double>(), "rotary position embeddings on Q and K with this base (e.g. 10000), Hugging Face pair layout (i, i+d_k/2) [off]")
         ("causal", po::bool_switch(), "mask keys after the query")
         ("scale", po::value<double>()->default_value(0.0, "1/sqrt(d_k)"), "logit scale")
-        ("save-weights", po::value<std::string>()->default_value("all")->implicit_value("all"), "attention weights to store: none|all|mean (alone: all)")
-        ("weights-dtype", po::value<std::string>()->default_value("f32"), "stored weights as f32|f16 (IEEE half)")
-        ("weights-seqs", po::value<std::string>()->value_name("RANGE"), "store weights of these sequences only: one block n, A:B, :B or A: [all computed]")
+        ("save-weights", po::value<std::string>()->default_value("all")->implicit_value("all"), "attention maps (softmax probabilities) to store: none|all|mean (alone: all)")
+        ("weights-dtype", po::value<std::string>()->default_value("f32"), "stored attention maps as f32|f16 (IEEE half)")
+        ("weights-seqs", po::value<std::string>()->value_name("RANGE"), "store the attention maps of these sequences only: one block n, A:B, :B or A: [all computed]")
         ("compression", po::value<std::string>()->default_value("none"), "none|gzip|gzip:1-9 (with shuffle)")
         ("io", po::value<std::string>()->default_value("auto"), "auto|gather|parallel [auto: parallel with more than one rank]")
         ("schedule", po::value<std::string>()->default_value("static"), "static (cost-balanced contiguous shares)|dynamic (rank 0 hands out work)")
@@ -174,14 +175,14 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         if (j.input.kv_heads < 1) throw Error(exit_usage, "--kv-heads: " + std::to_string(j.input.kv_heads) + " is not a positive number of K/V heads");
     }
     if (vm.count("rope-theta")) {
-        j.rope_theta = vm["rope-theta"].as<double>();
-        if (!(j.rope_theta >= 0) || !std::isfinite(j.rope_theta)) {
+        j.attention.rope_theta = vm["rope-theta"].as<double>();
+        if (!(j.attention.rope_theta >= 0) || !std::isfinite(j.attention.rope_theta)) {
             throw Error(exit_usage, "--rope-theta: expected a positive base such as 10000 (0: off)");
         }
     }
-    j.causal = vm["causal"].as<bool>();
-    j.scale = vm["scale"].as<double>();
-    if (!(j.scale >= 0) || !std::isfinite(j.scale)) throw Error(exit_usage, "--scale: expected a positive number (0 for 1/sqrt(d_k))");
+    j.attention.causal = vm["causal"].as<bool>();
+    j.attention.scale = vm["scale"].as<double>();
+    if (!(j.attention.scale >= 0) || !std::isfinite(j.attention.scale)) throw Error(exit_usage, "--scale: expected a positive number (0 for 1/sqrt(d_k))");
     const std::string save = vm["save-weights"].as<std::string>();
     if (save == "none") j.save_weights = io::SaveWeights::none;
     else if (save == "all") j.save_weights = io::SaveWeights::all;
@@ -201,9 +202,9 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     }
     j.gzip_level = parse_compression(vm["compression"].as<std::string>());
     const std::string io_mode = vm["io"].as<std::string>();
-    if (io_mode == "auto") j.io = distributed::IoMode::automatic;
-    else if (io_mode == "gather") j.io = distributed::IoMode::gather;
-    else if (io_mode == "parallel") j.io = distributed::IoMode::parallel;
+    if (io_mode == "auto") j.io_mode = distributed::IoMode::automatic;
+    else if (io_mode == "gather") j.io_mode = distributed::IoMode::gather;
+    else if (io_mode == "parallel") j.io_mode = distributed::IoMode::parallel;
     else throw Error(exit_usage, "--io: '" + io_mode + "' is not one of auto|gather|parallel");
     const std::string schedule = vm["schedule"].as<std::string>();
     if (schedule == "static") j.schedule = distributed::ScheduleKind::cost_static;
@@ -218,9 +219,9 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     if (kernel != "blocked" && kernel != "reference") throw Error(exit_usage, "--kernel: '" + kernel + "' is not one of blocked|reference");
     j.kernel.kind = kernel == "reference" ? kernels::KernelKind::reference : kernels::KernelKind::blocked;
     j.kernel.isa = parse_isa(vm["isa"].as<std::string>());
-    j.kernel.precision = parse_precision(vm["precision"].as<std::string>(), j.kernel.kind);
-    resolve_isa_for(j.kernel.isa, j.kernel.precision);  // refuses an --isa of the other precision
-    j.kernel.amx_permitted = j.kernel.precision == kernels::Precision::bf16 && amx_permitted();
+    j.attention.precision = parse_precision(vm["precision"].as<std::string>(), j.kernel.kind);
+    resolve_isa_for(j.kernel.isa, j.attention.precision);  // refuses an --isa of the other precision
+    j.kernel.amx_permitted = j.attention.precision == kernels::Precision::bf16 && amx_permitted();
     // 0: the job divides the node's memory by the ranks that share the node.
     j.max_memory = vm.count("max-memory") ? parse_bytes(vm["max-memory"].as<std::string>(), "--max-memory") : 0;
     if (vm["unit-sequences"].as<long>() < 0) throw Error(exit_usage, "--unit-sequences: expected 0 (automatic) or more");

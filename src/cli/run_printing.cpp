@@ -85,15 +85,16 @@ void print_header(const dist::Job& job, const dist::Messaging& messaging) {
                                                  : std::string())
               << " L=" << spec.len << " H=" << spec.heads;
     if (spec.kv_head_count() != spec.heads) std::cout << " G=" << spec.kv_head_count();
-    std::cout << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (s.causal ? " causal" : "")
-              << (s.kernel.precision == kernels::Precision::bf16 ? " bf16 on " + kernels::matrix_unit(s.kernel) : std::string());
-    if (s.rope_theta > 0) std::cout << " rope_theta=" << s.rope_theta;
+    std::cout << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (s.attention.causal ? " causal" : "")
+              << (s.attention.precision == kernels::Precision::bf16 ? " bf16 on " + kernels::matrix_unit(job.attention.kernel)
+                                                                     : std::string());
+    if (s.attention.rotary()) std::cout << " rope_theta=" << s.attention.rope_theta;
     std::cout << " -> " << s.output << '\n';
     if (spec.weights && spec.weights->file_heads > 0 && s.input.heads == 0) {
         std::cout << "  heads from " << spec.weights->path << ": H=" << spec.heads
                   << (spec.weights->file_kv_heads > 0 ? " G=" + std::to_string(spec.kv_head_count()) : std::string()) << '\n';
     }
-    if (spec.weights && spec.weights->file_rope_theta > 0 && !(s.rope_theta > 0)) {
+    if (spec.weights && spec.weights->file_rope_theta > 0 && !s.attention.rotary()) {
         std::cout << "  note: " << spec.weights->path << " records rope_theta = " << spec.weights->file_rope_theta
                   << " (its model's rotary embeddings), not applied; hint: --rope-theta " << spec.weights->file_rope_theta
                   << " applies them\n";
@@ -104,7 +105,7 @@ void print_header(const dist::Job& job, const dist::Messaging& messaging) {
               << io::name_of(job.layout.save_weights) << ", " << io::name_of(job.layout.weights_dtype) << ")"
               << (job.layout.gzip_level ? " before gzip" : "") << "; " << job.plan_ranks
               << (job.plan_ranks == 1 ? " rank" : " ranks") << (job.plan_ranks != ranks ? " (simulated)" : "") << " x "
-              << counted(job.attention.kernel.threads, "thread") << ", io " << dist::name_of(job.io) << ", steps of at most "
+              << counted(job.attention.kernel.threads, "thread") << ", io " << dist::name_of(job.io_mode) << ", steps of at most "
               << counted(job.max_sequences, "sequence")
               << (job.max_step_bytes > 0 ? " and " + dist::format_bytes(static_cast<double>(job.max_step_bytes)) + " of data" : "")
               << " under --max-memory "
@@ -183,7 +184,7 @@ void print_summary(const dist::Job& job, const dist::JobResult& result) {
               << " compute_gflops=" << (result.slowest_compute > 0 ? result.flops() / result.slowest_compute * 1e-9 : 0.0)
               << " end_to_end_gflops=" << result.flops() / total * 1e-9 << std::setprecision(3)
               << " imbalance=" << result.imbalance << " predicted_imbalance=" << job.predicted.imbalance
-              << " io_hidden=" << result.io_hidden << " io=" << dist::name_of(job.io)
+              << " io_hidden=" << result.io_hidden << " io=" << dist::name_of(job.io_mode)
               << " schedule=" << dist::name_of(job.settings.schedule) << '\n';
     std::cout.unsetf(std::ios::floatfield);
 }

@@ -7,9 +7,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <type_traits>
 
 #include "attnbatch/distributed/stop_request.hpp"
 #include "attnbatch/error.hpp"
+#include "attnbatch/io/output/attention_fields.hpp"
 #include "json_writer.hpp"
 
 namespace attnbatch::cli {
@@ -79,6 +81,18 @@ void write_nodes(JsonWriter& json, const std::vector<dist::NodeShare>& nodes, co
     json.end_array().end_object();
 }
 
+// The settings that change result bits, under the output's attribute names.
+void write_attention(JsonWriter& json, const kernels::AttentionSpec& spec) {
+    io::for_each_attention_field(spec, [&json](const io::AttentionField& field, const auto& value, const auto&) {
+        json.key(field.attribute);
+        if constexpr (std::is_same_v<std::decay_t<decltype(value)>, kernels::Precision>) {
+            json.value(kernels::precision_name(value));
+        } else {
+            json.value(value);
+        }
+    });
+}
+
 }  // namespace
 
 void write_report(const std::string& path, const dist::Job& job, const dist::JobResult& result, double mpi_init,
@@ -86,9 +100,9 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
     JsonWriter json;
     json.begin_object()
         .key("ranks").value(result.rounds.ranks.size())
-        .key("threads").value(job.attention.kernel.threads)
-        .key("precision").value(kernels::precision_name(job.attention.kernel.precision))
-        .key("io").value(dist::name_of(job.io))
+        .key("threads").value(job.attention.kernel.threads);
+    write_attention(json, job.attention.spec);
+    json.key("io").value(dist::name_of(job.io_mode))
         .key("schedule").value(dist::name_of(job.settings.schedule))
         .key("output").value(job.settings.output)
         .key("wall_seconds").value(result.wall_seconds)

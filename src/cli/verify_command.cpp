@@ -50,9 +50,9 @@ int verify_command(const std::vector<std::string>& args) {
         "verify",
         "Recomputes sampled sequences of a run with the double-precision reference and reports the max\n"
         "abs/rel errors of /output, /lse and /attention; exit 0 only within tolerance. The run's options are\n"
-        "read back from the output's recorded configuration.\n"
+        "read back from the output (its root attributes and recorded configuration).\n"
         "Tolerances (fp32 kernel vs fp64): output max abs error <= 2e-4 x max|output|; lse <= 2e-5 x max(1,|lse|);\n"
-        "weights <= 1e-5 (f32) or 1e-3 (f16: half's 2^-11 relative rounding on values <= 1).\n"
+        "attention maps <= 1e-5 (f32) or 1e-3 (f16: half's 2^-11 relative rounding on values <= 1).\n"
         "A run with --precision bf16 (root attribute precision) is allowed twice the error of a plain bf16\n"
         "implementation on the same sequences (inputs and P rounded to bf16, fp32 accumulation: the\n"
         "flash-attention rule), plus the fp32 tolerances above.",
@@ -78,20 +78,15 @@ int verify_command(const std::vector<std::string>& args) {
         const RecordedRun run = read_recorded_run(out, input_path, vm.count("weights") ? vm["weights"].as<std::string>() : "");
         const io::InputSpec& in = run.input;
         const std::string& save = run.save_weights;
-        const bool f16 = run.weights_f16;
+        const bool f16 = run.maps_f16;
         const auto& proj = run.projections;
-        const std::string precision = out.provenance().precision;
-        const bool bf16 = precision == kernels::precision_name(kernels::Precision::bf16);
-        if (!bf16 && precision != kernels::precision_name(kernels::Precision::fp32)) {
-            throw Error(exit_invalid_input, output_path + ": root attribute " + io::attribute::precision + " is '" +
-                                                precision + "', expected fp32 or bf16");
-        }
+        const bool bf16 = run.attention.precision == kernels::Precision::bf16;
 
         const std::size_t n = in.n, len = in.len, heads = in.heads, dv = in.d_v;
         const std::size_t d_out = in.d_out();
-        const bool stored_weights = save != "none";
-        if (stored_weights && !out.has_attention()) {
-            throw Error(exit_invalid_input, output_path + ": the run saved weights (--save-weights " + save + ") but " +
+        const bool stored_maps = save != "none";
+        if (stored_maps && !out.has_attention()) {
+            throw Error(exit_invalid_input, output_path + ": the run saved attention maps (--save-weights " + save + ") but " +
                                                 io::dataset::attention + " is missing");
         }
         std::vector<std::int64_t> samples;
@@ -122,7 +117,7 @@ int verify_command(const std::vector<std::string>& args) {
             const std::size_t rows = static_cast<std::size_t>(seq.length);
             const kernels::AttentionParams& p = seq.params;
             const auto [w_begin, w_end] = out.layout().weights_range(s, s + 1);
-            const bool has_w = stored_weights && w_end > w_begin;
+            const bool has_w = stored_maps && w_end > w_begin;
             const std::size_t w_heads = save == "mean" ? 1 : heads;
             std::vector<double> ref_out(heads * len * dv), ref_lse(heads * len), ref_w(has_w ? w_heads * len * len : 0);
             kernels::ReferenceOutputs ro;
@@ -215,13 +210,13 @@ int verify_command(const std::vector<std::string>& args) {
                   << "  lse        max abs " << e_lse.max_abs << "  max rel " << lse_rel << "  (tolerance ";
         if (bf16) std::cout << lse_tol; else std::cout << "2e-05";  // as before bf16 existed
         std::cout << " relative)\n";
-        if (stored_weights) {
+        if (stored_maps) {
             std::cout << "  attention  max abs " << e_w.max_abs << "  (tolerance " << w_tol << ", " << (f16 ? "f16" : "f32") << ")\n";
         }
         if (bf16) {
             std::cout << "  plain bf16 max abs " << n_out.max_abs << " (output), " << naive_lse_rel << " (lse, relative)"
-                      << (stored_weights ? ", " : "") ;
-            if (stored_weights) std::cout << n_w.max_abs << " (attention)";
+                      << (stored_maps ? ", " : "") ;
+            if (stored_maps) std::cout << n_w.max_abs << " (attention)";
             std::cout << "\n";
         }
         std::cout << (ok ? "  OK: within tolerance\n" : "  FAILED: outside tolerance\n");

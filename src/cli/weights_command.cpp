@@ -77,7 +77,7 @@ int weights_command(const std::vector<std::string>& args) {
         const std::size_t len = in.len, dk = in.d_k;
         // A bf16 run's logits came from Q and K rounded to bf16: so do these, or a row would not
         // sum to 1 against the run's /lse.
-        const bool bf16 = out.provenance().precision == kernels::precision_name(kernels::Precision::bf16);
+        const bool bf16 = run.attention.precision == kernels::Precision::bf16;
         const auto operand = [bf16](float x) { return static_cast<double>(bf16 ? kernels::round_to_bf16(x) : x); };
         io::InputReader reader(in);
         SequenceInputs seq;
@@ -102,14 +102,14 @@ int weights_command(const std::vector<std::string>& args) {
                 float* map = maps.data() + (si * heads.size() + hi) * len * len;
                 for (std::int64_t i = 0; i < seq.length; ++i) {
                     const float* q = p.q + h * p.q_strides.head + i * p.q_strides.row;
-                    const std::int64_t keys = run.causal ? std::min<std::int64_t>(seq.length, i + 1) : seq.length;
+                    const std::int64_t keys = run.attention.causal ? std::min<std::int64_t>(seq.length, i + 1) : seq.length;
                     const double row_lse = lse[static_cast<std::size_t>(h) * stored + static_cast<std::size_t>(i)];
                     for (std::int64_t j = 0; j < keys; ++j) {
                         const float* k = p.k + kernels::kv_head_of(p, static_cast<int>(h)) * p.k_strides.head + j * p.k_strides.row;
                         double dot = 0;
                         for (std::size_t c = 0; c < dk; ++c) dot += operand(q[c]) * operand(k[c]);
                         map[static_cast<std::size_t>(i) * len + static_cast<std::size_t>(j)] =
-                            static_cast<float>(std::exp(dot * run.scale - row_lse));
+                            static_cast<float>(std::exp(dot * run.attention.scale - row_lse));
                     }
                 }
             }

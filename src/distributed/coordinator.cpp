@@ -13,9 +13,9 @@
 namespace attnbatch::distributed {
 
 double RankTimes::hidden_fraction() const {
-    const double io = read + write + communicate;
-    if (io <= 0) return 1.0;
-    return std::clamp(1.0 - exposed / io, 0.0, 1.0);
+    const double io_seconds = read + write + communicate;
+    if (io_seconds <= 0) return 1.0;
+    return std::clamp(1.0 - exposed / io_seconds, 0.0, 1.0);
 }
 
 std::vector<double> RankTimes::pack() const {
@@ -63,7 +63,7 @@ struct Slot {
 
 }  // namespace
 
-RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler, StepIo& io) {
+RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler, StepIo& step_io) {
     const std::size_t me = static_cast<std::size_t>(comm.rank());
     // One computer for both slots: the weights packed once, the scratch shared (one compute runs at a time).
     StepComputer computer(context.spec, context.weights, context.settings, context.layout);
@@ -82,7 +82,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     const auto fail_if_any = [&]() {
         const AgreedError agreed = agree(comm, failure.code, failure.message);
         if (agreed.code == 0) return;
-        io.abandon();
+        step_io.abandon();
         throw AgreedFailure(agreed.code, agreed.message);
     };
     const auto settle = [&](const Round* pending, const Slot* pending_slot) {
@@ -90,11 +90,11 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         const int signal = static_cast<int>(comm.max(static_cast<std::int64_t>(stop_signal())));
         if (signal == 0) return;
         if (pending) {
-            io.store(*pending, pending_slot->has_output ? &pending_slot->output : nullptr, io_times, failure);
+            step_io.store(*pending, pending_slot->has_output ? &pending_slot->output : nullptr, io_times, failure);
             stored_sequences += sequences_in(*pending);
         }
         fail_if_any();
-        io.abandon();
+        step_io.abandon();
         // This rank's own signal and the phase it came in, when it had one.
         const bool own = stop_signal() != 0;
         throw AgreedFailure(exit_interrupted, stop_message(own ? stop_signal() : signal, own ? stop_phase() : current_phase(),
@@ -104,7 +104,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     BackgroundWorker worker;
     const double t_start = wall_seconds();
     Round current = scheduler.next(comm, 0.0);
-    io.fetch(current, slots[0].input, io_times, failure);
+    step_io.fetch(current, slots[0].input, io_times, failure);
     mine.exposed += io_total();  // nothing to overlap the first read with
     settle(nullptr, nullptr);
     const double t_rounds = wall_seconds();
@@ -126,12 +126,12 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         }
         const double io_before = io_total();
         if (have_previous) {
-            io.store(previous, other.has_output ? &other.output : nullptr, io_times, failure);
+            step_io.store(previous, other.has_output ? &other.output : nullptr, io_times, failure);
             stored_sequences += sequences_in(previous);
         }
         const double rate = mine.compute > 0 ? cost_done / mine.compute : 0.0;
         Round next = scheduler.next(comm, rate);
-        io.fetch(next, other.input, io_times, failure);
+        step_io.fetch(next, other.input, io_times, failure);
         const double io_done_at = wall_seconds(), io_spent = io_total() - io_before;
         slot.has_output = false;
         if (computing) {
@@ -173,14 +173,14 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     result.phases.rounds = t_last_write - t_rounds;
     if (have_previous) {
         Slot& last = slots[(result.rounds + 1) % 2];
-        io.store(previous, last.has_output ? &last.output : nullptr, io_times, failure);
+        step_io.store(previous, last.has_output ? &last.output : nullptr, io_times, failure);
         stored_sequences += sequences_in(previous);
     }
     // The last stop point: from here on the output is published whatever comes.
     settle(nullptr, nullptr);
     result.phases.last_write = wall_seconds() - t_last_write;
     enter_phase(Phase::publish);
-    io.finish(io_times);
+    step_io.finish(io_times);
     result.phases.close = io_times.close;
     result.phases.publish = io_times.publish;
     enter_phase(Phase::shut_down);
@@ -201,7 +201,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     for (int r = 0; r < comm.size(); ++r) {
         result.ranks.push_back(RankTimes::unpack(all.data() + static_cast<std::size_t>(r) * RankTimes::fields));
     }
-    result.collective_fallback = io.collective_fallback();
+    result.collective_fallback = step_io.collective_fallback();
     return result;
 }
 

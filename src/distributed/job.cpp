@@ -22,13 +22,11 @@
 #include "attnbatch/distributed/stop_request.hpp"
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/h5/file_paths.hpp"
+#include "attnbatch/kernels/threads.hpp"
 #include "attnbatch/io/input/value_scan.hpp"
 #include "attnbatch/io/output/fault_injection.hpp"
 #include "wall_clock.hpp"
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 namespace attnbatch::distributed {
 
@@ -73,15 +71,6 @@ void timed(double& seconds, Work&& work) {
     const double start = wall_seconds();
     work();
     seconds += wall_seconds() - start;
-}
-
-int resolved_threads(int threads) {
-#if defined(_OPENMP)
-    return threads > 0 ? threads : omp_get_max_threads();
-#else
-    (void)threads;
-    return 1;
-#endif
 }
 
 // The sequences a rank's share spans (contiguous shares: exactly its sequences).
@@ -135,7 +124,7 @@ void assess_resources(Job& job) {
         break;  // the first such node says enough
     }
     if (job.settings.dry_run && job.settings.simulate_ranks > 0) return;  // nothing runs here
-    const std::int64_t threads = resolved_threads(job.settings.kernel.threads);
+    const std::int64_t threads = kernels::resolved_threads(job.settings.kernel.threads);
     // Per node: ranks x threads - cores; per rank: threads beyond its CPU affinity.
     const std::int64_t over_node = comm.max(on_node * threads - node.cores);
     const std::int64_t worst_node_threads = comm.max(on_node * threads);
@@ -219,15 +208,13 @@ void lay_out(Job& job) {
 
     // A dry run for --simulate-ranks P sizes the job those P ranks would run.
     job.plan_ranks = s.dry_run && s.simulate_ranks > 0 ? s.simulate_ranks : job.comm.size();
-    job.io = s.io != IoMode::automatic ? s.io : job.plan_ranks > 1 ? IoMode::parallel : IoMode::gather;
-    job.attention.causal = s.causal;
-    job.attention.scale = s.scale > 0 ? static_cast<float>(s.scale)
-                                      : static_cast<float>(1.0 / std::sqrt(static_cast<double>(job.spec.d_k)));
+    job.io_mode = s.io_mode != IoMode::automatic ? s.io_mode : job.plan_ranks > 1 ? IoMode::parallel : IoMode::gather;
+    job.attention.spec = s.attention.resolved(job.spec.d_k);
     job.attention.kernel = s.kernel;
-    job.attention.kernel.threads = resolved_threads(s.kernel.threads);
-    job.attention.rope_theta = s.rope_theta;
+    job.attention.kernel.threads = kernels::resolved_threads(s.kernel.threads);
+    job.attention.kernel.precision = s.attention.precision;
     agreed(job.comm, true, [&] {
-        if (s.rope_theta > 0 && job.spec.d_k % 2 != 0) {
+        if (s.attention.rotary() && job.spec.d_k % 2 != 0) {
             throw Error(exit_usage, "--rope-theta needs an even d_k (rotary embeddings turn pairs of columns), but d_k = " +
                                         std::to_string(job.spec.d_k) + "; hint: drop --rope-theta or check --heads");
         }
@@ -238,8 +225,8 @@ void lay_out(Job& job) {
 void size_steps(Job& job) {
     const JobSettings& s = job.settings;
     Comm& comm = job.comm;
-    const int in_flight = job.io == IoMode::gather && job.plan_ranks > 1 ? 3 : 2;
-    const MemoryModel memory = memory_model(job.spec, job.layout, job.attention.kernel, in_flight, job.attention.rope_theta > 0);
+    const int in_flight = job.io_mode == IoMode::gather && job.plan_ranks > 1 ? 3 : 2;
+    const MemoryModel memory = memory_model(job.spec, job.layout, job.attention.kernel, in_flight, job.attention.spec.rotary());
     RowMemory rows = row_memory(job.spec, job.layout, memory, s.max_memory, in_flight);
     agreed(comm, true, [&] {
         // Padded sequences are all alike: when one fits, steps are counted in sequences as
@@ -316,7 +303,7 @@ bool already_complete(Job& job) {
 void form_job_units(Job& job) {
     const JobSettings& s = job.settings;
     Comm& comm = job.comm;
-    const CostModel cost = cost_model_for(job.spec, s.causal);
+    const CostModel cost = cost_model_for(job.spec, s.attention.causal);
     if (job.resume.state != ResumeState::partial) {
         job.all_units = form_units(job.lengths, cost, job.max_sequences, job.split);
         job.units = job.all_units;
@@ -384,7 +371,7 @@ std::int64_t slice_end(const Job& job, std::int64_t first, std::int64_t last) {
 // pass over the data and then the weights would name. One scanner opens the files once.
 void scan_values(Job& job) {
     Comm& comm = job.comm;
-    const bool parallel = job.io == IoMode::parallel;
+    const bool parallel = job.io_mode == IoMode::parallel;
     std::int64_t first = 0, last = job.spec.n;
     if (parallel) std::tie(first, last) = share_span(job.units, job.plan.ranks[static_cast<std::size_t>(comm.rank())]);
     std::optional<io::ValueScanner> scanner;
@@ -461,13 +448,10 @@ io::Provenance provenance_of(const Job& job) {
     provenance.kv_heads = job.spec.kv_head_count();
     provenance.d_k = job.spec.d_k;
     provenance.d_v = job.spec.d_v;
-    provenance.rope_theta = job.attention.rope_theta;
-    provenance.causal = s.causal;
-    provenance.scale = job.attention.scale;
+    provenance.attention = job.attention.spec;
     provenance.ranks = job.comm.size();
     provenance.threads = job.attention.kernel.threads;
-    provenance.io_mode = name_of(job.io);
-    provenance.precision = kernels::precision_name(job.attention.kernel.precision);
+    provenance.io_mode = name_of(job.io_mode);
     provenance.config = s.recorded_config;
     return provenance;
 }
@@ -494,7 +478,7 @@ std::unique_ptr<StepIo> open_step_io(Job& job) {
     };
     std::unique_ptr<io::OutputFile> output;
     std::unique_ptr<io::InputReader> reader;
-    if (job.io != IoMode::parallel) {
+    if (job.io_mode != IoMode::parallel) {
         agreed(comm, root, [&] {
             output = open_output(output_options.access);
             reader = std::make_unique<io::InputReader>(job.spec);

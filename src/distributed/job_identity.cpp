@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "attnbatch/io/h5/file_paths.hpp"
+#include "attnbatch/io/output/attention_fields.hpp"
 #include "attnbatch/io/output/journal.hpp"
 
 namespace attnbatch::distributed {
@@ -31,6 +32,18 @@ std::string exact(double value) {
     return text;
 }
 
+// The attention settings' lines, as io/output/attention_fields.hpp names them.
+struct AttentionLines {
+    std::ostringstream& out;
+    template <class Field>
+    void operator()(const io::AttentionField& field, const Field& value, const Field& default_value) const {
+        if (field.identity_at_default || !(value == default_value)) out << field.identity << " = " << text(value) << '\n';
+    }
+    static std::string text(bool value) { return value ? "true" : "false"; }
+    static std::string text(double value) { return exact(value); }
+    static std::string text(kernels::Precision value) { return kernels::precision_name(value); }
+};
+
 }  // namespace
 
 std::string job_identity(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,
@@ -39,6 +52,12 @@ std::string job_identity(const io::InputSpec& spec, const std::optional<io::Proj
     std::ostringstream out;
     out << "journal format = 1\n";
     describe_file(out, "input", spec.path);
+    // .npy shards: each by name, size and modification time, so that touching or replacing
+    // one makes a partial output of the old shards refuse to resume. (Only then: an HDF5
+    // input's identity is as it was.)
+    for (std::size_t i = 0; i < spec.shards.size(); ++i) describe_file(out, "input shard " + std::to_string(i), spec.shards[i].path);
+    if (spec.npy() && !spec.lengths.empty()) describe_file(out, "input lengths file", spec.lengths);
+    if (spec.npy() && !spec.offsets.empty()) describe_file(out, "input offsets file", spec.offsets);
     out << "input datasets = "
         << (spec.mode == io::InputMode::embeddings ? spec.dataset : spec.query + "," + spec.key + "," + spec.value)
         << (spec.mode == io::InputMode::qkv ? spec.layout == io::QkvLayout::split ? " [N,H,L,d]" : " [N,L,H*d]" : "")
@@ -49,7 +68,6 @@ std::string job_identity(const io::InputSpec& spec, const std::optional<io::Proj
         << spec.d_k << ' ' << spec.d_v << '\n'
         << "lengths xxh3 = " << hash_of(lengths) << '\n';
     if (spec.kv_head_count() != spec.heads) out << "kv heads = " << spec.kv_head_count() << '\n';
-    if (settings.rope_theta > 0) out << "rope theta = " << exact(settings.rope_theta) << '\n';
     // Only for the packed layout, so that a padded run's identity (and its journal) is as before.
     if (spec.packed) out << "layout = packed, offsets " << spec.offsets << ", T = " << spec.tokens << '\n';
     if (spec.weights) {
@@ -65,15 +83,13 @@ std::string job_identity(const io::InputSpec& spec, const std::optional<io::Proj
     } else {
         out << "weights = (none)\n";
     }
-    out << "causal = " << (settings.causal ? "true" : "false") << '\n'
-        << "scale = " << exact(settings.scale) << '\n'
-        << "kernel = " << (settings.kernel.kind == kernels::KernelKind::reference ? "reference" : "blocked") << '\n'
+    io::for_each_attention_field(settings.spec, AttentionLines{out});
+    out << "kernel = " << (settings.kernel.kind == kernels::KernelKind::reference ? "reference" : "blocked") << '\n'
         << "isa = " << kernels::isa_name(kernels::resolve_isa(settings.kernel.isa, settings.kernel.precision)) << '\n'
-        << (settings.kernel.precision == kernels::Precision::fp32
-                ? std::string()  // absent, as before bf16 existed: fp32 partial files stay resumable
-                : std::string("precision = ") + kernels::precision_name(settings.kernel.precision) + '\n' +
-                      // AMX and AVX512-BF16 may round differently inside a pair of products
-                      "matrix unit = " + kernels::matrix_unit(settings.kernel) + '\n')
+        // AMX and AVX512-BF16 may round differently inside a pair of products; absent for fp32,
+        // as before bf16 existed, so that fp32 partial files stay resumable
+        << (settings.kernel.precision == kernels::Precision::fp32 ? std::string()
+                                                                   : "matrix unit = " + kernels::matrix_unit(settings.kernel) + '\n')
         << "block-q = " << settings.kernel.block_q << '\n'
         << "block-k = " << settings.kernel.block_k << '\n'
         << "save-weights = " << io::name_of(layout.save_weights) << '\n'

@@ -84,6 +84,13 @@ std::string encode_spec(const io::InputSpec& spec) {
     w.integer(spec.packed ? 1 : 0);
     w.text(spec.offsets);
     w.integer(spec.tokens);
+    w.integer(static_cast<std::int64_t>(spec.shards.size()));
+    for (const io::NpyShard& shard : spec.shards) {
+        w.text(shard.path);
+        w.integer(shard.rows);
+        w.integer(shard.data_offset);
+        w.integer(shard.big_endian ? 1 : 0);
+    }
     return w.take();
 }
 
@@ -125,6 +132,16 @@ io::InputSpec decode_spec(const std::string& bytes) {
     spec.packed = r.integer() != 0;
     spec.offsets = r.text();
     spec.tokens = r.integer();
+    const std::int64_t shards = r.integer();
+    if (shards < 0) throw std::invalid_argument("decode_spec: negative shard count");
+    for (std::int64_t i = 0; i < shards; ++i) {
+        io::NpyShard shard;
+        shard.path = r.text();
+        shard.rows = r.integer();
+        shard.data_offset = r.integer();
+        shard.big_endian = r.integer() != 0;
+        spec.shards.push_back(std::move(shard));
+    }
     if (!r.done()) throw std::invalid_argument("decode_spec: trailing bytes");
     return spec;
 }

@@ -20,6 +20,7 @@
 
 #include "attnbatch/kernels/projection.hpp"
 #include "attnbatch/kernels/rope.hpp"
+#include "attnbatch/kernels/threads.hpp"
 #include "step_rows.hpp"
 
 namespace attnbatch::distributed {
@@ -116,9 +117,7 @@ public:
         : spec_(spec), settings_(settings), layout_(layout),
           staging_bytes_(staging_bytes > 0 ? staging_bytes : kDefaultStagingBytes) {
         isa_ = k::resolve_isa(settings.kernel.isa);
-#if defined(_OPENMP)
-        threads_ = settings.kernel.threads > 0 ? settings.kernel.threads : omp_get_max_threads();
-#endif
+        threads_ = k::resolved_threads(settings.kernel.threads);
         heads_ = static_cast<std::size_t>(spec.heads);
         kv_heads_ = static_cast<std::size_t>(spec.kv_head_count());
         dk_ = static_cast<std::size_t>(spec.d_k);
@@ -136,13 +135,13 @@ public:
                 w_o_ = pack({{&weights->w_o, &weights->b_o}}, static_cast<int>(attended_width_), {static_cast<int>(d_out_)}, isa_);
             }
         }
-        rope_ = settings.rope_theta > 0;
+        rope_ = settings.spec.rotary();
         if (rope_) {
             // Positions 0..L-1: a row's angle depends on its position in the sequence only.
             const std::size_t half = dk_ / 2;
             rope_cos_.resize(static_cast<std::size_t>(spec.len) * half);
             rope_sin_.resize(rope_cos_.size());
-            k::rope_table(settings.rope_theta, static_cast<int>(dk_), 0, static_cast<int>(spec.len), rope_cos_.data(),
+            k::rope_table(settings.spec.rope_theta, static_cast<int>(dk_), 0, static_cast<int>(spec.len), rope_cos_.data(),
                           rope_sin_.data());
         }
         // K staged (projected or rotated) in rows of K | V (projected) or K alone (rotated).
@@ -382,8 +381,7 @@ private:
         p.len_k = r.keys;
         p.dim_k = static_cast<int>(dk_);
         p.dim_v = static_cast<int>(dv_);
-        p.scale = settings_.scale;
-        p.causal = settings_.causal;
+        settings_.spec.apply_to(p);
         std::tie(p.q, p.q_strides) = operand(stage_q_ ? q_rows(lane, at) : nullptr, q_width_, dk_, step.q, r.query_at);
         std::tie(p.k, p.k_strides) = operand(stage_k_ ? kv_rows(lane, at) : nullptr, kv_width_, dk_, step.k, r.key_at);
         std::tie(p.v, p.v_strides) = operand(w_kv_ ? kv_rows(lane, at) + k_width_ : nullptr, kv_width_, dv_, step.v, r.value_at);
@@ -544,7 +542,7 @@ private:
         const double per_pair = 2.0 * static_cast<double>(heads_ * (dk_ + dv_));
         for (const RowRange& r : step.ranges) {
             const double q0 = r.q0, q1 = q0 + r.query_rows;
-            const double pairs = settings_.causal ? (q1 * (q1 + 1) - q0 * (q0 + 1)) / 2 : static_cast<double>(r.query_rows) * r.length;
+            const double pairs = settings_.spec.causal ? (q1 * (q1 + 1) - q0 * (q0 + 1)) / 2 : static_cast<double>(r.query_rows) * r.length;
             tally.attention_flops += per_pair * pairs;
             if (w_q_) {
                 tally.projection_flops += 2.0 * w_q_.in *

@@ -3,11 +3,9 @@
 #include <string>
 
 #include "attnbatch/kernels/attention.hpp"
+#include "attnbatch/kernels/threads.hpp"
 #include "backend.hpp"
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 namespace attnbatch::kernels {
 
@@ -15,15 +13,6 @@ std::size_t reference_workspace_bytes(const AttentionParams& p, int threads);
 void reference_forward(const AttentionParams& p, int threads, void* workspace);
 
 namespace {
-
-int resolve_threads(int threads) {
-    if (threads > 0) return threads;
-#if defined(_OPENMP)
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
 
 Tiles choose_tiles(const Backend& backend, const KernelOptions& o) {
     Tiles t = backend.default_tiles;
@@ -35,7 +24,7 @@ Tiles choose_tiles(const Backend& backend, const KernelOptions& o) {
 }  // namespace
 
 std::size_t attention_workspace_bytes(const AttentionParams& p, const KernelOptions& o) {
-    const int threads = resolve_threads(o.threads);
+    const int threads = resolved_threads(o.threads);
     if (o.kind == KernelKind::reference) return reference_workspace_bytes(p, threads);
     // The backend's own code sizes its workspace, so the CPU must run it here already.
     const Backend& backend = usable_backend(o.isa, "attention kernel", o.precision);
@@ -59,7 +48,7 @@ void attention_forward(const AttentionParams& p, const KernelOptions& o, void* w
                                     " bytes is too small, expected at least " + std::to_string(needed));
     }
     if (p.batch == 0) return;
-    const int threads = resolve_threads(o.threads);
+    const int threads = resolved_threads(o.threads);
     if (o.kind == KernelKind::reference) {
         reference_forward(p, threads, workspace);
         return;

@@ -1,29 +1,14 @@
 // Run-time choice of backend for the projections (see projection.hpp).
 #include "attnbatch/kernels/projection.hpp"
+#include "attnbatch/kernels/threads.hpp"
 
 #include <stdexcept>
 #include <string>
 
 #include "backend.hpp"
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 namespace attnbatch::kernels {
-
-namespace {
-
-int resolve_threads(int threads) {
-#if defined(_OPENMP)
-    return threads > 0 ? threads : omp_get_max_threads();
-#else
-    (void)threads;
-    return 1;
-#endif
-}
-
-}  // namespace
 
 std::size_t projection_packed_floats(int in, int out, Isa isa) {
     return usable_backend(isa, "projection", isa_precision(isa)).projection_packed_floats(in, out);
@@ -34,7 +19,7 @@ void pack_projection_weights(const float* w, int in, int out, float* packed, Isa
 }
 
 std::size_t projection_workspace_bytes(int in, Isa isa, int threads) {
-    return usable_backend(isa, "projection", isa_precision(isa)).projection_workspace_bytes(in, resolve_threads(threads));
+    return usable_backend(isa, "projection", isa_precision(isa)).projection_workspace_bytes(in, resolved_threads(threads));
 }
 
 void project(const ProjectionParams& p, Isa isa, int threads, void* workspace, std::size_t workspace_bytes) {
@@ -52,7 +37,7 @@ void project(const ProjectionParams& p, Isa isa, int threads, void* workspace, s
     if (workspace_bytes < projection_workspace_bytes(p.in, isa, threads)) {
         throw std::invalid_argument("projection: workspace too small");
     }
-    usable_backend(isa, "projection", isa_precision(isa)).project(p, resolve_threads(threads), workspace);
+    usable_backend(isa, "projection", isa_precision(isa)).project(p, resolved_threads(threads), workspace);
 }
 
 }  // namespace attnbatch::kernels

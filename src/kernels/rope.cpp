@@ -1,14 +1,12 @@
 // Rotary position embeddings: the table of cosines and sines, and the rotation of Q or K rows.
 #include "attnbatch/kernels/rope.hpp"
+#include "attnbatch/kernels/threads.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 namespace attnbatch::kernels {
 namespace {
@@ -48,7 +46,7 @@ void apply_rope(const RopeParams& p, int threads) {
     const std::int64_t tasks = static_cast<std::int64_t>(p.batch) * p.heads;
     (void)threads;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads()) if (tasks > 1)
+#pragma omp parallel for schedule(static) num_threads(resolved_threads(threads)) if (tasks > 1)
 #endif
     for (std::int64_t task = 0; task < tasks; ++task) {
         const std::int64_t b = task / p.heads, h = task % p.heads;

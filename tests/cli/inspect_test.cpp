@@ -42,7 +42,7 @@ void make_output(const std::string& path, std::int64_t written, bool finalize, i
     provenance.input_file = "in.h5";
     provenance.input_dataset = "/embeddings";
     provenance.heads = layout.heads;
-    provenance.scale = 0.5;
+    provenance.attention.scale = 0.5;
     provenance.config = "heads = 2\n";
     io::OutputFile out = io::OutputFile::create(path, layout, provenance);
     const auto n = static_cast<std::size_t>(written), len = static_cast<std::size_t>(layout.len);

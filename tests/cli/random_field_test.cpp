@@ -25,25 +25,25 @@ TEST(RandomField, QuantileMatchesAS241Reference) {
 
 TEST(RandomField, ValuesArePureFunctionsOfTheirCounters) {
     const RandomField field(42, 1);
-    // Any order of evaluation gives the same number for the same (unit, index).
-    const double late = field.unit(7).normal(1000);
-    for (int i = 0; i < 100; ++i) static_cast<void>(field.unit(static_cast<std::uint64_t>(i)).normal(0));
-    EXPECT_EQ(field.unit(7).normal(1000), late);
-    EXPECT_NE(RandomField(42, 2).unit(7).normal(1000), late);  // another stream
-    EXPECT_NE(RandomField(43, 1).unit(7).normal(1000), late);  // another seed
+    // Any order of evaluation gives the same number for the same (row, index).
+    const double late = field.row(7).normal(1000);
+    for (int i = 0; i < 100; ++i) static_cast<void>(field.row(static_cast<std::uint64_t>(i)).normal(0));
+    EXPECT_EQ(field.row(7).normal(1000), late);
+    EXPECT_NE(RandomField(42, 2).row(7).normal(1000), late);  // another stream
+    EXPECT_NE(RandomField(43, 1).row(7).normal(1000), late);  // another seed
 }
 
 TEST(RandomField, UniformsStayInsideTheOpenInterval) {
-    const RandomField::Unit unit = RandomField(1, 1).unit(0);
+    const RandomField::Row row = RandomField(1, 1).row(0);
     std::set<double> seen;
     double sum = 0, sum_sq = 0;
     constexpr int count = 20000;
     for (int i = 0; i < count; ++i) {
-        const double u = unit.uniform(static_cast<std::uint64_t>(i));
+        const double u = row.uniform(static_cast<std::uint64_t>(i));
         ASSERT_GT(u, 0.0);
         ASSERT_LT(u, 1.0);
         seen.insert(u);
-        const double z = unit.normal(static_cast<std::uint64_t>(i));
+        const double z = row.normal(static_cast<std::uint64_t>(i));
         sum += z;
         sum_sq += z * z;
     }

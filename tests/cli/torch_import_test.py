@@ -33,10 +33,13 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
-from harness import check, failures, fresh_directory  # noqa: E402
+from harness import check, failures, fresh_directory, skip  # noqa: E402
 from safetensors_file import save_safetensors  # noqa: E402
 
-import torch  # noqa: E402  (python3-torch: scripts/install-deps.sh installs it)
+try:
+    import torch  # noqa: E402  (python3-torch: scripts/install-deps.sh installs it)
+except ImportError as error:
+    skip("no PyTorch for %s (python3-torch): %s" % (sys.executable, error))
 
 EPS32 = float(np.finfo(np.float32).eps)
 BINARY = None

@@ -14,10 +14,15 @@ import sys
 
 import h5py
 import numpy as np
-import xarray
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from harness import check, failures, fresh_directory, mpi_env, mpirun  # noqa: E402
+from harness import check, failures, fresh_directory, mpi_env, mpirun, skip  # noqa: E402
+
+try:
+    import h5netcdf  # noqa: E402,F401  (the engine xarray opens the outputs with)
+    import xarray  # noqa: E402
+except ImportError as error:
+    skip("no xarray with h5netcdf for %s (python3-xarray, python3-h5netcdf): %s" % (sys.executable, error))
 
 
 def run(command, expect=0):

@@ -278,8 +278,8 @@ Problem make_problem(std::int64_t n, Saved saved, bool causal) {
         p.layout.weights_first = 2;  // the steps cut across the stored range
         p.layout.weights_last = n - 2;
     }
-    p.settings.causal = causal;
-    p.settings.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kHeadWidth)));
+    p.settings.spec.causal = causal;
+    p.settings.spec = p.settings.spec.resolved(kHeadWidth);
     p.settings.kernel.threads = 1;
 
     std::mt19937_64 rng(static_cast<std::uint64_t>(1000 + n));
@@ -455,7 +455,7 @@ RunOutcome run_on_threads(const Problem& p, Sink& sink, int ranks, Schedule sche
 // Plain double-precision attention of the embeddings with themselves, heads split along d.
 void expect_matches_reference(const Problem& p, const Sink& sink) {
     const std::int64_t n = p.spec.n;
-    const double scale = p.settings.scale;
+    const double scale = p.settings.spec.scale;
     for (std::int64_t s = 0; s < n; ++s) {
         const std::int32_t valid = p.lengths[static_cast<std::size_t>(s)];
         EXPECT_EQ(sink.lengths[static_cast<std::size_t>(s)], valid);
@@ -466,7 +466,7 @@ void expect_matches_reference(const Problem& p, const Sink& sink) {
             for (std::int64_t i = 0; i < kLen; ++i) {
                 const float lse = sink.lse[static_cast<std::size_t>((s * kHeads + h) * kLen + i)];
                 const float* out = &sink.output[static_cast<std::size_t>((s * kLen + i) * kWidth + h * kHeadWidth)];
-                const std::int64_t keys = i >= valid ? 0 : p.settings.causal ? i + 1 : valid;
+                const std::int64_t keys = i >= valid ? 0 : p.settings.spec.causal ? i + 1 : valid;
                 if (keys == 0) {
                     EXPECT_TRUE(std::isinf(lse) && lse < 0) << "sequence " << s << " row " << i;
                     for (std::int64_t c = 0; c < kHeadWidth; ++c) EXPECT_EQ(out[c], 0.0f);

@@ -76,8 +76,8 @@ protected:
         s.input.input_path = input_;
         s.input.heads = 2;
         s.output = dir_.file(output);
-        s.causal = true;
-        s.io = IoMode::gather;
+        s.attention.causal = true;
+        s.io_mode = IoMode::gather;
         s.kernel.threads = 1;
         s.max_memory = std::size_t{1} << 30;
         s.unit_sequences = 2;  // many units, so that the plan and the resume have work to split
@@ -117,7 +117,7 @@ TEST_F(JobTest, PrepareDescribesPlansAndWritesNothing) {
         EXPECT_EQ(job.spec.n, kSequences);
         EXPECT_EQ(job.spec.heads, 2);
         EXPECT_EQ(job.plan_ranks, 5);  // the simulated ranks, not the 3 running
-        EXPECT_EQ(job.io, IoMode::gather);
+        EXPECT_EQ(job.io_mode, IoMode::gather);
         EXPECT_EQ(job.max_sequences, 2);
         EXPECT_EQ(job.units.size(), job.all_units.size());
         ASSERT_EQ(job.plan.ranks.size(), 5u);
@@ -460,12 +460,12 @@ TEST_F(JobTest, ResumeOfACompleteOutputChecksTheIdentityItRecords) {
     ASSERT_EQ(run(2, s), 0);
     const std::string before = bytes_of(s.output);
     s.resume = true;
-    s.causal = false;  // the first attempt was causal
+    s.attention.causal = false;  // the first attempt was causal
     for (const bool dry_run : {true, false}) {
         s.dry_run = dry_run;
         EXPECT_EQ(run(2, s), exit_usage) << (dry_run ? "dry run" : "run");
     }
-    s.causal = true;
+    s.attention.causal = true;
     run_ranks(2, [&](Comm& comm) { EXPECT_TRUE(prepare_job(comm, s).nothing_to_do()); });
     EXPECT_EQ(bytes_of(s.output), before);
 }

@@ -124,6 +124,29 @@ TEST(SpecCodec, RoundTripWithWeights) {
     EXPECT_EQ(encode_spec(back), encode_spec(s));
 }
 
+// .npy shards: every rank maps them itself, from the paths, rows, offsets and byte order
+// rank 0 checked.
+TEST(SpecCodec, NpyShardsRoundTrip) {
+    io::InputSpec s = spec_with_weights();
+    s.path = "shards/*.npy";
+    s.packed = true;
+    s.offsets = "shards/offsets.npy";
+    s.tokens = 91;
+    s.shards = {io::NpyShard{"shards/part_0.npy", 40, 128, false}, io::NpyShard{"shards/part_10.npy", 51, 192, true}};
+    const io::InputSpec back = decode_spec(encode_spec(s));
+    expect_same(s, back);
+    ASSERT_EQ(back.shards.size(), 2u);
+    for (std::size_t i = 0; i < 2; ++i) {
+        EXPECT_EQ(back.shards[i].path, s.shards[i].path);
+        EXPECT_EQ(back.shards[i].rows, s.shards[i].rows);
+        EXPECT_EQ(back.shards[i].data_offset, s.shards[i].data_offset);
+        EXPECT_EQ(back.shards[i].big_endian, s.shards[i].big_endian);
+    }
+    EXPECT_EQ(back.offsets, s.offsets);
+    EXPECT_EQ(back.tokens, 91);
+    EXPECT_TRUE(decode_spec(encode_spec(spec_with_weights())).shards.empty());
+}
+
 TEST(SpecCodec, EveryFlagOfTheWeightsSurvivesAlone) {
     // Each boolean set by itself, so that fields swapped in the codec would show.
     for (int bit = 0; bit < 5; ++bit) {

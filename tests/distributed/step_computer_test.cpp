@@ -89,9 +89,9 @@ struct Problem {
         layout.weights_dtype = c.dtype;
         layout.weights_first = 2;
         layout.weights_last = 6;
-        settings.causal = c.causal;
-        settings.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kHeadWidth)));
-        settings.rope_theta = c.rope ? 100.0 : 0.0;
+        settings.spec.causal = c.causal;
+        settings.spec = settings.spec.resolved(kHeadWidth);
+        settings.spec.rope_theta = c.rope ? 100.0 : 0.0;
         settings.kernel.threads = 1;
         x.assign(kLengths.size() * kLen * static_cast<std::size_t>(d), 0.0f);
         for (std::size_t s = 0; s < kLengths.size(); ++s) {
@@ -200,7 +200,7 @@ Sequence piece_steps(const Problem& p, StepComputer& computer, StepOutputs& outp
         in.lengths = {length};
         in.row_first = r0;
         in.row_last = r1;
-        in.key_rows = p.settings.causal ? std::min(r1, length) : length;
+        in.key_rows = p.settings.spec.causal ? std::min(r1, length) : length;
         in.x.assign(p.x.begin() + static_cast<std::ptrdiff_t>(s * kLen * p.d()),
                     p.x.begin() + static_cast<std::ptrdiff_t>((s * kLen + static_cast<std::size_t>(in.key_rows)) * p.d()));
         io::OutputBlock block;
@@ -279,14 +279,14 @@ Sequence plain_pipeline(const Problem& p, std::size_t s, std::vector<double>* ou
     } else {
         for (std::size_t i = 0; i < n * qw; ++i) q[i] = k[i] = v[i] = T(x[i]);
     }
-    if (p.settings.rope_theta > 0) {
+    if (p.settings.spec.rope_theta > 0) {
         for (auto* m : {&q, &k}) {
             const std::size_t width = m == &q ? qw : kw;
             for (std::size_t i = 0; i < n; ++i) {
                 for (std::size_t h = 0; h < width / dk; ++h) {
                     std::vector<double> row(dk);
                     for (std::size_t c = 0; c < dk; ++c) row[c] = static_cast<double>((*m)[i * width + h * dk + c]);
-                    kernels::apply_rope_f64(p.settings.rope_theta, static_cast<int>(dk), static_cast<std::int64_t>(i), row.data());
+                    kernels::apply_rope_f64(p.settings.spec.rope_theta, static_cast<int>(dk), static_cast<std::int64_t>(i), row.data());
                     for (std::size_t c = 0; c < dk; ++c) (*m)[i * width + h * dk + c] = T(row[c]);
                 }
             }
@@ -297,13 +297,13 @@ Sequence plain_pipeline(const Problem& p, std::size_t s, std::vector<double>* ou
     for (std::size_t h = 0; h < kHeads; ++h) {
         const std::size_t g = h / per_group;
         for (std::size_t i = 0; i < n; ++i) {
-            const std::size_t keys = p.settings.causal ? i + 1 : n;
+            const std::size_t keys = p.settings.spec.causal ? i + 1 : n;
             std::vector<T> logit(keys);
             T top = -std::numeric_limits<T>::infinity();
             for (std::size_t j = 0; j < keys; ++j) {
                 T dot = 0;
                 for (std::size_t c = 0; c < dk; ++c) dot += q[i * qw + h * dk + c] * k[j * kw + g * dk + c];
-                logit[j] = dot * T(p.settings.scale);
+                logit[j] = dot * T(p.settings.spec.scale);
                 top = std::max(top, logit[j]);
             }
             T sum = 0;

@@ -7,9 +7,11 @@
 
 #include "attnbatch/io/output/attention_maps.hpp"
 #include "attnbatch/io/output/output_reader.hpp"
+#include "attnbatch/io/h5/attribute.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "support/output_fixtures.hpp"
 
+#include <hdf5.h>
 #include <unistd.h>
 
 namespace attnbatch::io {
@@ -64,8 +66,10 @@ TEST(OutputReader, LayoutProvenanceAndRowsOfACompleteOutput) {
     EXPECT_EQ(recorded.input_file, written.input_file);
     EXPECT_EQ(recorded.input_dataset, written.input_dataset);
     EXPECT_EQ(recorded.heads, written.heads);
-    EXPECT_EQ(recorded.causal, written.causal);
-    EXPECT_EQ(recorded.scale, written.scale);
+    EXPECT_EQ(recorded.attention.causal, written.attention.causal);
+    EXPECT_EQ(recorded.attention.scale, written.attention.scale);
+    EXPECT_EQ(recorded.attention.rope_theta, written.attention.rope_theta);
+    EXPECT_EQ(recorded.attention.precision, written.attention.precision);
     EXPECT_EQ(recorded.ranks, written.ranks);
     EXPECT_EQ(recorded.threads, written.threads);
     EXPECT_EQ(recorded.io_mode, written.io_mode);
@@ -156,6 +160,52 @@ TEST(OutputReader, IncompleteOutputAndNoWeights) {
     } catch (const Error& error) {
         EXPECT_EQ(error.exit_code(), exit_invalid_input);
         EXPECT_NE(std::string(error.what()).find(dataset::attention), std::string::npos) << error.what();
+    }
+}
+
+// The attention settings as versions before the one codec wrote them (one attribute call each,
+// under the SPEC.md names), and as versions before rotary embeddings and bf16 left them (no
+// rope_theta, no precision): both read back to the spec the run used.
+TEST(OutputReader, AttentionSettingsOfEarlierVersions) {
+    const testing::TempDir dir;
+    const OutputLayout layout = small_layout();
+    const RunData data(layout);
+    const std::string path = dir.file("out.h5");
+    write_output(path, layout, data, true);
+    {
+        const File file = File::open(path, FileMode::read_write);
+        set_int_attribute(file, attribute::causal, 1);
+        set_real_attribute(file, attribute::scale, 0.125);
+        set_real_attribute(file, attribute::rope_theta, 500000.0);
+        set_text_attribute(file, attribute::precision, "bf16");
+    }
+    kernels::AttentionSpec spec = OutputReader(path).provenance().attention;
+    EXPECT_TRUE(spec.causal);
+    EXPECT_EQ(spec.scale, 0.125);
+    EXPECT_EQ(spec.rope_theta, 500000.0);
+    EXPECT_EQ(spec.precision, kernels::Precision::bf16);
+    {
+        const File file = File::open(path, FileMode::read_write);
+        for (const char* name : {attribute::rope_theta, attribute::precision}) {
+            ASSERT_GE(H5Adelete(file.id(), name), 0) << name;
+        }
+        set_int_attribute(file, attribute::causal, 0);
+    }
+    spec = OutputReader(path).provenance().attention;
+    EXPECT_FALSE(spec.causal);
+    EXPECT_EQ(spec.scale, 0.125);
+    EXPECT_EQ(spec.rope_theta, 0.0);
+    EXPECT_EQ(spec.precision, kernels::Precision::fp32);
+    {
+        const File file = File::open(path, FileMode::read_write);
+        set_text_attribute(file, attribute::precision, "fp16");
+    }
+    try {
+        (void)OutputReader(path).provenance();
+        ADD_FAILURE() << "a precision of fp16 was accepted";
+    } catch (const Error& error) {
+        EXPECT_EQ(error.exit_code(), exit_invalid_input);
+        EXPECT_NE(std::string(error.what()).find("precision is 'fp16', expected fp32 or bf16"), std::string::npos) << error.what();
     }
 }
 

@@ -26,8 +26,10 @@ inline io::Provenance provenance() {
     p.input_file = "in.h5";
     p.input_dataset = "/embeddings";
     p.heads = 2;
-    p.causal = true;
-    p.scale = 0.5;
+    p.attention.causal = true;
+    p.attention.scale = 0.5;
+    p.attention.rope_theta = 10000.0;
+    p.attention.precision = kernels::Precision::bf16;
     p.ranks = 3;
     p.threads = 8;
     p.io_mode = "parallel";

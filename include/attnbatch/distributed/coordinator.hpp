@@ -58,6 +58,6 @@ struct RunContext {
 
 // Collective. Runs every round and completes the output. A failure every rank agreed on
 // closes OUTPUT.partial incomplete and throws AgreedFailure on every rank.
-RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler, StepIo& io);
+RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler, StepIo& step_io);
 
 }  // namespace attnbatch::distributed

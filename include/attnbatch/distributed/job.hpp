@@ -45,6 +45,7 @@
 #include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/io/output/output_size.hpp"
 #include "attnbatch/kernels/attention.hpp"
+#include "attnbatch/kernels/attention_spec.hpp"
 
 namespace attnbatch::distributed {
 
@@ -61,17 +62,15 @@ struct SequenceRange {
 struct JobSettings {
     io::InputOptions input;
     std::string output;
-    bool causal = false;
-    double scale = 0.0;  // 0: 1/sqrt(d_k)
-    double rope_theta = 0.0;  // rotary position embeddings on Q and K; 0: off
+    kernels::AttentionSpec attention;  // scale 0: 1/sqrt(d_k)
     io::SaveWeights save_weights = io::SaveWeights::all;
     io::WeightsDtype weights_dtype = io::WeightsDtype::f32;
     std::optional<SequenceRange> sequences;          // none: every sequence (run --sequences)
     std::optional<SequenceRange> weights_sequences;  // none: every sequence; input sequence numbers
     int gzip_level = 0;                              // 0: no compression
-    IoMode io = IoMode::automatic;
+    IoMode io_mode = IoMode::automatic;
     ScheduleKind schedule = ScheduleKind::cost_static;
-    kernels::KernelOptions kernel;    // threads 0: OpenMP's default
+    kernels::KernelOptions kernel;    // threads 0: OpenMP's default; its precision is attention.precision's
     std::size_t max_memory = 0;       // resident bytes per rank; 0: default_max_memory() of the node
     std::int64_t unit_sequences = 0;  // 0: as many as max_memory allows
     bool resume = false, force = false, dry_run = false;
@@ -93,9 +92,9 @@ struct Job {
 
     io::OutputLayout layout;
     io::OutputSizes sizes;
-    AttentionSettings attention;  // scale and threads resolved
+    AttentionSettings attention;  // scale, threads and precision resolved
     int plan_ranks = 1;           // this run's ranks, or --simulate-ranks
-    IoMode io = IoMode::gather;   // resolved
+    IoMode io_mode = IoMode::gather;  // resolved
     std::int64_t max_sequences = 0;  // per step, from the memory model
     std::uint64_t max_step_bytes = 0;  // a step's data (pieces, packed layout); 0: max_sequences alone
     SplitOptions split;               // how units were cut (pieces of long sequences)

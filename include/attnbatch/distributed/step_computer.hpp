@@ -14,14 +14,13 @@
 #include "attnbatch/io/models/weights_reader.hpp"
 #include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/kernels/attention.hpp"
+#include "attnbatch/kernels/attention_spec.hpp"
 
 namespace attnbatch::distributed {
 
 struct AttentionSettings {
-    bool causal = false;
-    float scale = 0.0f;  // already resolved (1/sqrt(d_k) by default)
-    double rope_theta = 0.0;  // rotary embeddings on Q and K (kernels/rope.hpp); 0: none
-    kernels::KernelOptions kernel;
+    kernels::AttentionSpec spec;    // scale resolved (AttentionSpec::resolved)
+    kernels::KernelOptions kernel;  // how the kernels run; its precision is spec.precision
 };
 
 // What the compute of some units did.

@@ -4,6 +4,7 @@
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/h5/error.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
+#include "attnbatch/io/input/npy_shards.hpp"
 #include "h5/open_checked.hpp"
 
 #include <algorithm>
@@ -13,11 +14,13 @@
 
 namespace attnbatch::io {
 
+// An HDF5 input's file and datasets, or .npy shards mapped in place.
 struct InputReader::Files {
-    explicit Files(File opened) : file(std::move(opened)) {}
-    File file;
+    std::optional<File> file;
     std::vector<Dataset> data;  // x, or q, k, v
     std::optional<Dataset> lengths;
+    std::optional<NpyShardSet> npy;
+    std::vector<std::int32_t> npy_lengths;  // padded shards with a lengths sidecar: every stored sequence's
 };
 
 InputReader::InputReader(InputReader&&) noexcept = default;
@@ -70,7 +73,8 @@ void InputReader::expect_finite(const InputBlock& block, std::int64_t first, std
                                             : std::vector<const std::vector<float>*>{&block.q, &block.k, &block.v};
     for (std::size_t i = 0; i < arrays.size(); ++i) {
         if (all_finite(*arrays[i])) continue;
-        throw Error(exit_invalid_input, spec_.path + ":" + files_->data[i].path() + " has a non-finite value in sequences [" +
+        const std::string where = files_->npy ? spec_.path + " (.npy shards)" : spec_.path + ":" + files_->data[i].path();
+        throw Error(exit_invalid_input, where + " has a non-finite value in sequences [" +
                                             std::to_string(spec_.first_sequence + first) + ", " +
                                             std::to_string(spec_.first_sequence + last) +
                                             "), expected finite values everywhere, padding included; hint: replace them, "
@@ -84,13 +88,24 @@ std::int64_t InputBlock::query_rows() const noexcept {
 }
 
 InputReader::InputReader(const InputSpec& spec, const FileAccess& access)
-    : spec_(spec), files_(std::make_unique<Files>(detail::open_input_file(spec.path, "--input", access))) {
+    : spec_(spec), files_(std::make_unique<Files>()) {
+    if (spec_.npy()) {
+        files_->npy.emplace(spec_);
+        if (!spec_.packed && !spec_.lengths.empty()) files_->npy_lengths = npy_stored_lengths(spec_);
+        if (spec_.packed) {
+            const std::vector<std::int64_t> all = npy_stored_offsets(spec_);
+            const auto first = all.begin() + static_cast<std::ptrdiff_t>(spec_.first_sequence);
+            offsets_.assign(first, first + static_cast<std::ptrdiff_t>(spec_.n) + 1);
+        }
+        return;
+    }
+    files_->file.emplace(detail::open_input_file(spec.path, "--input", access));
     try {
-        files_->data = open_data(files_->file, spec_);
-        if (!spec_.lengths.empty()) files_->lengths.emplace(Dataset::open(files_->file, spec_.lengths));
+        files_->data = open_data(*files_->file, spec_);
+        if (!spec_.lengths.empty()) files_->lengths.emplace(Dataset::open(*files_->file, spec_.lengths));
         if (spec_.packed) {
             // Only the selected sequences' offsets (run --sequences), still in the file's rows.
-            const std::vector<std::int64_t> all = read_all<std::int64_t>(Dataset::open(files_->file, spec_.offsets));
+            const std::vector<std::int64_t> all = read_all<std::int64_t>(Dataset::open(*files_->file, spec_.offsets));
             const auto first = all.begin() + static_cast<std::ptrdiff_t>(spec_.first_sequence);
             offsets_.assign(first, first + static_cast<std::ptrdiff_t>(spec_.n) + 1);
         }
@@ -111,6 +126,13 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
     block.offsets.clear();
     if (spec_.packed) {
         read_packed(first, last, block);
+        if (check_values_) expect_finite(block, first, last);
+        return;
+    }
+    if (files_->npy) {
+        files_->npy->read_rows(stored, block.count, block.x);
+        block.lengths.resize(static_cast<std::size_t>(block.count));
+        for (std::int64_t i = 0; i < block.count; ++i) block.lengths[static_cast<std::size_t>(i)] = length_of(first + i);
         if (check_values_) expect_finite(block, first, last);
         return;
     }
@@ -142,6 +164,10 @@ std::vector<std::int32_t> InputReader::read_all_lengths() {
         return lengths;
     }
     std::vector<std::int32_t> lengths(static_cast<std::size_t>(spec_.n), static_cast<std::int32_t>(spec_.len));
+    if (!files_->npy_lengths.empty()) {
+        const auto first = files_->npy_lengths.begin() + static_cast<std::ptrdiff_t>(spec_.first_sequence);
+        std::copy(first, first + static_cast<std::ptrdiff_t>(spec_.n), lengths.begin());
+    }
     if (!files_->lengths || lengths.empty()) return lengths;
     try {
         read_rows(*files_->lengths, static_cast<hsize_t>(spec_.first_sequence), static_cast<hsize_t>(spec_.n), lengths.data(),
@@ -154,6 +180,7 @@ std::vector<std::int32_t> InputReader::read_all_lengths() {
 
 std::int32_t InputReader::length_of(std::int64_t sequence) {
     if (spec_.packed) return static_cast<std::int32_t>(offsets_[static_cast<std::size_t>(sequence) + 1] - offsets_[static_cast<std::size_t>(sequence)]);
+    if (!files_->npy_lengths.empty()) return files_->npy_lengths[static_cast<std::size_t>(spec_.first_sequence + sequence)];
     if (!files_->lengths) return static_cast<std::int32_t>(spec_.len);
     std::int32_t length = 0;
     read_rows(*files_->lengths, static_cast<hsize_t>(spec_.first_sequence + sequence), 1, &length, 1);
@@ -171,6 +198,7 @@ void InputReader::read_packed(std::int64_t first, std::int64_t last, InputBlock&
                                                                                  offsets_[static_cast<std::size_t>(first + i)]);
         }
     }
+    if (files_->npy) return files_->npy->read_rows(begin, end - begin, block.x);
     try {
         if (spec_.mode == InputMode::embeddings) {
             read_sequences(files_->data[0], begin, end - begin, block.x);
@@ -219,7 +247,13 @@ void InputReader::read_piece(std::int64_t sequence, std::int64_t row_first, std:
             out.resize(element_count(slab.count));
             read_slab(dataset, slab, out.data(), out.size());
         };
-        if (spec_.mode == InputMode::embeddings) {
+        if (files_->npy) {  // rows [0, key_rows) of the sequence: consecutive elements of the shards
+            const std::int64_t d = spec_.d;
+            const std::int64_t row = spec_.packed ? offsets_[static_cast<std::size_t>(sequence)]
+                                                  : (spec_.first_sequence + sequence) * spec_.len;
+            block.x.resize(static_cast<std::size_t>(block.key_rows * d));
+            files_->npy->read_elements(row * d, block.key_rows * d, block.x.data());
+        } else if (spec_.mode == InputMode::embeddings) {
             read_rows_of(files_->data[0], 0, block.key_rows, block.x);
         } else {
             read_rows_of(files_->data[0], row_first, query_end, block.q);

@@ -5,6 +5,7 @@
 #include "attnbatch/io/h5/attribute.hpp"
 #include "attnbatch/io/h5/error.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
+#include "attnbatch/io/input/npy_shards.hpp"
 #include "attnbatch/io/input/value_scan.hpp"
 #include "h5/dataset_rules.hpp"
 #include "h5/object_paths.hpp"
@@ -355,6 +356,51 @@ void check_option_combinations(const InputOptions& options) {
     }
 }
 
+// --weights: the projections' shapes against d, and the heads they give.
+void describe_projections(const InputOptions& options, InputSpec& spec) {
+    if (options.weights_path.empty()) return;
+    WeightsRequest request;
+    request.heads = options.heads;
+    request.kv_heads = options.kv_heads;
+    request.d = spec.d;
+    request.d_source = spec.npy() ? spec.path : spec.path + ":" + spec.dataset;
+    const DescribedWeights described = describe_weights(options.weights_path, request);
+    spec.weights = described.spec;
+    spec.heads = described.heads;
+    spec.kv_heads = described.kv_heads;
+    spec.d_k = spec.weights->qk_width / spec.heads;
+    spec.d_v = spec.weights->v_width / spec.kv_heads;
+}
+
+// An HDF5 input: the data datasets, the lengths and the offsets of the packed layout.
+void describe_hdf5_input(const InputOptions& options, InputSpec& spec) {
+    const File file = detail::open_input_file(options.input_path, "--input");
+    if (options.query.empty()) {
+        describe_embeddings(file, options, spec);
+    } else {
+        describe_qkv(file, options, spec);
+    }
+
+    // Shapes and types of everything first, then the scans that read whole datasets.
+    std::optional<Data> lengths;
+    // "none" turns lengths off even when /lengths exists (a dataset of that name is "/none").
+    const bool no_lengths = options.lengths == "none";
+    const bool explicit_lengths = !options.lengths.empty() && !no_lengths;
+    const std::string lengths_path =
+        detail::absolute_object_path(explicit_lengths ? options.lengths : dataset::lengths);
+    if (!no_lengths && (explicit_lengths || object_kind(file, lengths_path) != ObjectKind::missing)) {
+        lengths = open_data(file, lengths_path, "--lengths", "the valid-token counts", "[N]");
+        check_lengths_shape(*lengths, spec.n);
+        spec.lengths = lengths_path;
+    }
+    describe_projections(options, spec);
+    if (lengths) check_lengths_values(*lengths, spec.len, options);
+    if (lengths && spec.packed) {
+        check_packed_lengths(file, *lengths, spec, options.scan_bytes);
+        spec.lengths.clear();  // the offsets say it all
+    }
+}
+
 }  // namespace
 
 void select_sequences(InputSpec& spec, std::int64_t first, std::int64_t last) {
@@ -386,42 +432,11 @@ InputSpec describe_input(const InputOptions& options) {
     InputSpec spec;
     spec.path = options.input_path;
     try {
-        const File file = detail::open_input_file(options.input_path, "--input");
-        if (options.query.empty()) {
-            describe_embeddings(file, options, spec);
+        if (is_npy_input(options.input_path)) {
+            describe_npy_input(options, spec);
+            describe_projections(options, spec);
         } else {
-            describe_qkv(file, options, spec);
-        }
-
-        // Shapes and types of everything first, then the scans that read whole datasets.
-        std::optional<Data> lengths;
-        // "none" turns lengths off even when /lengths exists (a dataset of that name is "/none").
-        const bool no_lengths = options.lengths == "none";
-        const bool explicit_lengths = !options.lengths.empty() && !no_lengths;
-        const std::string lengths_path =
-            detail::absolute_object_path(explicit_lengths ? options.lengths : dataset::lengths);
-        if (!no_lengths && (explicit_lengths || object_kind(file, lengths_path) != ObjectKind::missing)) {
-            lengths = open_data(file, lengths_path, "--lengths", "the valid-token counts", "[N]");
-            check_lengths_shape(*lengths, spec.n);
-            spec.lengths = lengths_path;
-        }
-        if (!options.weights_path.empty()) {
-            WeightsRequest request;
-            request.heads = options.heads;
-            request.kv_heads = options.kv_heads;
-            request.d = spec.d;
-            request.d_source = spec.path + ":" + spec.dataset;
-            const DescribedWeights described = describe_weights(options.weights_path, request);
-            spec.weights = described.spec;
-            spec.heads = described.heads;
-            spec.kv_heads = described.kv_heads;
-            spec.d_k = spec.weights->qk_width / spec.heads;
-            spec.d_v = spec.weights->v_width / spec.kv_heads;
-        }
-        if (lengths) check_lengths_values(*lengths, spec.len, options);
-        if (lengths && spec.packed) {
-            check_packed_lengths(file, *lengths, spec, options.scan_bytes);
-            spec.lengths.clear();  // the offsets say it all
+            describe_hdf5_input(options, spec);
         }
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);

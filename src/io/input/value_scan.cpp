@@ -4,6 +4,7 @@
 #include "attnbatch/io/h5/dataset.hpp"
 #include "attnbatch/io/h5/error.hpp"
 #include "attnbatch/io/h5/file.hpp"
+#include "attnbatch/io/input/npy_shards.hpp"
 #include "h5/open_checked.hpp"
 
 #include <algorithm>
@@ -45,6 +46,8 @@ struct ValueScanner::Files {
     std::optional<File> input;
     std::vector<Dataset> data;  // x, or q, k, v
     std::optional<Dataset> offsets;  // the packed layout
+    std::optional<NpyShardSet> npy;   // .npy shards, mapped
+    std::vector<std::int64_t> npy_offsets;  // packed shards: the stored sequences' rows
     std::optional<File> weights;
     std::vector<Dataset> matrices;   // the weights present, in SPEC order
 };
@@ -56,6 +59,7 @@ ValueScanner& ValueScanner::operator=(ValueScanner&&) noexcept = default;
 ValueScanner::~ValueScanner() = default;
 
 void ValueScanner::scan_sequences(std::int64_t first, std::int64_t last) {
+    if (spec_.npy()) return scan_npy_sequences(first, last);
     try {
         Files& f = *files_;
         if (!f.input) {
@@ -89,6 +93,22 @@ void ValueScanner::scan_sequences(std::int64_t first, std::int64_t last) {
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);
     }
+}
+
+void ValueScanner::scan_npy_sequences(std::int64_t first, std::int64_t last) {
+    Files& f = *files_;
+    if (!f.npy) {
+        f.npy.emplace(spec_);
+        if (spec_.packed) f.npy_offsets = npy_stored_offsets(spec_);
+    }
+    const std::int64_t stored_end = spec_.first_sequence + spec_.n;
+    std::int64_t begin = std::min(spec_.first_sequence + std::max<std::int64_t>(0, first), stored_end);
+    std::int64_t end = std::min(spec_.first_sequence + std::max(first, last), stored_end);
+    if (spec_.packed) {
+        begin = f.npy_offsets[static_cast<std::size_t>(begin)];
+        end = f.npy_offsets[static_cast<std::size_t>(end)];
+    }
+    f.npy->expect_finite_rows(begin, end);
 }
 
 void ValueScanner::scan_weights() {

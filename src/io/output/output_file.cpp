@@ -5,6 +5,7 @@
 #include "attnbatch/io/h5/error.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/io/h5/file_paths.hpp"
+#include "output/attention_record.hpp"
 #include "output/output_handles.hpp"
 
 #include <fcntl.h>
@@ -103,9 +104,7 @@ void write_provenance(const File& file, const OutputLayout& layout, const Proven
     set_int_attribute(file, attribute::kv_heads, provenance.kv_heads > 0 ? provenance.kv_heads : provenance.heads);
     set_int_attribute(file, attribute::d_k, provenance.d_k);
     set_int_attribute(file, attribute::d_v, provenance.d_v);
-    set_real_attribute(file, attribute::rope_theta, provenance.rope_theta);
-    set_int_attribute(file, attribute::causal, provenance.causal ? 1 : 0);
-    set_real_attribute(file, attribute::scale, provenance.scale);
+    write_attention_attributes(file, provenance.attention);
     set_text_attribute(file, attribute::save_weights, name_of(layout.save_weights));
     set_text_attribute(file, attribute::weights_dtype, name_of(layout.weights_dtype));
     set_int_array_attribute(file, attribute::weights_sequences,
@@ -113,7 +112,6 @@ void write_provenance(const File& file, const OutputLayout& layout, const Proven
     set_int_attribute(file, attribute::ranks, provenance.ranks);
     set_int_attribute(file, attribute::threads, provenance.threads);
     set_text_attribute(file, attribute::io_mode, provenance.io_mode);
-    set_text_attribute(file, attribute::precision, provenance.precision);
     set_text_attribute(file, attribute::config_dataset, dataset::config);
     // Attributes stop near 64 KiB; the configuration may not.
     write_text_dataset(file, dataset::config, provenance.config);

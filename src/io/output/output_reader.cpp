@@ -5,6 +5,7 @@
 #include "attnbatch/io/h5/dataset.hpp"
 #include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
+#include "output/attention_record.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -123,15 +124,10 @@ Provenance OutputReader::provenance() const {
     integer(attribute::kv_heads, provenance.kv_heads);
     integer(attribute::d_k, provenance.d_k);
     integer(attribute::d_v, provenance.d_v);
-    if (has_attribute(h5_->file, attribute::rope_theta)) provenance.rope_theta = get_real_attribute(h5_->file, attribute::rope_theta);
-    std::int64_t causal = 0;
-    integer(attribute::causal, causal);
-    provenance.causal = causal != 0;
-    if (has_attribute(h5_->file, attribute::scale)) provenance.scale = get_real_attribute(h5_->file, attribute::scale);
+    provenance.attention = read_attention_attributes(h5_->file, path());
     integer(attribute::ranks, provenance.ranks);
     integer(attribute::threads, provenance.threads);
     text(attribute::io_mode, provenance.io_mode);
-    text(attribute::precision, provenance.precision);  // absent in outputs of versions before bf16: fp32
     provenance.config = config();
     return provenance;
 }

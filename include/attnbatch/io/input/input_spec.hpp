@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace attnbatch::io {
 
@@ -41,6 +42,15 @@ struct InputOptions {
 };
 
 enum class InputMode { embeddings, qkv };
+
+// One .npy shard of an input read in place (npy_shards.hpp): its rows along the first axis,
+// where its data start and their byte order, as checked by describe_input().
+struct NpyShard {
+    std::string path;
+    std::int64_t rows = 0;
+    std::int64_t data_offset = 0;
+    bool big_endian = false;
+};
 // packed: [N, L, H*d] with heads side by side in the last axis; split: [N, H, L, d].
 enum class QkvLayout { packed, split };
 // Two layouts of the sequences: padded, every dataset [N, L, ...] with the valid tokens in
@@ -72,6 +82,11 @@ struct InputSpec {
     bool packed = false;      // the packed layout
     std::string offsets;      // packed: the offsets dataset (/offsets)
     std::int64_t tokens = 0;  // packed: T, the rows of the data datasets
+
+    // Not empty: the input is these .npy shards (npy_shards.hpp), path is --input as given, and
+    // lengths and offsets name the sidecar .npy files (empty: none).
+    std::vector<NpyShard> shards;
+    bool npy() const noexcept { return !shards.empty(); }
 
     // Width of /output: d_out with w_o, else H*d_v.
     std::int64_t d_out() const;

@@ -35,6 +35,7 @@ private:
     InputSpec spec_;
     std::size_t max_bytes_;
     std::unique_ptr<Files> files_;
+    void scan_npy_sequences(std::int64_t first, std::int64_t last);
 };
 
 }  // namespace attnbatch::io

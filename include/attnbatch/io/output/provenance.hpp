@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "attnbatch/kernels/attention_spec.hpp"
+
 namespace attnbatch::io {
 
 // Recorded as root attributes (and /config); the CLI fills it. Under MPI-IO every rank must
@@ -24,13 +26,10 @@ struct Provenance {
     std::int64_t heads = 0;
     std::int64_t kv_heads = 0;  // G; 0: recorded as H
     std::int64_t d_k = 0, d_v = 0;
-    double rope_theta = 0.0;    // 0: no rotary embeddings
-    bool causal = false;
-    double scale = 0.0;
+    kernels::AttentionSpec attention;  // its scale as the kernels used it (resolved)
     std::int64_t ranks = 1;
     std::int64_t threads = 1;
     std::string io_mode = "gather";
-    std::string precision = "fp32";  // the kernel's arithmetic (kernels::precision_name)
     std::string config;  // the full resolved configuration text
 };
 
