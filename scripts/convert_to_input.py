@@ -17,7 +17,7 @@ Sources:
                                   error); without it the vectors themselves, --seq-len at a time
                                   (the words are written to /words [N, L])
 Output options: --layout padded (default) or packed (/tokens [T, d] + /offsets int64 [N+1], the
-packed input layout of SPEC.md), --dtype float32|float64 [float32], --seq-len L (longer
+packed input layout of docs/formats.md), --dtype float32|float64 [float32], --seq-len L (longer
 sequences are cut, and said so), --max-memory BYTES [256M] bounds the rows held at once.
 
 Memory: .npy files are memory-mapped and .npz members streamed, --max-memory at a time; .vec

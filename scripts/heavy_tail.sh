@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Heavy-tailed batches: the figures of README "Heavy-tailed batches", in one sitting.
+# Heavy-tailed batches: the figures of docs/performance.md "Heavy-tailed batches", in one sitting.
 #
 #   scripts/heavy_tail.sh [--out DIR] [--quick]
 #

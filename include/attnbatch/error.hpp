@@ -1,4 +1,4 @@
-// The one error type of attnbatch and the one table of exit codes (SPEC.md, README "Exit
+// The one error type of attnbatch and the one table of exit codes (docs/formats.md "Exit
 // codes"), shared by every layer above the kernels: io, distributed and cli throw Error with
 // the code the user will see, and the message is built once, where the failure is understood.
 // The kernels stay below this header on purpose: they report broken preconditions with

@@ -305,7 +305,7 @@ int bench_command(const std::vector<std::string>& args) {
     const double step_first_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_t0).count();
     // The process's CPU time beside the wall time: their ratio says how much of the run its
     // threads actually had a core (other processes take the rest on a busy host), which is
-    // what makes wall-time figures on a shared machine spread (README, "Performance").
+    // what makes wall-time figures on a shared machine spread (docs/performance.md "Measuring on a shared machine").
     // Both divided by their on-CPU shares give rates per second on a core, which time slicing by
     // other processes leaves alone: fraction_on_cpu is steady where fraction_of_peak is not.
     std::vector<double> seconds, peaks, fractions, on_cpu, fractions_on_cpu;

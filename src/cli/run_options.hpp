@@ -1,4 +1,4 @@
-// The options of `run` (names fixed by SPEC.md), parsed and checked into one struct.
+// The options of `run` (names fixed by docs/commands.md), parsed and checked into one struct.
 #pragma once
 
 #include <cstddef>

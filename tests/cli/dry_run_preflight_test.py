@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""`run --dry-run` exits with the code of the real run (SPEC.md: for everything that can be known
+"""`run --dry-run` exits with the code of the real run (docs/formats.md: for everything that can be known
 before the first write), and writes nothing.
 
 usage: dry_run_preflight_test.py ATTNBATCH MPIEXEC WORKDIR

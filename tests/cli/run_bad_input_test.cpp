@@ -1,4 +1,4 @@
-// `attnbatch run` on bad input: one test per validation rule (SPEC.md, io/input/input_spec.hpp). Every
+// `attnbatch run` on bad input: one test per validation rule (docs/formats.md, io/input/input_spec.hpp). Every
 // case asserts what a user relies on:
 //   - the exit code: 2 usage/configuration, 3 invalid input, 4 I/O;
 //   - stderr is ONE line ("attnbatch run: error: ...") naming the offending dataset, file or
@@ -714,7 +714,7 @@ TEST_F(RunBadInput, PartialOutputExistsWithoutForceOrResume) {
     expect_rejected({}, kUsage, {output_ + ".partial"});
 }
 
-// SPEC: a clear error, non-zero, nothing left behind; `run` classes it as I/O (4).
+// docs/formats.md: a clear error, non-zero, nothing left behind; `run` classes it as I/O (4).
 TEST_F(RunBadInput, OutputDirectoryMissing) {
     write_embeddings();
     output_ = dir_.file("no/such/dir/out.h5");
@@ -722,7 +722,7 @@ TEST_F(RunBadInput, OutputDirectoryMissing) {
     EXPECT_FALSE(exists(dir_.file("no")));
 }
 
-// SPEC: the input is never modified. --force allows replacing an earlier OUTPUT, not the
+// docs/formats.md: the input is never modified. --force allows replacing an earlier OUTPUT, not the
 // very file the run reads: naming the input (or the weights) as --output is a usage error.
 TEST_F(RunBadInput, OutputIsTheInputEvenWithForce) {
     write_embeddings();

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Outputs that netCDF readers open with names (SPEC.md "dimension scales"): xarray's h5netcdf
+"""Outputs that netCDF readers open with names (docs/formats.md "dimension scales"): xarray's h5netcdf
 engine opens a run's output without phony_dims and shows the dims N, L, D_out of /output, N,
 H, L of /lse, N, H, L, L_k of /attention (N_w and H_mean for a subset or the mean), N of
 /lengths, with the values h5py reads; the provenance attributes d_k, d_v, kv_heads,

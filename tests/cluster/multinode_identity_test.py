@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Across nodes, the same bytes as one process: /output, /lse, /attention and /lengths of runs
 on 2, 3 and 4 nodes of the rig x 1 and 2 ranks per node, over TCP, are byte-identical to a
-plain one-process run (SPEC.md, Guarantees), and each run's --report says where it ran.
+plain one-process run (docs/formats.md, Guarantees), and each run's --report says where it ran.
 
 usage: multinode_identity_test.py ATTNBATCH MPIEXEC WORKDIR
 

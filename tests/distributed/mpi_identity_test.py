@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The same input and options give byte-identical /output, /attention, /lse and /lengths
-whatever the number of ranks, the io mode and the schedule (SPEC.md, Guarantees).
+whatever the number of ranks, the io mode and the schedule (docs/formats.md, Guarantees).
 
 usage: mpi_identity_test.py ATTNBATCH MPIEXEC CASE WORKDIR
 

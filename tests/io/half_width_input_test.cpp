@@ -1,4 +1,4 @@
-// float16 and bfloat16 input data (SPEC.md: `run --precision`): described with their dtype,
+// float16 and bfloat16 input data (docs/commands.md: `run --precision`): described with their dtype,
 // read as the float32 values they hold (exactly: every 16-bit value is a float32), and scanned
 // for non-finite values like wider data. bfloat16 is a 2-byte HDF5 float with binary32's
 // sign and 8-bit exponent and a 7-bit mantissa (Datatype::bfloat16()).

@@ -164,7 +164,7 @@ TEST(OutputReader, IncompleteOutputAndNoWeights) {
 }
 
 // The attention settings as versions before the one codec wrote them (one attribute call each,
-// under the SPEC.md names), and as versions before rotary embeddings and bf16 left them (no
+// under the docs/formats.md names), and as versions before rotary embeddings and bf16 left them (no
 // rope_theta, no precision): both read back to the spec the run used.
 TEST(OutputReader, AttentionSettingsOfEarlierVersions) {
     const testing::TempDir dir;

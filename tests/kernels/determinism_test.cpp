@@ -1,4 +1,4 @@
-// SPEC.md guarantees bit-identical outputs, weights and lse whatever the number of threads.
+// docs/formats.md guarantees bit-identical outputs, weights and lse whatever the number of threads.
 // The problem has several query and key tiles per head and more tasks than threads, with
 // causal masking and ragged lengths so that tasks differ in cost and dynamic scheduling
 // hands them out in a different order on every run.

@@ -1,4 +1,4 @@
-// Masking (SPEC.md): key j of sequence b is masked when j >= lengths[b], or j > i with causal;
+// Masking (docs/formats.md): key j of sequence b is masked when j >= lengths[b], or j > i with causal;
 // rows i >= lengths[b] are exact zeros in out and weights and -inf in lse. Also the layouts:
 // strided inputs and outputs, and nothing written between the rows of out.
 #include <gtest/gtest.h>

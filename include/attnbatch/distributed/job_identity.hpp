@@ -1,7 +1,7 @@
 // What a resumed run must share with the run that wrote OUTPUT.partial for the two to make
 // one bit-identical output: the input (files, datasets, shapes, lengths, weights) and every
 // option that changes a result bit. Ranks, threads, --io, --schedule and --max-memory do not
-// (SPEC.md guarantees it), so they may change between attempts.
+// (docs/formats.md guarantees it), so they may change between attempts.
 #pragma once
 
 #include <cstdint>

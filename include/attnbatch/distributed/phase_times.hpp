@@ -1,6 +1,6 @@
 // Where a run's wall time goes, phase by phase: the start-up before the first compute can
 // begin and the shut-down after the last one ends weigh as much as the rounds on small jobs,
-// so the --report breaks them down (README "What run prints").
+// so the --report breaks them down (docs/commands.md "What `run` prints").
 //
 // Each rank times its own phases; the job reports the slowest rank's time for each (the one
 // every rank waits for, as most phases end in a collective).

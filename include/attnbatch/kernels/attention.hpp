@@ -4,7 +4,7 @@
 // masks and the optional side outputs. They never allocate: the caller asks
 // attention_workspace_bytes() and hands the buffer in. They include neither MPI nor HDF5.
 //
-// Masking (see SPEC.md): for sequence b with n = lengths[b] valid tokens, the query row at
+// Masking (see docs/formats.md): for sequence b with n = lengths[b] valid tokens, the query row at
 // position i (i = q_offset + its row index) sees key j unless j >= n, or j > i with causal.
 // Rows at positions i >= n, and any row whose keys are all masked, are written as exact zeros
 // in `out` and `weights` and -inf in `lse`.

@@ -49,7 +49,7 @@ struct ValueScanner::Files {
     std::optional<NpyShardSet> npy;   // .npy shards, mapped
     std::vector<std::int64_t> npy_offsets;  // packed shards: the stored sequences' rows
     std::optional<File> weights;
-    std::vector<Dataset> matrices;   // the weights present, in SPEC order
+    std::vector<Dataset> matrices;   // the weights present, in the documented order
 };
 
 ValueScanner::ValueScanner(const InputSpec& spec, std::size_t max_bytes)

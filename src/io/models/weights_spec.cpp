@@ -20,7 +20,7 @@ namespace {
 using detail::DatasetFacts;
 using detail::RuleBreak;
 
-// The datasets of the format, in SPEC order, each with the shape it must have.
+// The datasets of the format, in the documented order, each with the shape it must have.
 enum Slot { w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, kSlots };
 struct SlotRule {
     const char* path;

@@ -1,4 +1,4 @@
-// Creating and writing the output file (SPEC.md "Output file").
+// Creating and writing the output file (docs/formats.md "Output file").
 #include "attnbatch/io/output/output_file.hpp"
 
 #include "attnbatch/io/h5/attribute.hpp"

@@ -1,5 +1,5 @@
 // Every dataset and attribute name of attnbatch's files, in one table: the input a run reads
-// (written by `generate`), the projection weights file, the output a run writes (SPEC.md
+// (written by `generate`), the projection weights file, the output a run writes (docs/formats.md
 // "Output file") with its resume journal, and the attention maps of `weights`. Writers,
 // readers and the checks of `inspect` all spell a name through here, so a reader can never
 // look for a name its writer does not use.
@@ -10,14 +10,14 @@ namespace attnbatch::io {
 // Dataset paths, absolute from the root group.
 namespace dataset {
 
-// Input (SPEC.md `run`): the defaults of --dataset and --lengths, and the names `generate`
+// Input (docs/formats.md `run`): the defaults of --dataset and --lengths, and the names `generate`
 // gives Q, K and V (which `inspect` then recognises).
 inline constexpr const char* embeddings = "/embeddings";  // float32/64 [N, L, d]
 inline constexpr const char* lengths = "/lengths";        // integer [N] in an input; int32 [N] in an output
 inline constexpr const char* query = "/query";            // [N, L, H*d_k] packed or [N, H, L, d_k] split
 inline constexpr const char* key = "/key";                // like /query
 inline constexpr const char* value = "/value";            // [N, L, H*d_v] packed or [N, H, L, d_v] split
-// The packed layout (SPEC.md): every sequence's rows end to end, sequence n in rows
+// The packed layout (docs/formats.md): every sequence's rows end to end, sequence n in rows
 // [offsets[n], offsets[n+1]). In an input /tokens holds the embeddings [T, d] (or /query /key
 // /value are [T, H*d]); in an output /output is [T, D_out] and /lse [H, T].
 inline constexpr const char* tokens = "/tokens";    // float32/64 [T, d]
@@ -123,7 +123,7 @@ inline constexpr const char* source_tensor = "source_tensor";  // on each datase
 
 }  // namespace attribute
 
-// Dimension scales of an output (SPEC.md "dimension scales"): the names netCDF readers such
+// Dimension scales of an output (docs/formats.md "dimension scales"): the names netCDF readers such
 // as xarray's h5netcdf engine give the axes. Each is a 1-D dataset at the root, of the axis'
 // length, marked as a netCDF dimension that is not a variable (it holds no values).
 namespace dimension {

@@ -1,7 +1,7 @@
 // What the input of a run is, checked completely before any compute: the embeddings (or
 // Q/K/V) file, the optional lengths, and the optional projection weights file.
 //
-// describe_input() opens the files read-only, checks every rule of SPEC.md (shapes, dtypes,
+// describe_input() opens the files read-only, checks every rule of docs/formats.md (shapes, dtypes,
 // lengths bounds, heads, weights agreement, finiteness) and either returns an InputSpec or
 // throws Error with a one-line message and the exit code:
 //   2 (exit_usage)         options that cannot work together, or --heads incompatible
@@ -54,7 +54,7 @@ struct NpyShard {
 // packed: [N, L, H*d] with heads side by side in the last axis; split: [N, H, L, d].
 enum class QkvLayout { packed, split };
 // Two layouts of the sequences: padded, every dataset [N, L, ...] with the valid tokens in
-// /lengths; packed (SPEC.md "packed layout"), the datasets [T, ...] holding every sequence's
+// /lengths; packed (docs/formats.md "packed layout"), the datasets [T, ...] holding every sequence's
 // tokens end to end and /offsets int64 [N+1] saying where each starts: sequence n is rows
 // [offsets[n], offsets[n+1]), its length their difference. A 2-D data dataset is packed.
 struct InputSpec {

@@ -1,5 +1,5 @@
 // One attention layer of a PyTorch or Hugging Face model (a safetensors file) made into the
-// projection weights file `run --weights` reads (SPEC.md "import-weights").
+// projection weights file `run --weights` reads (docs/commands.md "import-weights").
 //
 // Naming schemes, each relative to the layer's prefix P ("" at the top level):
 //   nn.MultiheadAttention  P.in_proj_weight [3E, E] (or P.q_proj_weight, P.k_proj_weight,

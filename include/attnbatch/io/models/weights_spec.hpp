@@ -1,4 +1,4 @@
-// What a projection-weights file must hold (SPEC.md `run --weights`), stated once:
+// What a projection-weights file must hold (docs/formats.md `run --weights`), stated once:
 //   /w_q [d, H*d_k], /w_k [d, G*d_k], /w_v [d, G*d_v], float32 or float64, row-vector
 //   convention; optional /w_o [H*d_v, d_out]; optional biases /b_q [H*d_k], /b_k [G*d_k],
 //   /b_v [G*d_v], /b_o [d_out] (only with /w_o); H from --heads, else the root attribute
@@ -35,7 +35,7 @@ struct WeightsSpec {
     double file_rope_theta = 0;
 
     std::int64_t key_width() const { return k_width > 0 ? k_width : qk_width; }
-    // The datasets the file has, in SPEC order: /w_q, /w_k, /w_v, then /w_o and the biases it has.
+    // The datasets the file has, in the documented order: /w_q, /w_k, /w_v, then /w_o and the biases it has.
     std::vector<const char*> datasets() const;
 };
 
@@ -61,7 +61,7 @@ struct WeightsCheck {
     std::int64_t d = 0, qk_width = 0, v_width = 0, d_out = 0;  // d_out: 0 without /w_o
     std::int64_t k_width = 0;              // columns of /w_k (G*d_k)
     std::int64_t heads = 0, kv_heads = 0;  // 0: not known
-    std::vector<std::string> present;      // the datasets found, in SPEC order
+    std::vector<std::string> present;      // the datasets found, in the documented order
     std::vector<std::string> problems;     // one line each
 
     bool valid() const { return problems.empty(); }

@@ -14,7 +14,7 @@
 namespace attnbatch::io {
 
 struct AttentionField {
-    const char* attribute;  // the output's root attribute (SPEC.md's names) and --report's key
+    const char* attribute;  // the output's root attribute (docs/formats.md's names) and --report's key
     const char* identity;   // its key in the journal's identity
     // Whether the identity names the field at its default value too. A new field must not:
     // the partial outputs of earlier versions, whose identity lacks it, stay resumable.

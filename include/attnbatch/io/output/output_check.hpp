@@ -1,4 +1,4 @@
-// Whether a file is a well-formed output of `run`, as SPEC.md "Output file" describes it (or
+// Whether a file is a well-formed output of `run`, as docs/formats.md "Output file" describes it (or
 // its packed layout, /offsets giving the rows of each sequence, lengths their count):
 // dtypes, shapes consistent with each other, the first_sequence of a subset of attention maps, /config,
 // the `complete` attribute, and /lengths (which doubles as the written-sequence marker: -1

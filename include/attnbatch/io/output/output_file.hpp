@@ -1,4 +1,4 @@
-// The output file of a run, exactly as SPEC.md "Output file" describes it:
+// The output file of a run, exactly as docs/formats.md "Output file" describes it:
 //   /output     float32 [N, L, D_out]                      labels N, L, D
 //   /attention  float32 or float16 [B-A, H, L, L]           labels N, H, L_q, L_k
 //               ([B-A, 1, L, L] for the mean over heads; attribute first_sequence = A)
@@ -13,7 +13,7 @@
 // named OUTPUT is always whole; an existing OUTPUT is replaced (with force) only by that
 // final rename, never deleted before.
 //
-// The packed layout (SPEC.md "packed layout", for a packed input) stores the rows of every
+// The packed layout (docs/formats.md "packed layout", for a packed input) stores the rows of every
 // sequence end to end instead:
 //   /output     float32 [T, D_out]                         labels T, D
 //   /lse        float32 [H, T]                             labels H, T
