@@ -7,10 +7,6 @@
 #include "attnbatch/io/models/weights_spec.hpp"
 #include "run_options.hpp"
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
-
 namespace attnbatch::python {
 
 namespace {
@@ -78,15 +74,6 @@ io::WeightsSpec weights_spec_of(const WeightArrays& w, std::int64_t d) {
     spec.has_b_o = bias(w.values.b_o, spec.d_out, "b_o");
     if (spec.has_b_o && !spec.has_w_o) invalid("projections has 'b_o' without 'w_o'");
     return spec;
-}
-
-int resolved_threads(int threads) {
-#if defined(_OPENMP)
-    return threads > 0 ? threads : omp_get_max_threads();
-#else
-    (void)threads;
-    return 1;
-#endif
 }
 
 }  // namespace
@@ -171,7 +158,7 @@ EngineSettings engine_settings(const AttentionRequest& r) {
     a.kernel.precision = cli::parse_precision(r.precision, a.kernel.kind);
     cli::resolve_isa_for(a.kernel.isa, a.kernel.precision);
     a.kernel.amx_permitted = a.kernel.precision == kernels::Precision::bf16 && cli::amx_permitted();
-    a.kernel.threads = resolved_threads(r.threads);
+    a.kernel.threads = r.threads;  // 0: the StepComputer takes OpenMP's default, as the job does
 
     e.layout = io::output_layout_for(spec);
     if (r.maps == "none") e.layout.save_weights = io::SaveWeights::none;

@@ -67,6 +67,11 @@ def main():
     y, lse = attnbatch.attention(x, heads=2, return_lse=True)
     check(y.base is not None and not y.flags.owndata and y.flags.c_contiguous, "the output was copied")
     check(y.dtype == np.float32 and lse.dtype == np.float32, "results are not float32")
+    # ... nor on the way in: a float32 C-contiguous array reaches the core as itself (its data
+    # pointer is what the kernels read); float16 is converted once.
+    check(attnbatch._operand(x, "x") is x, "a float32 C-contiguous input was copied")
+    check(attnbatch._operand(x[0], "x").base is x, "a [L, d] input was copied (expected a view)")
+    check(attnbatch._operand(x.astype(np.float16), "x").dtype == np.float32, "float16 input is not converted")
 
     # open(): a padded output and a packed one.
     padded_in, packed_in = os.path.join(work, "padded.h5"), os.path.join(work, "packed.h5")
