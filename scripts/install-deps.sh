@@ -13,6 +13,8 @@ packages=(
   # import-weights parses the JSON header of safetensors files and Hugging Face config.json.
   nlohmann-json3-dev
   python3 python3-h5py python3-numpy python3-mpi4py
+  # The Python module (src/python): pybind11 is header-only; python3-dev has Python's headers.
+  pybind11-dev python3-dev
   # The tests against PyTorch's own attention (nn.MultiheadAttention), scripts/torch_to_weights.py,
   # and the test that outputs open in xarray by dimension name (engine h5netcdf).
   python3-torch python3-xarray python3-h5netcdf

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <sstream>
 
 #include "attnbatch/distributed/agreement.hpp"
@@ -13,6 +14,7 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "progress.hpp"
+#include "run_on.hpp"
 #include "run_options.hpp"
 #include "run_printing.hpp"
 #include "run_report.hpp"
@@ -98,6 +100,23 @@ int run(const dist::MpiSession& mpi, dist::Comm& comm, const std::vector<std::st
 }
 
 }  // namespace
+
+void run_on(const dist::MpiSession& mpi, dist::Comm& comm, const std::vector<std::string>& args) {
+    try {
+        run(mpi, comm, args, 0.0);
+    } catch (const dist::AgreedFailure&) {
+        throw;
+    } catch (const Error& e) {
+        if (comm.size() == 1) throw;
+        dist::abort_job(comm, e.exit_code(), e.what());
+    } catch (const std::bad_alloc&) {
+        if (comm.size() == 1) throw Error(exit_out_of_memory, out_of_memory_message);
+        dist::abort_job(comm, exit_out_of_memory, out_of_memory_message);
+    } catch (const std::exception& e) {
+        if (comm.size() == 1) throw;
+        dist::abort_job(comm, exit_internal, std::string("internal error: ") + e.what());
+    }
+}
 
 int run_command(const std::vector<std::string>& args) {
     const auto started = std::chrono::steady_clock::now();

@@ -149,8 +149,9 @@ public:
         lanes_.resize(static_cast<std::size_t>(threads_));
     }
 
-    void compute(const io::InputBlock& in, StepOutputs& outputs, io::OutputBlock& block, ComputeTally& tally) {
-        const StepRows step = describe_rows(spec_, layout_, in);
+    void compute(const io::InputBlock& in, const StepData& data, StepOutputs& outputs, io::OutputBlock& block,
+                 ComputeTally& tally) {
+        const StepRows step = describe_rows(spec_, layout_, in, data);
         const bool f16 = layout_.weights_dtype == io::WeightsDtype::f16;
         Results results;
         results.output = outputs.output.reserve(step.output_rows * d_out_);
@@ -579,7 +580,12 @@ StepComputer::~StepComputer() = default;
 StepComputer::StepComputer(StepComputer&&) noexcept = default;
 
 void StepComputer::compute(const io::InputBlock& in, StepOutputs& outputs, io::OutputBlock& block, ComputeTally& tally) {
-    impl_->compute(in, outputs, block, tally);
+    impl_->compute(in, StepData::of(in), outputs, block, tally);
+}
+
+void StepComputer::compute(const io::InputBlock& in, const StepData& data, StepOutputs& outputs, io::OutputBlock& block,
+                           ComputeTally& tally) {
+    impl_->compute(in, data, outputs, block, tally);
 }
 
 }  // namespace attnbatch::distributed

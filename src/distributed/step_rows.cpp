@@ -11,6 +11,7 @@ namespace {
 struct Shape {
     std::size_t len, heads, kv_heads, dk, dv, maps_heads;
     bool split;  // Q, K, V input as (count, heads, rows, d)
+    bool embeddings;  // Q = K = V = x
 };
 
 void check_length(std::int32_t length, std::int64_t len, std::int64_t sequence) {
@@ -33,7 +34,7 @@ void describe_padded(const Shape& s, const io::OutputLayout& layout, const io::I
         r.rows = r.keys = static_cast<int>(s.len);
         r.query_rows = r.key_rows = r.length;
         r.maps = in.first + i >= w_first && in.first + i < w_last;
-        if (in.x.empty()) {
+        if (!s.embeddings) {
             r.query_at = index * q_seq;
             r.key_at = index * k_seq;
             r.value_at = index * v_seq;
@@ -95,7 +96,7 @@ void describe_piece(const Shape& s, const io::OutputLayout& layout, const io::In
     r.query_rows = static_cast<int>(in.query_rows());
     r.keys = r.key_rows = static_cast<int>(in.key_rows);
     r.maps = layout.save_weights != io::SaveWeights::none && in.first >= layout.weights_first && in.first < layout.weights_end();
-    if (!in.x.empty()) r.query_at = static_cast<std::size_t>(in.row_first) * static_cast<std::size_t>(step.q.row);
+    if (s.embeddings) r.query_at = static_cast<std::size_t>(in.row_first) * static_cast<std::size_t>(step.q.row);
     if (s.split) {  // (heads, rows it holds, d)
         step.q.head = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r.query_rows) * s.dk);
         step.k.head = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r.keys) * s.dk);
@@ -112,6 +113,11 @@ void describe_piece(const Shape& s, const io::OutputLayout& layout, const io::In
 }  // namespace
 
 StepRows describe_rows(const io::InputSpec& spec, const io::OutputLayout& layout, const io::InputBlock& in) {
+    return describe_rows(spec, layout, in, StepData::of(in));
+}
+
+StepRows describe_rows(const io::InputSpec& spec, const io::OutputLayout& layout, const io::InputBlock& in,
+                       const StepData& data) {
     Shape s;
     s.len = static_cast<std::size_t>(spec.len);
     s.heads = static_cast<std::size_t>(spec.heads);
@@ -120,21 +126,22 @@ StepRows describe_rows(const io::InputSpec& spec, const io::OutputLayout& layout
     s.dv = static_cast<std::size_t>(spec.d_v);
     s.maps_heads = static_cast<std::size_t>(layout.weights_heads());
     s.split = spec.mode == io::InputMode::qkv && spec.layout == io::QkvLayout::split;
+    s.embeddings = spec.mode == io::InputMode::embeddings;
     for (std::int64_t i = 0; i < in.count; ++i) check_length(in.lengths[static_cast<std::size_t>(i)], spec.len, in.first + i);
 
     StepRows step;
     const auto d = [](std::size_t v) { return static_cast<std::ptrdiff_t>(v); };
     if (spec.mode == io::InputMode::embeddings) {
         // The seed's softmax(X X^T / sqrt(d)) X: heads split along d, unless projected.
-        step.q = step.k = step.v = OperandView{in.x.data(), d(s.dk), d(static_cast<std::size_t>(spec.d))};
+        step.q = step.k = step.v = OperandView{data.x, d(s.dk), d(static_cast<std::size_t>(spec.d))};
     } else if (s.split) {
-        step.q = OperandView{in.q.data(), d(s.len * s.dk), d(s.dk)};
-        step.k = OperandView{in.k.data(), d(s.len * s.dk), d(s.dk)};
-        step.v = OperandView{in.v.data(), d(s.len * s.dv), d(s.dv)};
+        step.q = OperandView{data.q, d(s.len * s.dk), d(s.dk)};
+        step.k = OperandView{data.k, d(s.len * s.dk), d(s.dk)};
+        step.v = OperandView{data.v, d(s.len * s.dv), d(s.dv)};
     } else {
-        step.q = OperandView{in.q.data(), d(s.dk), d(s.heads * s.dk)};
-        step.k = OperandView{in.k.data(), d(s.dk), d(s.kv_heads * s.dk)};
-        step.v = OperandView{in.v.data(), d(s.dv), d(s.kv_heads * s.dv)};
+        step.q = OperandView{data.q, d(s.dk), d(s.heads * s.dk)};
+        step.k = OperandView{data.k, d(s.dk), d(s.kv_heads * s.dk)};
+        step.v = OperandView{data.v, d(s.dv), d(s.kv_heads * s.dv)};
     }
     if (in.piece()) describe_piece(s, layout, in, step);
     else if (!in.offsets.empty()) describe_packed(s, layout, in, step);

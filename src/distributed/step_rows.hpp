@@ -10,6 +10,7 @@
 
 #include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/io/input/input_reader.hpp"
+#include "attnbatch/distributed/step_computer.hpp"
 #include "attnbatch/io/output/output_file.hpp"
 
 namespace attnbatch::distributed {
@@ -49,5 +50,8 @@ struct StepRows {
 
 // The ranges of `in` (any layout). Throws std::invalid_argument when a length lies outside [0, L].
 StepRows describe_rows(const io::InputSpec& spec, const io::OutputLayout& layout, const io::InputBlock& in);
+// The same with the data at `data` rather than in the block's vectors.
+StepRows describe_rows(const io::InputSpec& spec, const io::OutputLayout& layout, const io::InputBlock& in,
+                       const StepData& data);
 
 }  // namespace attnbatch::distributed

@@ -3,7 +3,8 @@
 
 usage: check_layering.py [ROOT]        (ROOT: the repository, by default this script's ../..)
 
-The layers, lowest first: kernels <- io <- distributed <- cli. A file belongs to the layer of
+The layers, lowest first: kernels <- io <- distributed <- cli <- python (the Python module's
+bindings, which stand on the command line's option parsers and `run`). A file belongs to the layer of
 its folder, src/<layer>/ or include/attnbatch/<layer>/; include/attnbatch/error.hpp is shared
 by io, distributed and cli, not by the kernels. io is split into rooms, lowest first:
 h5 <- output <- models <- input, each file in src/io/<room>/ or include/attnbatch/io/<room>/:
@@ -23,9 +24,10 @@ The rules:
   HDF5          <hdf5.h>, <hdf5_hl.h>, <H5*.h> only in io;
   HDF5 inside   no file of distributed or cli, and no public header of io's output, models
                 and input rooms, reaches an HDF5 header through the project's headers,
-                however indirectly (hid_t stays inside io);
+                however indirectly (hid_t stays inside io); python neither;
   MPI           <mpi.h> (and Open MPI's other mpi*.h) only in distributed (the MPI Comm) and
-                io (parallel HDF5 opens files through MPI-IO); never in cli or kernels;
+                io (parallel HDF5 opens files through MPI-IO); never in cli, python or
+                kernels (python hands mpi4py's communicator to distributed as an address);
   kernels       a kernel file includes only the C and C++ standard libraries, intrinsics
                 headers, <omp.h>, and kernel files.
 
@@ -37,16 +39,16 @@ import os
 import re
 import sys
 
-LAYERS = ("kernels", "io", "distributed", "cli")
+LAYERS = ("kernels", "io", "distributed", "cli", "python")
 SHARED_ERROR = "error"  # include/attnbatch/error.hpp: above the kernels, below io
-ORDER = {"kernels": 0, SHARED_ERROR: 1, "io": 2, "distributed": 3, "cli": 4}
+ORDER = {"kernels": 0, SHARED_ERROR: 1, "io": 2, "distributed": 3, "cli": 4, "python": 5}
 
 # io's rooms, lowest first (see the docstring).
 IO_ROOMS = ("h5", "output", "models", "input")
 ROOM_ORDER = {room: rank for rank, room in enumerate(IO_ROOMS)}
 # Who must not reach HDF5 through any chain of project includes: every file of these layers,
 # and the public headers of these io rooms.
-HDF5_FREE_LAYERS = ("distributed", "cli")
+HDF5_FREE_LAYERS = ("distributed", "cli", "python")
 HDF5_FREE_PUBLIC_ROOMS = ("output", "models", "input")
 
 SOURCE_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".ipp", ".inl", ".tpp", ".c", ".cc", ".cpp", ".cxx")
@@ -158,6 +160,8 @@ def resolve(root, including, name, quoted):
         layer = layer_of(including)
         if layer in LAYERS:
             candidates.append(os.path.join(root, "src", layer, name))
+        if layer == "python":  # the bindings see the command line's private headers
+            candidates.append(os.path.join(root, "src", "cli", name))
     candidates.append(os.path.join(root, "include", name))
     for candidate in candidates:
         if os.path.isfile(candidate):

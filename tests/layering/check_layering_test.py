@@ -105,7 +105,7 @@ EXPECTED = [
     "(MPI-IO file access) only (found in kernels)",
     "src/kernels/dispatch.cpp:7: #include KERNEL_HEADER: a computed include cannot be checked; name the header",
     "src/util/strings.cpp:1: (file): in no layer; put it under src/<layer>/ or include/attnbatch/<layer>/ "
-    "(layers: kernels, io, distributed, cli)",
+    "(layers: kernels, io, distributed, cli, python)",
     "src/io/scan.cpp:1: (file): in no io room; put it under src/io/<room>/ or include/attnbatch/io/<room>/ "
     "(rooms: h5, output, models, input)",
     "include/attnbatch/io/h5/file_kind.hpp:2: #include \"attnbatch/io/output/output_file.hpp\": upward include "

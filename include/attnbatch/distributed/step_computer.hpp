@@ -54,6 +54,17 @@ public:
     Buffer<std::uint16_t> maps_f16;  // IEEE binary16 bits
 };
 
+// Where a step's data are: by default the io::InputBlock's own vectors; a caller holding the
+// data in arrays of its own, laid out as the block's would be (the Python module's numpy
+// arrays), hands their addresses instead, and the compute reads them in place, uncopied.
+struct StepData {
+    const float* x = nullptr;  // embeddings mode
+    const float* q = nullptr;  // Q/K/V mode
+    const float* k = nullptr;
+    const float* v = nullptr;
+    static StepData of(const io::InputBlock& in) noexcept { return {in.x.data(), in.q.data(), in.k.data(), in.v.data()}; }
+};
+
 // Built once per job: it packs the projection weights once, and its scratch (the rows being
 // projected and attended, the kernels' workspaces, one set per thread) serves every step. One
 // compute() at a time.
@@ -73,6 +84,10 @@ public:
     // in the canonical layout of io::OutputBlock; the block points into `outputs` and into `in`
     // (lengths), valid until their next use.
     void compute(const io::InputBlock& in, StepOutputs& outputs, io::OutputBlock& block, ComputeTally& tally);
+    // The same with the data read from `data` (the block's vectors may then be empty; its
+    // lengths, offsets and piece fields still describe the step).
+    void compute(const io::InputBlock& in, const StepData& data, StepOutputs& outputs, io::OutputBlock& block,
+                 ComputeTally& tally);
 
 private:
     class Impl;
