@@ -90,6 +90,7 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
         .key("precision").value(kernels::precision_name(job.attention.kernel.precision))
         .key("io").value(dist::name_of(job.io))
         .key("schedule").value(dist::name_of(job.settings.schedule))
+        .key("fsync").value(job.fsync ? "on" : "off")
         .key("output").value(job.settings.output)
         .key("wall_seconds").value(result.wall_seconds)
         .key("units").value(job.units.size())
