@@ -1,47 +1,58 @@
 #!/usr/bin/env bash
-# End to end against the limit and against the peer: whole `mpirun -np 2` wall time (1 thread
-# per rank) of attnbatch and of the mpi4py + h5py + numpy peer script (attn_mpi_h5.py) on the
-# same input, runs interleaved (attnbatch, peer per BLAS, attnbatch, ...) so that the host's
-# noise hits all alike; medians of REPEAT. Next to each case, the limit this machine sets,
-# from quantities the script measures in the same sitting:
-#   start-up  attnbatch run on a tiny input under mpirun -np 2 (process start, MPI_Init,
-#             HDF5, exit: what every run pays; `--version` starts no MPI, so it is no measure)
-#   write     the bytes of attnbatch's output file over the page-cache write rate of two
-#             writers (one per rank) into the same directory (dd from /dev/zero)
-#   compute   the case's attention (and projection) GFLOP over two cores at the rate
-#             `attnbatch bench` measures for that shape on one thread (keeping every weight
-#             when the case writes them)
-#   limit     start-up + max(write, compute): writing overlapped with compute, as the
-#             issue defines it. On 2 cores both ranks compute, so the copy into the page
-#             cache cannot hide behind compute; start-up + write + compute is printed too.
-#   durable   start-up + max(write to disk, compute): attnbatch publishes OUTPUT only once
-#             it is on the disk (fsync, then rename; the peer script does not sync), so the
-#             disk's rate bounds it too: "write to disk" is the same two dd writers with
-#             conv=fdatasync.
+# End to end against the peer at its fastest and against this sitting's limits: whole
+# `mpirun -np 2` wall time (1 thread per rank) of attnbatch and of the mpi4py + h5py + numpy
+# peer script (attn_mpi_h5.py) on the same input, runs interleaved (attnbatch in each mode,
+# the peer per OpenBLAS core type, ...) so that the host's noise hits all alike; medians.
+#
+# attnbatch runs in both of its publication modes, each judged against its own limit:
+#   --fsync off  published from the page cache, as the peer (which never syncs) writes: against
+#                the fastest peer and the page-cache limit
+#   --fsync on   (the default) published once on the disk: against the durable limit
+# The limits, from quantities measured in the same sitting:
+#   start-up   attnbatch run on a tiny input under mpirun -np 2 (process start, MPI_Init,
+#              HDF5, exit: what every run pays)
+#   write      the case's output bytes over the page-cache rate of two dd writers (one per
+#              rank) into the same directory
+#   disk       the same with conv=fdatasync: until the bytes are on the disk
+#   compute    the case's attention (and projection) GFLOP over two cores at the rate
+#              `attnbatch bench` measures for that shape on one thread
+#   page-cache limit  start-up + max(write, compute)
+#   durable limit     start-up + max(disk, compute)
+# On 2 cores both ranks compute, so the copy into the page cache cannot hide behind compute:
+# start-up + write + compute is printed too. The sitting's disk rates (GB/s, 640 MiB from two
+# writers, at the start and the end) head the table: a slow disk moves the durable limit.
 #
 #   scripts/bench_e2e.sh --peers DIR [--repeat R] [--out DIR] [--cases LIST] [--bin PATH]
-#                        [--openblas DIR] [--coretypes LIST]
+#                        [--before PATH] [--openblas DIR] [--coretypes LIST] [--installed-blas]
 #
-#   --peers DIR      directory holding the peer scripts attn_mpi_h5.py and gen_input.py
-#                    (required; or PEERS=DIR in the environment)
-#   --repeat R       runs per tool and case, the median is printed (5)
-#   --out DIR        scratch directory for inputs, outputs, logs and results (/tmp/attnbatch-bench-e2e);
-#                    its file system is the one measured
-#   --cases LIST     comma-separated subset of: plain, proj_weights, long_weights, large (all)
-#   --bin PATH       attnbatch binary (build/attnbatch)
-#   --openblas DIR   OpenBLAS's libblas.so.3 directory, put first in LD_LIBRARY_PATH for the
-#                    forced-BLAS peer runs (found under /usr/lib/*/openblas-pthread)
-#   --coretypes LIST OPENBLAS_CORETYPE values of the forced-BLAS peer runs (SkylakeX,Cooperlake)
+#   --peers DIR       directory holding the peer scripts attn_mpi_h5.py and gen_input.py
+#                     (required; or PEERS=DIR in the environment)
+#   --repeat R        runs per tool and case, the median is printed (5)
+#   --out DIR         scratch directory for inputs, outputs, logs and results
+#                     (/tmp/attnbatch-bench-e2e); its file system is the one measured
+#   --cases LIST      comma-separated subset of: plain, proj_weights, long_weights, large (all)
+#   --bin PATH        attnbatch binary (build/attnbatch)
+#   --before PATH     another attnbatch binary (one from before a change), run interleaved in
+#                     its default mode: its times and phases beside this one's
+#   --openblas DIR    OpenBLAS's libblas.so.3 directory, put first in LD_LIBRARY_PATH for the
+#                     peer (found under /usr/lib/*/openblas-pthread; installed with apt-get
+#                     install libopenblas0-pthread when missing and run as root)
+#   --coretypes LIST  OPENBLAS_CORETYPE values the peer is tried with (the ones this CPU runs:
+#                     SkylakeX,Cooperlake with AVX-512 (Cooperlake needs AVX512-BF16),
+#                     Haswell,Zen with AVX2)
+#   --installed-blas  also run the peer with numpy's BLAS as installed (libblas.so.3 as the
+#                     system's alternatives select it: the reference BLAS on a fresh Debian,
+#                     3-4x slower than OpenBLAS)
 #
 # Cases (d = 64, float32):
 #   plain         N=2048 L=256, output only
 #   proj_weights  N=2048 L=256, projections (w_q, w_k, w_v of the input file), all weights written
 #   long_weights  N=256 L=1024, all weights written
 #   large         N=1024 L=1024, output only (start-up weighs less)
-# The peer runs once with numpy's BLAS as installed (whatever libblas.so.3 the system's
-# alternatives select) and once per forced core type (OpenBLAS with its AVX-512 kernels); the
-# ratio is against the fastest peer. A report (run --report) of attnbatch's last run of each
-# case is kept in OUT/report_CASE.json: its phase_seconds say where the time went.
+# The peer's command runs without the machine's pinned OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
+# (OpenBLAS then sizes its blocking from the CPU itself); attnbatch's runs keep the environment.
+# A report (run --report) of attnbatch's last run of each case and mode is kept in
+# OUT/report_CASE_MODE.json; the phase table below the results is read from them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,7 +62,7 @@ usage() {
 }
 
 peers=${PEERS:-} repeat=5 out=/tmp/attnbatch-bench-e2e cases=plain,proj_weights,long_weights,large
-bin=$PWD/build/attnbatch openblas="" coretypes=SkylakeX,Cooperlake
+bin=$PWD/build/attnbatch before="" openblas="" coretypes="" installed_blas=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --peers) peers=$2; shift 2 ;;
@@ -59,8 +70,10 @@ while [[ $# -gt 0 ]]; do
     --out) out=$2; shift 2 ;;
     --cases) cases=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
+    --before) before=$2; shift 2 ;;
     --openblas) openblas=$2; shift 2 ;;
     --coretypes) coretypes=$2; shift 2 ;;
+    --installed-blas) installed_blas=1; shift ;;
     -h|--help) usage ;;
     *) echo "bench_e2e.sh: unknown option $1" >&2; usage ;;
   esac
@@ -72,19 +85,51 @@ fi
 for script in attn_mpi_h5.py gen_input.py; do
   [[ -f $peers/$script ]] || { echo "bench_e2e.sh: $peers/$script not found; expected the peer scripts in --peers DIR" >&2; exit 2; }
 done
-[[ -x $bin ]] || { echo "bench_e2e.sh: $bin is not an executable; build it (scripts/build.sh) or give --bin" >&2; exit 2; }
-if [[ -z $openblas ]]; then
+for binary in "$bin" ${before:+"$before"}; do
+  [[ -x $binary ]] || { echo "bench_e2e.sh: $binary is not an executable; build it (scripts/build.sh) or give --bin/--before" >&2; exit 2; }
+done
+bin=$(readlink -f "$bin")
+[[ -z $before ]] || before=$(readlink -f "$before")
+
+find_openblas() {
+  local candidate
   for candidate in /usr/lib/*/openblas-pthread; do
-    [[ -f $candidate/libblas.so.3 ]] && openblas=$candidate && break
+    [[ -f $candidate/libblas.so.3 ]] && { echo "$candidate"; return; }
   done
+}
+if [[ -z $openblas ]]; then
+  openblas=$(find_openblas)
+  if [[ -z $openblas && $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    echo "bench_e2e.sh: installing libopenblas0-pthread (the peer's BLAS at its fastest)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libopenblas0-pthread >&2 ||
+      { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libopenblas0-pthread >&2; }
+    openblas=$(find_openblas)
+  fi
 fi
-[[ -n $openblas && -f $openblas/libblas.so.3 ]] || { echo "bench_e2e.sh: no OpenBLAS libblas.so.3 found; give --openblas DIR" >&2; exit 2; }
+[[ -n $openblas && -f $openblas/libblas.so.3 ]] ||
+  { echo "bench_e2e.sh: no OpenBLAS libblas.so.3 found; apt-get install libopenblas0-pthread, or give --openblas DIR" >&2; exit 2; }
+
+# The core types of OpenBLAS 0.3.21's x86-64 kernels that this CPU can run, fastest families first.
+if [[ -z $coretypes ]]; then
+  flags=$(grep -m1 '^flags' /proc/cpuinfo)
+  has() { [[ " $flags " == *" $1 "* ]]; }
+  list=()
+  if has avx512f && has avx512bw && has avx512vl; then
+    list+=(SkylakeX)
+    has avx512_bf16 && list+=(Cooperlake)
+  fi
+  has avx2 && has fma && list+=(Haswell Zen)
+  [[ ${#list[@]} -gt 0 ]] || list=(Prescott)
+  coretypes=$(IFS=,; echo "${list[*]}")
+fi
 
 python=/usr/bin/python3  # Debian's h5py, mpi4py and numpy belong to it
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 mpi=(mpirun -np 2 --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
+# The peer's command alone runs without the pinned values (the ranks inherit mpirun's environment).
+peer_env=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
 IFS=, read -r -a coretype_list <<<"$coretypes"
 IFS=, read -r -a case_list <<<"$cases"
 
@@ -93,7 +138,7 @@ source scripts/bench_timing.sh
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# case -> "N L flags"
+# case -> "N L"
 shape_of() {
   case $1 in
     plain|proj_weights) echo "2048 256" ;;
@@ -122,6 +167,15 @@ write_seconds() {
   done
   printf '%s\n' "${times[@]}" | median
 }
+# "page-cache GB/s, durable GB/s" of 640 MiB from two writers.
+disk_rates() {
+  local bytes=$((640 * 1048576))
+  awk -v b="$bytes" -v w="$(write_seconds "$bytes")" -v d="$(write_seconds "$bytes" fdatasync)" \
+    'BEGIN { printf "%.2f %.2f\n", b / w / 1e9, b / d / 1e9 }'
+}
+
+read -r cache_rate_start disk_rate_start <<<"$(disk_rates)"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # MPI start-up: attnbatch on a tiny input under mpirun -np 2.
 tiny=$out/tiny.h5
@@ -129,17 +183,21 @@ tiny=$out/tiny.h5
 startups=()
 for _ in $(seq "$repeat"); do
   rm -f "$out/tiny_out.h5"
-  startups+=("$(timed "${mpi[@]}" "$bin" run --input "$tiny" --output "$out/tiny_out.h5" --threads 1)")
+  startups+=("$(timed "${mpi[@]}" "$bin" run --input "$tiny" --output "$out/tiny_out.h5" --threads 1 --fsync off)")
 done
 startup=$(printf '%s\n' "${startups[@]}" | median)
 
-results=$out/results.csv
+results=$out/results.csv limits=$out/limits.csv
 echo "case,tool,run,seconds" >"$results"
-table=$out/table.md
-{
-  echo "| case | attnbatch s | peer s, BLAS as installed | $(printf 'peer s, OpenBLAS %s | ' "${coretype_list[@]}")attnbatch vs fastest peer | start-up s | write s (bytes) | compute s | limit s | attnbatch/limit | start-up+write+compute s | write to disk s | durable limit s | attnbatch/durable limit |"
-  echo "| --- | --- | --- | $(printf -- '--- | %.0s' "${coretype_list[@]}")--- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-} >"$table"
+echo "case,n,len,bytes,startup,write,disk,compute,rate" >"$limits"
+ours_run() {  # case mode binary [flags...]: one timed attnbatch run, its report kept
+  local case=$1 mode=$2 binary=$3 s
+  shift 3
+  rm -f "$out/ours.h5" "$out/ours.h5.partial"
+  s=$(timed "${mpi[@]}" "$binary" run --input "$input" --output "$out/ours.h5" --threads 1 "$@" \
+    --report "$out/report_${case}_$mode.json")
+  echo "$case,attnbatch $mode,$r,$s" >>"$results"
+}
 
 for case in "${case_list[@]}"; do
   read -r n len <<<"$(shape_of "$case")"
@@ -152,52 +210,91 @@ for case in "${case_list[@]}"; do
       proj_gflop=$(awk -v n="$n" -v l="$len" -v d="$dim" 'BEGIN { print 6 * n * l * d * d / 1e9 }') ;;
     long_weights) peer_flags=(--weights) ours_flags=(--save-weights all) bench_flags=(--save-weights all) ;;
   esac
-  ours=() peer_installed=()
-  declare -A peer_forced=()
   for r in $(seq "$repeat"); do
-    rm -f "$out/ours.h5" "$out/ours.h5.partial" "$out/peer.h5"
-    s=$(timed "${mpi[@]}" "$bin" run --input "$input" --output "$out/ours.h5" --threads 1 "${ours_flags[@]}" \
-      --report "$out/report_$case.json")
-    ours+=("$s"); echo "$case,attnbatch,$r,$s" >>"$results"
+    ours_run "$case" no-sync "$bin" "${ours_flags[@]}" --fsync off
     bytes=$(stat -c %s "$out/ours.h5")
+    ours_run "$case" durable "$bin" "${ours_flags[@]}"
+    [[ -z $before ]] || ours_run "$case" before "$before" "${ours_flags[@]}"
     rm -f "$out/ours.h5"
-    s=$(timed "${mpi[@]}" "$python" "$peers/attn_mpi_h5.py" "$input" "$out/peer.h5" "${peer_flags[@]}")
-    peer_installed+=("$s"); echo "$case,peer installed BLAS,$r,$s" >>"$results"
+    if (( installed_blas )); then
+      rm -f "$out/peer.h5"
+      s=$(timed "${mpi[@]}" "$python" "$peers/attn_mpi_h5.py" "$input" "$out/peer.h5" "${peer_flags[@]}")
+      echo "$case,peer installed BLAS,$r,$s" >>"$results"
+    fi
     for coretype in "${coretype_list[@]}"; do
       rm -f "$out/peer.h5"
-      s=$(timed "${mpi[@]}" -x LD_LIBRARY_PATH="$openblas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" -x OPENBLAS_CORETYPE="$coretype" \
-        "$python" "$peers/attn_mpi_h5.py" "$input" "$out/peer.h5" "${peer_flags[@]}")
-      peer_forced[$coretype]+="$s "; echo "$case,peer OpenBLAS $coretype,$r,$s" >>"$results"
+      s=$(timed "${peer_env[@]}" "${mpi[@]}" -x LD_LIBRARY_PATH="$openblas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        -x OPENBLAS_CORETYPE="$coretype" "$python" "$peers/attn_mpi_h5.py" "$input" "$out/peer.h5" "${peer_flags[@]}")
+      echo "$case,peer OpenBLAS $coretype,$r,$s" >>"$results"
     done
     rm -f "$out/peer.h5"
   done
-  t_ours=$(printf '%s\n' "${ours[@]}" | median)
-  t_installed=$(printf '%s\n' "${peer_installed[@]}" | median)
-  fastest=$t_installed forced_cells=""
-  for coretype in "${coretype_list[@]}"; do
-    # shellcheck disable=SC2086  # the runs' seconds, one word each
-    t=$(printf '%s\n' ${peer_forced[$coretype]} | median)
-    forced_cells+="$t | "
-    fastest=$(awk -v a="$fastest" -v b="$t" 'BEGIN { print (b < a ? b : a) }')
-  done
-  unset peer_forced
 
   # The kernel's rate for this shape, one thread (batch sized for a stable timing).
   batch=$(( len >= 1024 ? 16 : 64 ))
   rate=$("$bin" bench --batch "$batch" --heads 1 --seq-len "$len" --head-dim "$dim" --threads 1 --repeats 7 --json \
     "${bench_flags[@]}" | sed -n 's/.*"gflops": \([0-9.e+-]*\).*/\1/p')
-  attention_gflop=$(awk -v n="$n" -v l="$len" -v d="$dim" 'BEGIN { print 4 * n * l * l * d / 1e9 }')
-  compute=$(awk -v a="$attention_gflop" -v p="$proj_gflop" -v r="$rate" 'BEGIN { printf "%.3f\n", (a + p) / (2 * r) }')
-  write=$(write_seconds "$bytes")
-  disk=$(write_seconds "$bytes" fdatasync)
-  read -r limit ratio_limit serial ratio_peer durable ratio_durable <<<"$(awk -v s="$startup" -v w="$write" -v c="$compute" \
-    -v d="$disk" -v o="$t_ours" -v f="$fastest" \
-    'BEGIN { l = s + (w > c ? w : c); u = s + (d > c ? d : c); printf "%.3f %.2f %.3f %.2f %.3f %.2f\n", l, o / l, s + w + c, f / o, u, o / u }')"
-  mib=$(awk -v b="$bytes" 'BEGIN { printf "%.0f MiB", b / 1048576 }')
-  echo "| $case N=$n L=$len d=$dim | $t_ours | $t_installed | ${forced_cells}${ratio_peer}x | $startup | $write ($mib) | $compute ($rate GFLOP/s) | $limit | $ratio_limit | $serial | $disk | $durable | $ratio_durable |" >>"$table"
-  echo "bench_e2e.sh: $case done (attnbatch $t_ours s, fastest peer $fastest s, limit $limit s)" >&2
+  compute=$(awk -v n="$n" -v l="$len" -v d="$dim" -v p="$proj_gflop" -v r="$rate" \
+    'BEGIN { printf "%.3f\n", (4 * n * l * l * d / 1e9 + p) / (2 * r) }')
+  echo "$case,$n,$len,$bytes,$startup,$(write_seconds "$bytes"),$(write_seconds "$bytes" fdatasync),$compute,$rate" >>"$limits"
+  echo "bench_e2e.sh: $case done" >&2
 done
 
-echo "mpirun -np 2, 1 thread per rank, medians of $repeat; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(date -u +%FT%TZ)"
-cat "$table"
-echo "runs: $results; attnbatch's phase breakdown per case: $out/report_CASE.json"
+read -r cache_rate_end disk_rate_end <<<"$(disk_rates)"
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "mpirun -np 2, 1 thread per rank, medians of $repeat, interleaved; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%FT%TZ)"
+echo "load average (1, 5, 15 min) at the start $load_start, at the end $load_end"
+echo "disk, 640 MiB from two writers: page cache $cache_rate_start GB/s at the start, $cache_rate_end at the end; durable (conv=fdatasync) $disk_rate_start GB/s at the start, $disk_rate_end at the end"
+echo "peer: OpenBLAS $openblas, core types tried: $coretypes (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for its command)"
+"$python" - "$results" "$limits" "$out" "$before" <<'EOF'
+import csv, json, os, statistics, sys
+results, limits, out, before = sys.argv[1:5]
+runs = {}
+for row in csv.DictReader(open(results)):
+    runs.setdefault((row["case"], row["tool"]), []).append(float(row["seconds"]))
+med = {key: statistics.median(v) for key, v in runs.items()}
+mark = lambda ok: "yes" if ok else "NO"
+print()
+print("| case | attnbatch no-sync s | fastest peer s (core type) | peer / no-sync (>= 2) | page-cache limit s | no-sync / limit (<= 1.3) "
+      "| attnbatch durable s | durable limit s | durable / limit (<= 1.3) | start-up s | write s | disk s | compute s (GFLOP/s) "
+      "| start-up+write+compute s |" + (" before s |" if before else ""))
+print("| --- " * (14 + bool(before)) + "|")
+peers_table = []
+for lim in csv.DictReader(open(limits)):
+    case = lim["case"]
+    s, w, d, c = (float(lim[k]) for k in ("startup", "write", "disk", "compute"))
+    cache_limit, durable_limit = s + max(w, c), s + max(d, c)
+    peers = sorted((t, tool[len("peer "):]) for (k, tool), t in med.items() if k == case and tool.startswith("peer "))
+    fastest, which = peers[0]
+    no_sync, durable = med[(case, "attnbatch no-sync")], med[(case, "attnbatch durable")]
+    row = "| %s N=%s L=%s (%.0f MiB) | %.3f | %.3f (%s) | %.2fx %s | %.3f | %.2f %s | %.3f | %.3f | %.2f %s | %.3f | %.3f | %.3f | %.3f (%s) | %.3f |" % (
+        case, lim["n"], lim["len"], int(lim["bytes"]) / 2**20, no_sync, fastest, which, fastest / no_sync, mark(fastest / no_sync >= 2),
+        cache_limit, no_sync / cache_limit, mark(no_sync / cache_limit <= 1.3), durable, durable_limit, durable / durable_limit,
+        mark(durable / durable_limit <= 1.3), s, w, d, c, lim["rate"], s + w + c)
+    if before:
+        row += " %.3f |" % med[(case, "attnbatch before")]
+    print(row)
+    peers_table.append((case, peers))
+print()
+print("peer medians per BLAS: " + "; ".join("%s: %s" % (case, ", ".join("%s %.3f s" % (which, t) for t, which in peers))
+                                            for case, peers in peers_table))
+print()
+modes = ["no-sync", "durable"] + (["before"] if before else [])
+phases = ["mpi_init", "describe", "lengths", "plan", "preflight", "value_scan", "output_creation", "first_read", "rounds",
+          "last_write", "close", "publish"]
+print("phase_seconds of the last run (slowest rank per phase):")
+print("| case | mode | wall | " + " | ".join(phases) + " | compute (sum) | write (sum) |")
+print("| --- " * (len(phases) + 5) + "|")
+for case, _ in peers_table:
+    for mode in modes:
+        path = os.path.join(out, "report_%s_%s.json" % (case, mode))
+        if not os.path.exists(path):
+            continue
+        report = json.load(open(path))
+        got = report.get("phase_seconds", {})
+        ranks = report.get("per_rank", [])
+        print("| %s | %s | %.3f | %s | %.3f | %.3f |" % (case, mode, report.get("wall_seconds", 0),
+              " | ".join("%.3f" % got[p] if p in got else "-" for p in phases),
+              sum(r.get("compute", 0) for r in ranks), sum(r.get("write", 0) for r in ranks)))
+EOF
+echo "runs: $results; limits: $limits; reports: $out/report_CASE_MODE.json"

@@ -19,6 +19,8 @@ packages=(
   # and the test that outputs open in xarray by dimension name (engine h5netcdf).
   python3-torch python3-xarray python3-h5netcdf
   time
+  # distributed.mpi.publish.fsync traces the sync calls of run --fsync on|off.
+  strace
   # jobs/ and scripts/: linting and scaling plots; and the multi-node rig the job-script and
   # multi-node tests run on (tests/cluster/local-cluster.sh): network namespaces, a bridge and
   # tc from iproute2 (nsenter, unshare and flock come with util-linux, which every Debian

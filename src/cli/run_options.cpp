@@ -141,6 +141,10 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("unit-sequences", po::value<long>()->default_value(0, "auto"), "at most this many sequences per work unit (auto: as many as --max-memory allows in a step)")
         ("resume", po::bool_switch(), "continue OUTPUT.partial; with a complete OUTPUT of the same input and options do nothing (other ones: exit 2)")
         ("force", po::bool_switch(), "replace an existing OUTPUT (only once the new one is complete)")
+        ("fsync", po::value<std::string>()->default_value("on")->value_name("on|off"),
+         "on: OUTPUT appears only once its bytes are on the disk (fsync, rename, fsync of the directory), whole "
+         "even after a crash of the node; off, for scratch file systems: published from the page cache, whole "
+         "unless the node itself crashes before the kernel writes it [on; with --resume, what OUTPUT.partial recorded]")
         ("dry-run", po::bool_switch(), "every check of the real run but the NaN/inf scan, the plan and sizes; write nothing; exit as the run would")
         ("simulate-ranks", po::value<int>()->default_value(0, "the ranks of this run"), "with --dry-run: plan for this many ranks without starting them")
         ("report", po::value<std::string>(), "write phase times and rates as JSON")
@@ -228,6 +232,9 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     j.unit_sequences = vm["unit-sequences"].as<long>();
     j.resume = vm["resume"].as<bool>();
     j.force = vm["force"].as<bool>();
+    const std::string fsync = vm["fsync"].as<std::string>();
+    if (fsync != "on" && fsync != "off") throw Error(exit_usage, "--fsync: '" + fsync + "' is not one of on|off");
+    if (!vm["fsync"].defaulted()) j.fsync = fsync == "on";
     j.dry_run = vm["dry-run"].as<bool>();
     j.simulate_ranks = vm["simulate-ranks"].as<int>();
     if (j.simulate_ranks < 0 || j.simulate_ranks > (1 << 24)) {

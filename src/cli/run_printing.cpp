@@ -105,7 +105,12 @@ void print_header(const dist::Job& job, const dist::Messaging& messaging) {
               << io::name_of(job.layout.save_weights) << ", " << io::name_of(job.layout.weights_dtype) << ")"
               << (job.layout.gzip_level ? " before gzip" : "") << "; " << job.plan_ranks
               << (job.plan_ranks == 1 ? " rank" : " ranks") << (job.plan_ranks != ranks ? " (simulated)" : "") << " x "
-              << counted(job.attention.kernel.threads, "thread") << ", io " << dist::name_of(job.io_mode) << ", steps of at most "
+              << counted(job.attention.kernel.threads, "thread") << ", io " << dist::name_of(job.io_mode)
+              << (job.fsync ? ", fsync on" : ", fsync off (OUTPUT published from the page cache)")
+              << (!job.settings.fsync && job.resume.state == dist::ResumeState::partial && job.resume.recorded_fsync >= 0
+                      ? ", as OUTPUT.partial recorded"
+                      : "")
+              << ", steps of at most "
               << counted(job.max_sequences, "sequence")
               << (job.max_step_bytes > 0 ? " and " + dist::format_bytes(static_cast<double>(job.max_step_bytes)) + " of data" : "")
               << " under --max-memory "
@@ -185,7 +190,7 @@ void print_summary(const dist::Job& job, const dist::JobResult& result) {
               << " end_to_end_gflops=" << result.flops() / total * 1e-9 << std::setprecision(3)
               << " imbalance=" << result.imbalance << " predicted_imbalance=" << job.predicted.imbalance
               << " io_hidden=" << result.io_hidden << " io=" << dist::name_of(job.io_mode)
-              << " schedule=" << dist::name_of(job.settings.schedule) << '\n';
+              << " schedule=" << dist::name_of(job.settings.schedule) << " fsync=" << (job.fsync ? "on" : "off") << '\n';
     std::cout.unsetf(std::ios::floatfield);
 }
 

@@ -104,6 +104,7 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
     write_attention(json, job.attention.spec);
     json.key("io").value(dist::name_of(job.io_mode))
         .key("schedule").value(dist::name_of(job.settings.schedule))
+        .key("fsync").value(job.fsync ? "on" : "off")
         .key("output").value(job.settings.output)
         .key("wall_seconds").value(result.wall_seconds)
         .key("units").value(job.units.size())

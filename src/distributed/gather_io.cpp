@@ -165,7 +165,7 @@ public:
         const double t0 = wall_seconds();
         output_->close_complete();
         const double t1 = wall_seconds();
-        io::publish_output(output_->path(), output_->force());
+        io::publish_output(output_->path(), output_->force(), output_->fsync());
         const double t2 = wall_seconds();
         times.close += t1 - t0;
         times.publish += t2 - t1;

@@ -277,6 +277,10 @@ void inspect_partial(Job& job) {
     });
     if (inspection) job.resume = inspection->result();
     broadcast_resume(comm, job.resume);
+    // A job requeued with --resume publishes as the run that started it asked.
+    if (!s.fsync && job.resume.state == ResumeState::partial && job.resume.recorded_fsync >= 0) {
+        job.fsync = job.resume.recorded_fsync != 0;
+    }
 }
 
 // With --resume, a stop agreed on before the inspection: if OUTPUT is already complete
@@ -470,10 +474,15 @@ std::unique_ptr<StepIo> open_step_io(Job& job) {
 
     io::OutputOptions output_options;
     output_options.force = s.force;
+    output_options.fsync = job.fsync;
     output_options.journal = io::JournalPlan{unit_bounds_of(job.all_units), job.identity, unit_rows_of(job.all_units)};
     const bool continuing = job.resume.state == ResumeState::partial;
     const auto open_output = [&](const io::FileAccess& access) {
-        if (continuing) return std::make_unique<io::OutputFile>(io::OutputFile::reopen(s.output, job.layout, access));
+        if (continuing) {
+            auto reopened = std::make_unique<io::OutputFile>(io::OutputFile::reopen(s.output, job.layout, access));
+            reopened->set_fsync(job.fsync);
+            return reopened;
+        }
         return std::make_unique<io::OutputFile>(io::OutputFile::create(s.output, job.layout, provenance, output_options));
     };
     std::unique_ptr<io::OutputFile> output;
@@ -563,6 +572,7 @@ const char* name_of(ScheduleKind kind) { return kind == ScheduleKind::dynamic ? 
 Job prepare_job(Comm& comm, const JobSettings& settings) {
     Job job(comm);
     job.settings = settings;
+    job.fsync = settings.fsync.value_or(true);
     job.started_at = wall_seconds();
     install_stop_handlers();  // main() did it for the binary; a library caller gets it here
     const bool resuming = settings.resume;

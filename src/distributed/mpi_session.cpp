@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <map>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -89,15 +90,17 @@ std::string prefer_shared_memory_messaging() {
     return "attnbatch's one-node default";
 }
 
-// The components of an Open MPI framework ("pml", "btl") still open after MPI_Init: Open MPI
-// closes the layers it did not select and the transports that found nothing to do (shared
-// memory without a second rank on the node), and a closed component's control variables
-// ("btl_tcp_major_version") leave MPI_T's list. Empty for other MPI libraries.
-std::vector<std::string> open_components(const std::string& framework) {
-    std::vector<std::string> found;
+// The components of Open MPI's frameworks ("pml", "btl") still open after MPI_Init, by
+// framework: Open MPI closes the layers it did not select and the transports that found
+// nothing to do (shared memory without a second rank on the node), and a closed component's
+// control variables ("btl_tcp_major_version") leave MPI_T's list. Empty for other MPI
+// libraries. One MPI_T session for all: each MPI_T_init_thread costs about 0.3 s here (it
+// loads every component), on rank 0 while the other ranks wait at start-up.
+std::map<std::string, std::vector<std::string>> open_components(const std::vector<std::string>& frameworks) {
+    std::map<std::string, std::vector<std::string>> found;
     int provided = 0, count = 0;
     if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return found;
-    const std::string prefix = framework + "_", suffix = "_major_version";
+    const std::string suffix = "_major_version";
     if (MPI_T_cvar_get_num(&count) == MPI_SUCCESS) {
         for (int i = 0; i < count; ++i) {
             char name[256];
@@ -109,16 +112,22 @@ std::vector<std::string> open_components(const std::string& framework) {
                 continue;
             }
             const std::string variable(name);
-            if (variable.size() <= prefix.size() + suffix.size() || variable.compare(0, prefix.size(), prefix) != 0 ||
-                variable.compare(variable.size() - suffix.size(), suffix.size(), suffix) != 0) {
-                continue;
+            for (const std::string& framework : frameworks) {
+                const std::string prefix = framework + "_";
+                if (variable.size() <= prefix.size() + suffix.size() || variable.compare(0, prefix.size(), prefix) != 0 ||
+                    variable.compare(variable.size() - suffix.size(), suffix.size(), suffix) != 0) {
+                    continue;
+                }
+                const std::string component = variable.substr(prefix.size(), variable.size() - prefix.size() - suffix.size());
+                std::vector<std::string>& components = found[framework];
+                if (component != "base" && std::find(components.begin(), components.end(), component) == components.end()) {
+                    components.push_back(component);
+                }
             }
-            const std::string component = variable.substr(prefix.size(), variable.size() - prefix.size() - suffix.size());
-            if (component != "base" && std::find(found.begin(), found.end(), component) == found.end()) found.push_back(component);
         }
     }
     MPI_T_finalize();
-    std::sort(found.begin(), found.end());
+    for (auto& [framework, components] : found) std::sort(components.begin(), components.end());
     return found;
 }
 
@@ -160,13 +169,13 @@ Messaging MpiSession::messaging(int node_count, int largest_node) const {
     messaging.library = std::string(version, static_cast<std::size_t>(std::max(0, length)));
     messaging.library = messaging.library.substr(0, messaging.library.find_first_of(",\n"));
     messaging.chosen_by = pml_chosen_by_.empty() ? "the caller of MPI_Init" : pml_chosen_by_;
-    const std::vector<std::string> layers = open_components("pml");
+    std::map<std::string, std::vector<std::string>> open = open_components({"pml", "btl"});
     // A monitoring layer wraps the real one.
-    for (const std::string& layer : layers) {
+    for (const std::string& layer : open["pml"]) {
         if (layer != "monitoring") messaging.layer = layer;
     }
     if (messaging.layer != "ob1") return messaging;
-    for (const std::string& btl : open_components("btl")) {
+    for (const std::string& btl : open["btl"]) {
         if (btl == "self") continue;  // a rank's messages to itself
         if (shared_memory_transport(btl) ? largest_node > 1 : node_count > 1) messaging.transports.push_back(btl);
     }

@@ -48,7 +48,7 @@ public:
             output_->close_complete();
             comm_.barrier();
             t1 = wall_seconds();
-            if (comm_.is_root()) io::publish_output(output_->path(), force_);
+            if (comm_.is_root()) io::publish_output(output_->path(), force_, output_->fsync());
         } catch (const std::exception& e) {
             abort_collective(e.what());
         }

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -37,6 +38,19 @@ void expect_complete_output_of_this_job(const std::string& output, const std::st
     }
 }
 
+// The --fsync the partial run recorded (1 on, 0 off), -1 when it recorded none (an older
+// version) or its configuration cannot be read: the resumed run then takes its own.
+std::int64_t recorded_fsync(const io::OutputFile& file) {
+    try {
+        const std::map<std::string, std::string> recorded = file.recorded_options();
+        const auto fsync = recorded.find("fsync");
+        if (fsync == recorded.end()) return -1;
+        return fsync->second == "off" ? 0 : 1;
+    } catch (const Error&) {
+        return -1;
+    }
+}
+
 }  // namespace
 
 ResumeInspection::ResumeInspection(const std::string& output, bool force, const io::OutputLayout& layout,
@@ -62,6 +76,7 @@ ResumeInspection::ResumeInspection(const std::string& output, bool force, const 
     file_ = std::make_unique<io::OutputFile>(
         io::OutputFile::reopen(output, layout, {}, dry_run ? io::FileMode::read_only : io::FileMode::read_write));
     journal_ = file_->journal_state();
+    resume_.recorded_fsync = recorded_fsync(*file_);
     resume_.state = ResumeState::partial;
     resume_.unit_bounds = journal_.plan.unit_bounds;
     resume_.unit_rows = journal_.plan.unit_rows;
@@ -136,6 +151,7 @@ ResumeState inspect_for_resume(const std::string& output, bool force, const io::
 
 void broadcast_resume(Comm& comm, ResumeState& resume) {
     comm.broadcast(&resume.state, sizeof resume.state, 0);
+    comm.broadcast(&resume.recorded_fsync, sizeof resume.recorded_fsync, 0);
     broadcast_vector(comm, resume.unit_bounds, 0);
     broadcast_vector(comm, resume.unit_rows, 0);
     broadcast_vector(comm, resume.done, 0);

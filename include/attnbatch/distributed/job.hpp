@@ -74,6 +74,9 @@ struct JobSettings {
     std::size_t max_memory = 0;       // resident bytes per rank; 0: default_max_memory() of the node
     std::int64_t unit_sequences = 0;  // 0: as many as max_memory allows
     bool resume = false, force = false, dry_run = false;
+    // run --fsync on|off: whether OUTPUT is published only once on the disk (io::OutputFile::
+    // set_fsync). Not given: on, or what the .partial a --resume continues recorded.
+    std::optional<bool> fsync;
     int simulate_ranks = 0;           // a dry run planned for this many ranks (0: this run's)
     std::string recorded_config;      // the resolved options, recorded in the output
     std::string version;              // recorded in the output
@@ -95,6 +98,7 @@ struct Job {
     AttentionSettings attention;  // scale, threads and precision resolved
     int plan_ranks = 1;           // this run's ranks, or --simulate-ranks
     IoMode io_mode = IoMode::gather;  // resolved
+    bool fsync = true;            // resolved (JobSettings::fsync)
     std::int64_t max_sequences = 0;  // per step, from the memory model
     std::uint64_t max_step_bytes = 0;  // a step's data (pieces, packed layout); 0: max_sequences alone
     SplitOptions split;               // how units were cut (pieces of long sequences)

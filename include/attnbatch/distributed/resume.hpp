@@ -21,6 +21,7 @@ struct ResumeState {
     std::vector<std::int64_t> unit_rows;    // empty when none is a piece
     std::vector<std::int64_t> done;         // 1 where done and its checksum still matches
     std::string summary;                    // one line for the user, rank 0 only ("" when fresh without --resume)
+    std::int64_t recorded_fsync = -1;       // the partial run's --fsync: 1 on, 0 off, -1 not recorded
 };
 
 // Rank 0's look at what a --resume continues, in slices: the re-reading of every done unit

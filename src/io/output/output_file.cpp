@@ -7,6 +7,7 @@
 #include "attnbatch/io/h5/file_paths.hpp"
 #include "output/attention_record.hpp"
 #include "output/output_handles.hpp"
+#include "output/writeback.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -175,6 +176,7 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
     out.layout_ = layout;
     out.path_ = output_path;
     out.force_ = options.force;
+    out.fsync_ = options.fsync;
     try {
         out.h5_->file = File::create(staging, options.access);
         if (layout.packed) {
@@ -305,9 +307,12 @@ void OutputFile::flush() {
     }
 }
 
-void OutputFile::flush_and_close(const char* what) {
+void OutputFile::flush_and_close(const char* what, bool sync) {
+    writeback_.reset();
     try {
-        h5_->file.flush();
+        // Under MPI-IO a flush is MPI_File_sync on every rank; closing writes the same
+        // metadata without it.
+        if (sync || !h5_->file.uses_mpi_io()) h5_->file.flush();
         for (std::optional<Dataset>* dataset :
              {&h5_->output, &h5_->attention, &h5_->lse, &h5_->lengths, &h5_->offsets, &h5_->journal_progress}) {
             if (*dataset) (*dataset)->close();
@@ -324,14 +329,14 @@ void OutputFile::close_complete() {
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path() + ": cannot complete the output: " + error.what());
     }
-    flush_and_close("complete");
+    flush_and_close("complete", fsync_);
 }
 
 void OutputFile::close_incomplete() { flush_and_close("close"); }
 
 void OutputFile::finalize() {
     close_complete();
-    publish_output(path_, force_);
+    publish_output(path_, force_, fsync_);
 }
 
 }  // namespace attnbatch::io

@@ -4,6 +4,7 @@
 #include "attnbatch/io/h5/attribute.hpp"
 #include "attnbatch/io/output/journal.hpp"
 #include "attnbatch/io/output/output_file.hpp"
+#include "attnbatch/io/output/output_reader.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "output/output_handles.hpp"
 #include "h5/check.hpp"
@@ -180,7 +181,10 @@ void OutputFile::checkpoint(Transfer transfer) {
     }
     // The rows written so far start on their way to the disk while the next round computes:
     // left to the fsync before publication, 640 MiB took 0.2 s there, after the last compute.
-    start_writeback(partial_path());
+    // Without fsync the kernel writes them when it will, and the page cache is the limit.
+    if (!fsync_) return;
+    if (!writeback_) writeback_ = std::make_unique<Writeback>(partial_path());
+    writeback_->start();
 }
 
 std::string read_journal_identity(const std::string& partial_path) {
@@ -201,6 +205,15 @@ std::optional<std::string> read_output_identity(const std::string& output_path) 
     } catch (const H5Error& error) {
         throw Error(exit_io, output_path + ": cannot read the identity of the run that wrote it (" +
                                  dataset::journal_identity + "): " + error.what());
+    }
+}
+
+std::map<std::string, std::string> OutputFile::recorded_options() const {
+    try {
+        return parse_recorded_options(read_text_dataset(h5_->file, dataset::config));
+    } catch (const H5Error& error) {
+        throw Error(exit_io, partial_path() + ": cannot read its recorded configuration (" + dataset::config + "): " +
+                                 error.what());
     }
 }
 

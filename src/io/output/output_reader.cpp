@@ -134,9 +134,11 @@ Provenance OutputReader::provenance() const {
 
 std::string OutputReader::config() const { return read_text_dataset(h5_->file, dataset::config); }
 
-std::map<std::string, std::string> OutputReader::recorded_options() const {
+std::map<std::string, std::string> OutputReader::recorded_options() const { return parse_recorded_options(config()); }
+
+std::map<std::string, std::string> parse_recorded_options(const std::string& config) {
     std::map<std::string, std::string> values;
-    std::istringstream in(config());
+    std::istringstream in(config);
     std::string line;
     while (std::getline(in, line)) {
         const auto eq = line.find(" = ");

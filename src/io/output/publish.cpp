@@ -1,5 +1,5 @@
 // Making a finished OUTPUT.partial the OUTPUT, durably: the data reaches the disk before the
-// name does, and the name before we report success.
+// name does, and the name before we report success (or, run --fsync off, only the rename).
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/output/fault_injection.hpp"
 #include "attnbatch/io/output/output_paths.hpp"
@@ -45,9 +45,9 @@ int rename_no_replace(const std::string& from, const std::string& to) {
 
 }  // namespace
 
-void publish_output(const std::string& output_path, bool force) {
+void publish_output(const std::string& output_path, bool force, bool fsync) {
     const std::string partial = partial_path_for(output_path);
-    fsync_path(partial, O_RDONLY);
+    if (fsync) fsync_path(partial, O_RDONLY);
     fault_point("before_rename");
     const int renamed = force ? ::rename(partial.c_str(), output_path.c_str()) : rename_no_replace(partial, output_path);
     if (renamed != 0) {
@@ -57,7 +57,7 @@ void publish_output(const std::string& output_path, bool force) {
         }
         io_failure(partial, "cannot rename to " + output_path);
     }
-    fsync_path(directory_of(output_path), O_RDONLY | O_DIRECTORY);
+    if (fsync) fsync_path(directory_of(output_path), O_RDONLY | O_DIRECTORY);
 }
 
 }  // namespace attnbatch::io

@@ -42,11 +42,13 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <map>
 #include <vector>
 
 namespace attnbatch::io {
 
 class File;  // h5/file.hpp
+class Writeback;  // output/writeback.hpp
 
 struct OutputOptions {
     bool force = false;  // replace an existing OUTPUT at the final rename; discard a stale .partial
@@ -60,6 +62,8 @@ struct OutputOptions {
     // Packed layout: /offsets is written at creation, each of `writers` ranks of a collective
     // creation its part `writer` (independent writes of disjoint rows).
     int writer = 0, writers = 1;
+    // Whether publication waits for the disk (run --fsync on|off): see set_fsync().
+    bool fsync = true;
 };
 
 class OutputFile {
@@ -79,6 +83,12 @@ public:
     const std::string& path() const noexcept { return path_; }  // the final OUTPUT
     std::string partial_path() const { return partial_path_for(path_); }
     bool force() const noexcept { return force_; }  // publishing may replace an existing OUTPUT
+    // On (the default): each checkpoint starts the disk write of what it recorded, without
+    // waiting for it, and publication waits for the rest (fsync). Off (run --fsync off, for
+    // scratch file systems): the data stays in the page cache for the kernel to write when it
+    // will; neither checkpoints, close_complete() nor publication wait for the disk.
+    void set_fsync(bool fsync) noexcept { fsync_ = fsync; }
+    bool fsync() const noexcept { return fsync_; }
     // Sequences per /output chunk: work units that are multiples of it write whole chunks.
     std::int64_t sequences_per_chunk() const noexcept { return sequences_per_chunk_; }
     File& file() noexcept;  // the HDF5 file itself, for io's tests
@@ -108,6 +118,8 @@ public:
     bool checkpoint_flushes() const noexcept { return checkpoint_flushes_; }
     // The journal as stored (serial: reads with the default transfer).
     JournalState journal_state() const;
+    // The run's options as its creation recorded them (OutputReader::recorded_options()).
+    std::map<std::string, std::string> recorded_options() const;
     // The units marked done whose data no longer match their checksum, read back unit by
     // unit (memory: one unit's data); only units [first_unit, last_unit) when given, so that
     // a caller can check a large file in slices.
@@ -132,6 +144,8 @@ private:
     OutputLayout layout_;
     std::string path_;
     bool force_ = false;
+    bool fsync_ = true;
+    std::unique_ptr<Writeback> writeback_;  // started at the first checkpoint, with fsync_
     std::int64_t sequences_per_chunk_ = 1;
     void create_journal(const JournalPlan& plan);
     void remember_checksums(std::int64_t first, std::int64_t last, const OutputBlock& block);
@@ -149,8 +163,9 @@ private:
     bool checkpoint_flushes_ = true;
     void prepare_checkpoints();  // after create or reopen
     // Flush, close every dataset, then the file (checked: HDF5 keeps a file with open objects
-    // open); `what` names the step in the message of a failure.
-    void flush_and_close(const char* what);
+    // open); `what` names the step in the message of a failure. `sync`: under MPI-IO the
+    // flush is also every rank's sync of its writes to the disk.
+    void flush_and_close(const char* what, bool sync = true);
 };
 
 // The identity recorded in a partial output's journal (journal.hpp), read without opening

@@ -42,7 +42,9 @@ void prepare_new_file(const std::string& option, const std::string& path, bool f
 void discard_partial_output(const std::string& output_path);
 
 // fsync OUTPUT.partial, rename it to OUTPUT (replacing an existing OUTPUT only with force),
-// fsync the directory. Under MPI only one rank calls it, after close_complete().
-void publish_output(const std::string& output_path, bool force);
+// fsync the directory. Under MPI only one rank calls it, after close_complete(). Without
+// `fsync` (run --fsync off) only the rename: OUTPUT is whole as long as the operating system
+// lives, but a crash of the node before the kernel wrote its pages can lose it.
+void publish_output(const std::string& output_path, bool force, bool fsync = true);
 
 }  // namespace attnbatch::io

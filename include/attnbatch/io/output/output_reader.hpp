@@ -78,4 +78,8 @@ private:
     OutputLayout layout_;
 };
 
+// The options of a recorded /config text: its "name = value" lines, with the "  # default"
+// mark that flags defaulted values dropped.
+std::map<std::string, std::string> parse_recorded_options(const std::string& config);
+
 }  // namespace attnbatch::io

@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""run --fsync on|off: what each mode asks of the disk, traced, and what it records.
+
+usage: mpi_publish_fsync_test.py ATTNBATCH MPIEXEC WORKDIR
+
+Every rank runs under strace (fsync, fdatasync, sync_file_range, with the paths of the file
+descriptors). With --fsync on (the default) the output must be started on its way to the disk
+(sync_file_range of OUTPUT.partial), synced before its publication (fsync of OUTPUT.partial)
+and the directory synced after the rename. With --fsync off none of that may happen: no
+sync_file_range, no fsync of OUTPUT.partial, OUTPUT or the directory (the creation's flush of
+the staging file OUTPUT.partial.new is not publication). Both modes give byte-identical
+/output, /lse and /attention, a complete OUTPUT, and record the mode in /config, the header,
+PERFORMANCE and the --report; --dry-run shows it; a bad value exits 2 naming the option.
+A run stopped with --fsync off and resumed without --fsync publishes without syncing (the
+header says the .partial recorded it); given on the resume's command line, --fsync wins.
+Skipped (exit 77) when strace is not installed or cannot trace here.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import h5py
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from harness import check, exit_status, fresh_directory, mpi_env, mpirun, run_with_timeout  # noqa: E402
+
+SKIP = 77
+ENV = mpi_env()
+ENV.pop("ATTNBATCH_FAULT", None)
+SYNC_CALLS = "fsync,fdatasync,sync_file_range"
+
+
+def traced(binary, work, trace):
+    """The per-rank command: attnbatch under strace, one trace file per rank."""
+    wrapper = ('exec strace -f -qq -y -e trace=%s -o "%s.$OMPI_COMM_WORLD_RANK" "$@"' % (SYNC_CALLS, trace))
+    return ["sh", "-c", wrapper, "sh", binary]
+
+
+def run(binary, mpiexec, work, ranks, args, trace=None, env=None, expect=0, label=""):
+    command = ([binary] if trace is None else traced(binary, work, trace)) + args
+    result = run_with_timeout(mpirun(mpiexec, ranks, command), 300, env=env or ENV, cwd=work)
+    if result is None:
+        check(False, "%s: no exit within 300 s" % label)
+        return None
+    check(result.returncode == expect, "%s: exit %d, expected %d; stderr: %s" %
+          (label, result.returncode, expect, result.stderr.strip()[-400:]))
+    return result
+
+
+def sync_calls(trace, ranks):
+    """(call, path) of every traced call of every rank."""
+    calls = []
+    for rank in range(ranks):
+        with open("%s.%d" % (trace, rank)) as f:
+            for line in f:
+                match = re.search(r"\b(fsync|fdatasync|sync_file_range)\(\d+<([^>]*)>", line)
+                if match:
+                    calls.append((match.group(1), match.group(2)))
+    return calls
+
+
+def datasets(path):
+    with h5py.File(path, "r") as f:
+        return {name: f[name][()].tobytes() for name in ("output", "lse", "attention") if name in f}, \
+            f["config"][()].decode() if isinstance(f["config"][()], bytes) else str(f["config"][()]), \
+            int(f.attrs["complete"])
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__)
+        return 2
+    binary, mpiexec, work = sys.argv[1:]
+    binary = os.path.abspath(binary)
+    fresh_directory(work)
+    if shutil.which("strace") is None:
+        print("SKIP: strace is not installed (Debian package strace); the test traces the sync calls")
+        return SKIP
+    probe = subprocess.run(["strace", "-qq", "-e", "trace=fsync", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        print("SKIP: strace cannot trace here: " + probe.stderr.strip())
+        return SKIP
+
+    generate = [binary, "generate", "--output", os.path.join(work, "in.h5"), "--num-seqs", "64", "--seq-len", "64",
+                "--dim", "32", "--min-len", "5", "--seed", "3"]
+    subprocess.run(generate, check=True, capture_output=True)
+    common = ["run", "--input", "in.h5", "--heads", "2", "--threads", "1", "--unit-sequences", "4",
+              "--save-weights", "all"]
+
+    result = run(binary, mpiexec, work, 1, common + ["--output", "bad.h5", "--fsync", "maybe"], expect=2, label="bad value")
+    if result:
+        check("--fsync: 'maybe' is not one of on|off" in result.stderr, "bad value: stderr names it: " + result.stderr)
+    for mode in ("on", "off"):
+        args = common + ["--output", "dry.h5", "--dry-run"] + (["--fsync", mode] if mode == "off" else [])
+        result = run(binary, mpiexec, work, 2, args, label="dry run " + mode)
+        if result:
+            check(", fsync %s" % mode in result.stdout, "dry run %s: the header shows it: %s" % (mode, result.stdout))
+    check(not os.path.exists(os.path.join(work, "dry.h5")), "dry runs wrote nothing")
+
+    reference = None
+    for ranks, io in ((1, "gather"), (2, "parallel"), (2, "gather")):
+        for mode in ("on", "off"):
+            label = "%d rank(s) --io %s --fsync %s" % (ranks, io, mode)
+            name = "out_%d_%s_%s.h5" % (ranks, io, mode)
+            trace = os.path.join(work, "trace_%d_%s_%s" % (ranks, io, mode))
+            report = os.path.join(work, name + ".json")
+            args = common + ["--output", name, "--io", io, "--report", report] + (["--fsync", "off"] if mode == "off" else [])
+            result = run(binary, mpiexec, work, ranks, args, trace=trace, label=label)
+            if result is None:
+                continue
+            path = os.path.join(work, name)
+            partial, directory = path + ".partial", os.path.realpath(work)
+            calls = sync_calls(trace, ranks)
+            published = [c for c in calls if c[1] in (partial, path)]
+            started = [c for c in published if c[0] == "sync_file_range"]
+            synced = [c for c in published if c[0] in ("fsync", "fdatasync")]
+            directory_synced = [c for c in calls if c[1] == directory]
+            print("%s: %d sync calls on the output (%d sync_file_range, %d fsync), %d on the directory" %
+                  (label, len(published), len(started), len(synced), len(directory_synced)), flush=True)
+            if mode == "on":
+                check(started, "%s: no sync_file_range of the output while it was written" % label)
+                check(synced, "%s: no fsync of the output before its publication" % label)
+                check(directory_synced, "%s: no fsync of the directory after the rename" % label)
+            else:
+                check(not published, "%s: the output was synced: %s" % (label, published))
+                check(not directory_synced, "%s: the directory was synced" % label)
+            check("fsync=%s" % mode in result.stdout, "%s: PERFORMANCE says fsync=%s: %s" % (label, mode, result.stdout))
+            check(json.load(open(report)).get("fsync") == mode, "%s: the report records fsync %s" % (label, mode))
+            data, config, complete = datasets(path)
+            check(complete == 1 and not os.path.exists(partial), "%s: OUTPUT complete, no .partial left" % label)
+            recorded = re.search(r"^fsync = (\w+)", config, re.M)
+            check(recorded and recorded.group(1) == mode, "%s: /config records fsync = %s: %s" % (label, mode, config))
+            if reference is None:
+                reference = data
+            check(data == reference, "%s: /output, /lse, /attention differ from the first run's" % label)
+
+    # Resumed: the .partial's recorded mode is kept unless the resume names one.
+    for started_with, resumed_with, expect_sync in (("off", None, False), ("on", "off", False), ("off", "on", True)):
+        label = "started --fsync %s, resumed %s" % (started_with, "--fsync " + resumed_with if resumed_with else "without --fsync")
+        name = "resumed_%s_%s.h5" % (started_with, resumed_with)
+        path = os.path.join(work, name)
+        first = common + ["--output", name, "--fsync", started_with]
+        run(binary, mpiexec, work, 2, first, env=dict(ENV, ATTNBATCH_FAULT="0:after_unit:6:signal"), expect=5,
+            label=label + ": first attempt")
+        check(os.path.exists(path + ".partial") and not os.path.exists(path), "%s: a .partial, no OUTPUT" % label)
+        trace = os.path.join(work, "trace_" + name)
+        again = common + ["--output", name, "--resume"] + (["--fsync", resumed_with] if resumed_with else [])
+        result = run(binary, mpiexec, work, 2, again, trace=trace, label=label)
+        if result is None:
+            continue
+        mode = "on" if expect_sync else "off"
+        check(", fsync %s" % mode in result.stdout, "%s: the header says fsync %s: %s" % (label, mode, result.stdout))
+        check(("as OUTPUT.partial recorded" in result.stdout) == (resumed_with is None),
+              "%s: the header says where the mode came from: %s" % (label, result.stdout))
+        calls = [c for c in sync_calls(trace, 2) if c[1] in (path, path + ".partial", os.path.realpath(work))]
+        check(bool(calls) == expect_sync, "%s: sync calls %s, expected %s" % (label, calls, "some" if expect_sync else "none"))
+        data, _, complete = datasets(path)
+        check(complete == 1 and data == reference, "%s: the resumed OUTPUT is complete and identical" % label)
+    return exit_status()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
