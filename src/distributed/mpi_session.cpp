@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "attnbatch/distributed/launcher_watchdog.hpp"
 #include "attnbatch/io/h5/mpi_io.hpp"
 #include "mpi_comm.hpp"
 
@@ -139,6 +140,10 @@ MpiSession::MpiSession() {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
+        // Before MPI_Init, whose PMIx handshake is where a killed rank can leave mpirun stuck
+        // (launcher_watchdog.hpp), and before any of MPI's descriptors exist.
+        const LauncherWatch launcher = open_mpi_launcher_watch();
+        if (launcher.launcher != 0) watchdog_ = start_launcher_watchdog(launcher);
         // The main thread waits in MPI while the compute thread works: waiting must yield the
         // core rather than spin on it. Only a default; the user's setting wins.
         ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
@@ -159,6 +164,7 @@ MpiSession::MpiSession() {
 
 MpiSession::~MpiSession() {
     if (owned_) MPI_Finalize();
+    release_launcher_watchdog(watchdog_);
 }
 
 Messaging MpiSession::messaging(int node_count, int largest_node) const {

@@ -17,6 +17,11 @@ CASE
   pieces   4 kill cycles as `kill` on a heavy-tailed packed input whose long sequences the
            plan splits into pieces of query rows (journaled as such), then a done piece's data
            damaged: the resume finds it by its checksum and computes it again
+  startup  SIGKILL of rank 1 a few milliseconds after its PMIx client connected to mpirun (inside
+           MPI_Init; by the preloaded library in ATTNBATCH_KILL_AFTER_CONNECT), where mpirun 4.1
+           ends the job and then hangs in its own teardown: every attempt must end within
+           STARTUP_BOUND_S all the same (attnbatch's launcher watchdog), and some must have needed
+           the watchdog, or the case no longer reaches the window
 
 Every case ends with `cmp` against a reference run: the whole file byte for byte (the
 creation time is pinned with SOURCE_DATE_EPOCH; the first attempt uses the reference's ranks
@@ -77,10 +82,10 @@ class Job:
         self.early_output = []
         threading.Thread(target=self.watch, daemon=True).start()
 
-    def command(self, ranks, io="parallel", schedule="static", extra=()):
+    def command(self, ranks, io="parallel", schedule="static", extra=(), launcher_options=()):
         # Relative paths, the same in both directories: /config records them.
         return mpirun(self.mpiexec, ranks, [self.binary, "run", "--input", "../in.h5", "--output", "out.h5", "--io", io,
-                                            "--schedule", schedule] + self.options + list(extra))
+                                            "--schedule", schedule] + self.options + list(extra), launcher_options)
 
     def attempt(self, ranks, io="parallel", schedule="static", fault=None, extra=(), directory=None):
         env = dict(ENV)
@@ -421,11 +426,59 @@ def case_pieces(job, rng):
     job.finish("pieces")
 
 
+# A killed rank ends the job in about 3 s (mpirun's SIGCONT, SIGTERM, SIGKILL to the others, a
+# second apart); one that leaves mpirun stuck, in about 6 s (3 s more of the watchdog's grace).
+STARTUP_BOUND_S = 20.0
+# The watchdog's line on mpirun's stderr (launcher_watchdog.cpp).
+WATCHDOG_LINE = "after its last rank had ended (Open MPI's teardown stuck after a rank was lost)"
+
+
+def case_startup(job, rng):
+    """Rank 1 killed 2-10 ms after its PMIx connection to mpirun: in about half of such attempts
+    (measured on 2 loaded cores; 7 in 12) mpirun kills rank 0, prints its abort message, and
+    then blocks for ever in PMIx_server_finalize. Up to 10 attempts, until two have needed the
+    watchdog; each must end within STARTUP_BOUND_S, non-zero, with no rank and no OUTPUT left."""
+    shim = os.environ.get("ATTNBATCH_KILL_AFTER_CONNECT", "")
+    if not check(os.path.isfile(shim), "startup: ATTNBATCH_KILL_AFTER_CONNECT=%r is not the preload library" % shim):
+        return
+    options = ["-x", "LD_PRELOAD=" + shim, "-x", "ATTNBATCH_TEST_KILL_RANK=1", "-x", "ATTNBATCH_TEST_KILL_AFTER_US"]
+    # A sanitizer build wants its runtime first among the libraries; the preload comes first.
+    env = dict(ENV, ASAN_OPTIONS=(ENV.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":"))
+    job.watching = True
+    stuck = 0
+    for attempt in range(10):
+        if stuck >= 2:
+            break
+        delay_us = rng.randint(2000, 10000)
+        env["ATTNBATCH_TEST_KILL_AFTER_US"] = str(delay_us)
+        start = time.monotonic()
+        run = run_with_timeout(job.command(2, extra=["--resume"], launcher_options=options), STARTUP_BOUND_S, cwd=job.dir,
+                               env=env)
+        elapsed = time.monotonic() - start
+        label = "startup attempt %d (rank 1 killed %.1f ms after its PMIx connect)" % (attempt + 1, delay_us / 1000.0)
+        check(wait_until_gone(job.binary, job.dir), "%s: ranks still running 30 s after mpirun exited" % label)
+        if not check(run is not None, "%s: no exit within %.0f s (a hang)" % (label, STARTUP_BOUND_S)):
+            stuck += 1  # the window was reached
+            continue
+        needed = WATCHDOG_LINE in run.stderr
+        stuck += needed
+        print("%s: exit %s in %.2f s%s" % (label, run.returncode, elapsed, ", mpirun ended by the watchdog" if needed else ""),
+              flush=True)
+        check(run.returncode != 0, "%s: exit 0 after a rank was killed" % label)
+        check(elapsed < STARTUP_BOUND_S, "%s: ended after %.1f s, bound %.0f s" % (label, elapsed, STARTUP_BOUND_S))
+        check(not os.path.exists(job.output), "%s: a file named OUTPUT exists after a failed run" % label)
+    check(stuck > 0, "startup: no attempt left mpirun stuck: the kills missed MPI_Init's PMIx handshake, or this Open MPI "
+                     "no longer hangs there (then the watchdog and this case can go)")
+    job.finish("startup")
+
+
 CASES = {
     "pieces": (case_pieces, ["--pareto", "--num-seqs", "150", "--seq-len", "384", "--dim", "16", "--xm", "6", "--alpha",
                              "1.3", "--longest", "3", "--layout", "packed", "--values", "--seed", "9"],
                ["--heads", "2", "--causal", "--unit-sequences", "4", "--save-weights", "mean", "--weights-dtype", "f16",
                 "--weights-seqs", "0:60"]),
+    "startup": (case_startup, ["--num-seqs", "200", "--seq-len", "64", "--dim", "32", "--min-len", "0", "--seed", "3"],
+                ["--heads", "2", "--unit-sequences", "4"]),
     "kill": (case_kill, ["--num-seqs", "200", "--seq-len", "64", "--dim", "32", "--min-len", "0", "--seed", "3"],
              ["--heads", "2", "--unit-sequences", "4"]),
     "sigterm": (case_sigterm, ["--num-seqs", "96", "--seq-len", "256", "--dim", "32", "--min-len", "1", "--seed", "4"],

@@ -42,6 +42,7 @@ private:
     bool owned_ = false;
     std::string pml_chosen_by_;  // before MPI_Init: who chose the messaging layer
     int size_ = 1, rank_ = 0;
+    int watchdog_ = -1;  // this rank's launcher watchdog (launcher_watchdog.hpp), -1: none
 };
 
 }  // namespace attnbatch::distributed
