@@ -101,9 +101,15 @@ int run(const dist::MpiSession& mpi, dist::Comm& comm, const std::vector<std::st
 
 }  // namespace
 
-void run_on(const dist::MpiSession& mpi, dist::Comm& comm, const std::vector<std::string>& args) {
+namespace {
+
+// One rank's own failure: thrown as it is where the job has one rank; otherwise the job ends
+// (MPI_Abort), since the other ranks may be waiting for this one inside a collective. A failure
+// the ranks agreed on passes through. Shared by the command and by run_on.
+int run_ending_the_job_on_a_rank_failure(const dist::MpiSession& mpi, dist::Comm& comm, const std::vector<std::string>& args,
+                                         double mpi_init) {
     try {
-        run(mpi, comm, args, 0.0);
+        return run(mpi, comm, args, mpi_init);
     } catch (const dist::AgreedFailure&) {
         throw;
     } catch (const Error& e) {
@@ -118,13 +124,19 @@ void run_on(const dist::MpiSession& mpi, dist::Comm& comm, const std::vector<std
     }
 }
 
+}  // namespace
+
+void run_on(const dist::MpiSession& mpi, dist::Comm& comm, const std::vector<std::string>& args) {
+    run_ending_the_job_on_a_rank_failure(mpi, comm, args, 0.0);
+}
+
 int run_command(const std::vector<std::string>& args) {
     const auto started = std::chrono::steady_clock::now();
     const dist::MpiSession mpi;
     const double mpi_init = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::unique_ptr<dist::Comm> comm = mpi.world();
     try {
-        return run(mpi, *comm, args, mpi_init);
+        return run_ending_the_job_on_a_rank_failure(mpi, *comm, args, mpi_init);
     } catch (const dist::AgreedFailure& failure) {
         // Every rank is here with the same code; rank 0 speaks for them, and before MPI ends:
         // mpirun ends the whole job as soon as one rank exits non-zero, so the others leave
@@ -132,13 +144,6 @@ int run_command(const std::vector<std::string>& args) {
         if (comm->is_root()) std::cerr << "attnbatch run: error: " << failure.what() << std::endl;
         comm->barrier();
         return failure.exit_code();
-    } catch (const Error& e) {
-        if (mpi.size() == 1) throw;
-        dist::abort_job(*comm, e.exit_code(), e.what());
-    } catch (const std::exception& e) {
-        if (mpi.size() == 1) throw;
-        // Other ranks may be waiting in a collective for this one: end the job.
-        dist::abort_job(*comm, exit_internal, std::string("internal error: ") + e.what());
     }
 }
 

@@ -29,7 +29,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
-from harness import check, exit_status, fresh_directory, mpi_env, mpirun, run_with_timeout  # noqa: E402
+from harness import check, check_same_results, exit_status, fresh_directory, mpi_env, mpirun, run_with_timeout  # noqa: E402
+
+REFERENCE = "the HDF5 input's run"
 
 TIMEOUT = 120
 ENV = mpi_env()
@@ -46,17 +48,6 @@ def run(binary, args, ranks=0, mpiexec=None, env=ENV):
     return result
 
 
-def compare(reference, candidate, label):
-    with h5py.File(reference, "r") as ref, h5py.File(candidate, "r") as out:
-        check(int(out.attrs["complete"]) == 1, "%s: complete is not 1" % label)
-        for name in ("output", "attention", "lse", "lengths", "offsets"):
-            if name not in ref:
-                check(name not in out, "%s: /%s present, absent in the HDF5 run" % (label, name))
-                continue
-            a, b = ref[name][()], out[name][()]
-            same = a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-            check(same, "%s: /%s differs from the HDF5 input's run (%s%s vs %s%s)" % (label, name, b.dtype, b.shape,
-                                                                                       a.dtype, a.shape))
 
 
 def expect_identical(binary, mpiexec, h5_input, npy_inputs, options, work, label):
@@ -75,7 +66,7 @@ def expect_identical(binary, mpiexec, h5_input, npy_inputs, options, work, label
             if result is None or not check(result.returncode == 0, "%s: exit %d: %s" % (name, result.returncode,
                                                                                         result.stderr.strip()[-400:])):
                 continue
-            compare(reference, output, name)
+            check_same_results(reference, output, name, REFERENCE)
             runs += 1
     print("%s: %d .npy runs compared byte for byte with the HDF5 input's run" % (label, runs))
 
@@ -217,7 +208,7 @@ def case_no_copy(binary, mpiexec, work):
         used = (stat.f_blocks - stat.f_bfree) * stat.f_frsize
         check(os.listdir(tmp) == [], "no_copy: files left in TMPDIR: %s" % os.listdir(tmp))
         check(sorted(os.listdir(point)) == ["out.h5", "shards"], "no_copy: files beside the output: %s" % os.listdir(point))
-        compare(reference, output, "no_copy")
+        check_same_results(reference, output, "no_copy", REFERENCE)
         print("no_copy: input %d bytes, output %d bytes, tmpfs of %d bytes, %d used after the run" %
               (input_bytes, output_bytes, room, used))
     finally:

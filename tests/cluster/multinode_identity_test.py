@@ -27,13 +27,13 @@ import os
 import sys
 import time
 
-import h5py
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import rig  # noqa: E402
-from harness import check, exit_status, run_with_timeout  # noqa: E402
+from harness import check, check_same_results, exit_status, run_with_timeout  # noqa: E402
+
+REFERENCE = "the one-process run"
 
 TIMEOUT = 120
 LAYOUTS = [(nodes, per_node) for nodes in (2, 3, 4) for per_node in (1, 2)]
@@ -69,18 +69,6 @@ def make_inputs(binary, work, env):
     }
 
 
-def compare(reference, candidate, label):
-    with h5py.File(reference, "r") as ref, h5py.File(candidate, "r") as out:
-        check(int(out.attrs["complete"]) == 1, "%s: complete is not 1" % label)
-        for name in ("output", "attention", "lse", "lengths", "offsets"):
-            if name not in ref:
-                check(name not in out, "%s: /%s present, absent from the one-process run" % (label, name))
-                continue
-            a, b = ref[name][()], out[name][()]
-            same = a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-            differing = int(np.count_nonzero(a.view(np.uint8) != b.view(np.uint8))) if a.shape == b.shape else -1
-            check(same, "%s: /%s differs from the one-process run (%d bytes differ, shape %s vs %s)"
-                  % (label, name, differing, b.shape, a.shape))
 
 
 def check_report(path, nodes, per_node, label, one_node=False):
@@ -139,7 +127,7 @@ def main():
             check(not os.path.exists(output + ".partial"), "%s: %s.partial left behind" % (label, output))
             if case == "packed":
                 check("long sequences split into" in result.stdout, "%s: the plan split no sequence" % label)
-            compare(reference, output, label)
+            check_same_results(reference, output, label, REFERENCE)
             messaging = check_report(report, nodes, per_node, label)
             table.append((case, nodes, per_node, io, schedule, messaging, "%.1f" % seconds))
             os.remove(output)

@@ -63,6 +63,24 @@ def digest(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
+def check_same_results(reference, candidate, label, reference_name):
+    """The candidate output is complete and holds the reference output's results byte for byte
+    (/output, /attention, /lse, /lengths, /offsets, those the reference has)."""
+    import h5py
+    import numpy as np
+    with h5py.File(reference, "r") as ref, h5py.File(candidate, "r") as out:
+        check(int(out.attrs["complete"]) == 1, "%s: complete is not 1" % label)
+        for name in ("output", "attention", "lse", "lengths", "offsets"):
+            if name not in ref:
+                check(name not in out, "%s: /%s present, absent from %s" % (label, name, reference_name))
+                continue
+            a, b = ref[name][()], out[name][()]
+            same = a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+            differing = int(np.count_nonzero(a.view(np.uint8) != b.view(np.uint8))) if a.shape == b.shape else -1
+            check(same, "%s: /%s differs from %s (%d bytes differ; %s%s vs %s%s)"
+                  % (label, name, reference_name, differing, b.dtype, b.shape, a.dtype, a.shape))
+
+
 def fresh_directory(path):
     """An empty directory at `path`, whatever was there."""
     shutil.rmtree(path, ignore_errors=True)
