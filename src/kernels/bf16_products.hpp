@@ -336,13 +336,14 @@ struct FusedRows {
 // shift rises to the ceiling of their largest, what the row has so far in this tile is
 // rescaled, and x follows.
 __attribute__((noinline)) void raise_shift(__m512* x, std::uint32_t lanes, const FusedRows& rows, int m, int col) {
-    const float old_shift = rows.shift[m];
-    const float raised = old_shift + __builtin_ceilf(largest(x[0], x[1], lanes, 1.0f));
+    // The rescale takes the whole number itself: the new shift, old + rise rounded to a float,
+    // may not differ from the old one by exactly `rise` (VSCALEFPS would then scale by a power
+    // too many); that rounding moves later exponents by at most an ulp of the shift.
+    const float rise = __builtin_ceilf(largest(x[0], x[1], lanes, 1.0f));
     float* w_row = rows.w ? rows.w + static_cast<std::size_t>(m) * rows.ldw : nullptr;
-    rescale_row(rows.p + static_cast<std::size_t>(m) * rows.ldp, w_row, &rows.sums[m], &rows.operand_sums[m], col,
-                old_shift - raised);
-    rows.shift[m] = raised;
-    const __m512 by = _mm512_set1_ps(old_shift - raised);
+    rescale_row(rows.p + static_cast<std::size_t>(m) * rows.ldp, w_row, &rows.sums[m], &rows.operand_sums[m], col, -rise);
+    rows.shift[m] += rise;
+    const __m512 by = _mm512_set1_ps(-rise);
     x[0] = _mm512_add_ps(x[0], by);
     x[1] = _mm512_add_ps(x[1], by);
 }
