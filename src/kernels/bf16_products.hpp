@@ -1,7 +1,8 @@
 // The two matrix products of the blocked kernel on bf16 operands with fp32 accumulation, for the
 // bf16 backend (blocked_avx512_bf16.cpp): Q, K and V rounded to bfloat16 once, when packed; P
-// rounded to bfloat16 after the softmax, which stays in fp32 (blocked_attention.hpp), as do the
-// running max and sum and O. It defines the names fp32_products.hpp lists.
+// rounded to bfloat16 after the softmax, which stays in fp32, as do the running shift and sums
+// and O. It defines the names fp32_products.hpp lists; on the dot-product path it also makes S
+// and P in one pass (fused_probabilities), on tiles the softmax is blocked_attention.hpp's.
 //
 // Operands are laid out for AMX tiles (Intel SDM vol. 1 ch. 18; TDPBF16PS): an A tile is 16
 // rows of 32 bf16 (64 bytes), a B tile 16 rows of 16 column pairs (VNNI: the two bf16 of one
@@ -11,12 +12,13 @@
 //   v_pack  (key pairs, dvp, 2): for keys 2j, 2j+1 the two values of each column side by side
 //   p_pack  one row block's P, row-major (16, block_k)
 // AVX512-BF16's VDPBF16PS reads the same layouts: a B row is one zmm, an A pair one broadcast.
-// So the two paths differ only in the instructions of compute_scores and accumulate_values.
+// So the two paths share the packing and differ in the products and in how P is made.
 // Tiles need the OS's permission (KernelOptions::amx_permitted); without it, or without AMX,
 // the dot-product path runs. Each C element accumulates its products in depth order on both
-// paths, but the hardware's rounding inside one instruction's pair of products is its own, so
-// the two paths may differ in the last bits: results are bit-identical for any thread count
-// and row split on one path, and the resume identity records which path ran (matrix_unit).
+// paths, but the hardware's rounding inside one instruction's pair of products is its own, and
+// the paths shift the exponentials differently, so their bits differ: results are bit-identical
+// for any thread count and row split on one path, and the resume identity records which path
+// ran (matrix_unit).
 #pragma once
 
 #include <cstddef>
@@ -110,16 +112,19 @@ void end_products(Scratch& s) {
 // ---- rounding to bf16 -----------------------------------------------------------------------
 
 // Round to nearest even (VCVTNEPS2BF16); lanes past `count` read nothing and give zero.
-inline __m256i to_bf16(const float* src, int count) {
-    const __mmask16 mask = count >= 16 ? __mmask16(0xffff) : __mmask16((1u << (count > 0 ? count : 0)) - 1);
-    return reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, src)));
+
+inline __mmask16 first_lanes(int count) {
+    return count >= 16 ? __mmask16(0xffff) : __mmask16((1u << (count > 0 ? count : 0)) - 1);
 }
+
+// Two vectors of 16 floats rounded as one VCVTNE2PS2BF16 (the same rounding as VCVTNEPS2BF16):
+// `low` into bf16 0-15, `high` into 16-31.
+inline __m512i to_bf16_pair(__m512 low, __m512 high) { return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)); }
 
 // 32 floats (zero past `count`) as 32 bf16 in order.
 inline __m512i to_bf16_32(const float* src, int count) {
-    const __m256i lo = to_bf16(src, count);
-    const __m256i hi = to_bf16(src + 16, count - 16);
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    if (count >= 32) return to_bf16_pair(_mm512_loadu_ps(src), _mm512_loadu_ps(src + 16));
+    return to_bf16_pair(_mm512_maskz_loadu_ps(first_lanes(count), src), _mm512_maskz_loadu_ps(first_lanes(count - 16), src + 16));
 }
 
 // ---- P as the P V operand --------------------------------------------------------------------
@@ -181,9 +186,10 @@ void pack_keys_values(const Task& t, int b, int h, int keys) {
         const int j = 2 * jj;
         Operand* dst = s.v_pack + static_cast<std::size_t>(jj) * dvp * 2;
         for (int c0 = 0; c0 < dvp; c0 += 16) {
-            const __m256i even = j < keys ? to_bf16(vbase + j * p.v_strides.row + c0, dv - c0) : _mm256_setzero_si256();
-            const __m256i odd = j + 1 < keys ? to_bf16(vbase + (j + 1) * p.v_strides.row + c0, dv - c0) : _mm256_setzero_si256();
-            const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(even), odd, 1);
+            const __mmask16 lanes = first_lanes(dv - c0);
+            const __m512 even = j < keys ? _mm512_maskz_loadu_ps(lanes, vbase + j * p.v_strides.row + c0) : _mm512_setzero_ps();
+            const __m512 odd = j + 1 < keys ? _mm512_maskz_loadu_ps(lanes, vbase + (j + 1) * p.v_strides.row + c0) : _mm512_setzero_ps();
+            const __m512i both = to_bf16_pair(even, odd);
             _mm512_storeu_si512(dst + c0 * 2, _mm512_permutexvar_epi16(interleave, both));
         }
     }
@@ -204,9 +210,9 @@ QueryBlocks stage_queries(const Task& t, int b, int h, int i0, int rows, int blo
     const float* qbase = p.q + b * p.q_strides.seq + h * p.q_strides.head + i0 * p.q_strides.row;
     for (int r = 0; r < blocks * kMR; ++r) {
         Operand* dst = t.s.q_pack + static_cast<std::size_t>(r) * dkp;
-        for (int c0 = 0; c0 < dkp; c0 += 16) {
-            const __m256i x = r < rows ? to_bf16(qbase + r * p.q_strides.row + c0, dk - c0) : _mm256_setzero_si256();
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + c0), x);
+        for (int c0 = 0; c0 < dkp; c0 += 32) {
+            const __m512i x = r < rows ? to_bf16_32(qbase + r * p.q_strides.row + c0, dk - c0) : _mm512_setzero_si512();
+            _mm512_storeu_si512(dst + c0, x);
         }
     }
     return QueryBlocks{t.s.q_pack, dkp};
@@ -221,45 +227,16 @@ inline __m512bh pair_broadcast(const Operand* at) {
 }
 inline __m512bh load_pairs(const Operand* at) { return reinterpret_cast<__m512bh>(_mm512_loadu_si512(at)); }
 
-// Rows [m0, m0 + 8) of the block against one panel (32 keys) on VDPBF16PS: 8 x 2 accumulators.
-inline void scores_8x32(const Operand* q, int dkp, int depth_pairs, const Operand* panel, float* c, int ldc,
-                        bool take_max, Vec* row_max) {
-    __m512 acc[8][2];
-    for (int m = 0; m < 8; ++m) acc[m][0] = acc[m][1] = _mm512_setzero_ps();
-    const Operand* b0 = panel;
-    const Operand* b1 = panel + static_cast<std::size_t>(dkp / 2) * 32;
-    for (int kk = 0; kk < depth_pairs; ++kk) {
-        const __m512bh lo = load_pairs(b0 + kk * 32), hi = load_pairs(b1 + kk * 32);
-#pragma GCC unroll 8
-        for (int m = 0; m < 8; ++m) {
-            const __m512bh a = pair_broadcast(q + m * dkp + 2 * kk);
-            acc[m][0] = _mm512_dpbf16_ps(acc[m][0], a, lo);
-            acc[m][1] = _mm512_dpbf16_ps(acc[m][1], a, hi);
-        }
-    }
-#pragma GCC unroll 8
-    for (int m = 0; m < 8; ++m) {
-        _mm512_storeu_ps(c + m * ldc, acc[m][0]);
-        _mm512_storeu_ps(c + m * ldc + 16, acc[m][1]);
-        if (take_max) {
-            const Vec a0 = reinterpret_cast<Vec>(acc[m][0]), a1 = reinterpret_cast<Vec>(acc[m][1]);
-            Vec mx = row_max[m];
-            mx = a0 > mx ? a0 : mx;
-            mx = a1 > mx ? a1 : mx;
-            row_max[m] = mx;
-        }
-    }
-}
-
-// The S strip of row block `blk` against the key tile at k0 (see fp32_products.hpp). On tiles
-// the row max is left to softmax_row (it would mean reading the strip back here).
+// The S strip of row block `blk` against the key tile at k0 (see fp32_products.hpp), on AMX
+// tiles: the dot-product path makes P in one pass instead (fused_probabilities). The row max is
+// left to softmax_row (it would mean reading the strip back here).
 int compute_scores(const Task& t, const QueryBlocks& q, int blk, int /*block_rows*/, int k0, int block_count,
-                   int full_panels, Vec* row_max) {
+                   int /*full_panels*/, Vec* /*row_max*/) {
     Scratch& s = t.s;
     const int dkp = t.layout.dkp, bk = t.layout.bk;
     const Operand* qb = q.rows(blk);
     const std::size_t panel_size = static_cast<std::size_t>(kNR) * dkp;
-    if (s.matrix_tiles) {
+    {
         for (int panel = 0; panel * kNR < block_count; ++panel) {
             const Operand* kp = s.k_pack + static_cast<std::size_t>(k0 / kNR + panel) * panel_size;
             s.prefetch.step();
@@ -275,17 +252,214 @@ int compute_scores(const Task& t, const QueryBlocks& q, int blk, int /*block_row
             ATTNBATCH_TILE_STORE(0, s.s_tile + panel * kNR, bk * 4);
             ATTNBATCH_TILE_STORE(1, s.s_tile + panel * kNR + 16, bk * 4);
         }
-        return 0;
     }
-    const int depth_pairs = (t.p.dim_k + 1) / 2;  // pairs past d_k are zero on both sides
+    return 0;
+}
+
+// ---- S = Q K^T and P in one pass (the dot-product path) ------------------------------------
+//
+// Each 8 x 32 tile of scores becomes P while it is still in registers: S never goes through
+// memory, no pass of its own reads it back, and the exponentials of one tile overlap the next
+// tile's dot products out of order. That needs the shift of a row before its largest score is
+// known: the row's shift m starts at its first panel's largest scaled score, and a later panel
+// whose scaled scores exceed m by more than kShiftSlack raises it by a whole number, the ceiling
+// of the excess, rescaling what the row has so far by 2^(m_old - m_new) (the conditional rescale
+// FlashAttention-4 uses). Every rescale is a power of two: exact on bf16 P, fp32 weights and
+// sums, and on O through alpha. P is at most 2^kShiftSlack before normalisation, and exactly 1
+// at the largest score of a row that sees at most one panel, as in the plain computation. A row's shifts follow
+// from its own scores alone, in key order, so its bits do not depend on other rows, thread
+// counts or row splits.
+constexpr float kShiftSlack = 8.0f;
+
+// The first `count` of a panel's 32 lanes (count may be < 0 or > 32).
+inline std::uint32_t visible_lanes(int count) {
+    return count >= 32 ? 0xffffffffu : (count <= 0 ? 0u : (1u << count) - 1);
+}
+
+// The largest scaled score of a row's visible lanes.
+inline float largest(__m512 a0, __m512 a1, std::uint32_t lanes, float factor) {
+    const __m512 lowest = _mm512_set1_ps(kNegInf);
+    const __m512 lo = _mm512_mask_mov_ps(lowest, static_cast<__mmask16>(lanes), a0);
+    const __m512 hi = _mm512_mask_mov_ps(lowest, static_cast<__mmask16>(lanes >> 16), a1);
+    return hmax(reinterpret_cast<Vec>(_mm512_max_ps(lo, hi))) * factor;
+}
+
+// exp2_probability on the lanes of `keep`, zero on the others.
+inline __m512 exp2_kept(__m512 x, __mmask16 keep) {
+    const __m512 f = _mm512_maskz_reduce_ps(keep, x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 p = _mm512_set1_ps(7.802451680312898e-2f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.2606716373652236e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.958335376411946e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.999252186969303e-1f));
+    return _mm512_maskz_scalef_ps(keep, p, x);
+}
+
+// A row's P so far in this key tile (p_row[0, cols), bf16), its weights (w_row, fp32, or null)
+// and its partial sums, times 2^d for a whole d < 0.
+__attribute__((noinline)) void rescale_row(Operand* p_row, float* w_row, Vec* sum, Vec* operand_sum, int cols, float d) {
+    constexpr __mmask16 kAll = 0xffff;
+    const __m512 by = _mm512_set1_ps(d);
+    for (int j = 0; j < cols; j += 32) {
+        const __m512i bits = _mm512_loadu_si512(p_row + j);
+        const __m512 lo = reinterpret_cast<__m512>(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(bits)), 16));
+        const __m512 hi = reinterpret_cast<__m512>(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(bits, 1)), 16));
+        _mm512_storeu_si512(p_row + j, to_bf16_pair(_mm512_maskz_scalef_ps(kAll, lo, by), _mm512_maskz_scalef_ps(kAll, hi, by)));
+        if (w_row) {
+            _mm512_storeu_ps(w_row + j, _mm512_maskz_scalef_ps(kAll, _mm512_loadu_ps(w_row + j), by));
+            _mm512_storeu_ps(w_row + j + 16, _mm512_maskz_scalef_ps(kAll, _mm512_loadu_ps(w_row + j + 16), by));
+        }
+    }
+    *sum = reinterpret_cast<Vec>(_mm512_maskz_scalef_ps(kAll, reinterpret_cast<__m512>(*sum), by));
+    *operand_sum = reinterpret_cast<Vec>(_mm512_maskz_scalef_ps(kAll, reinterpret_cast<__m512>(*operand_sum), by));
+}
+
+// sum + the 32 bf16 of `pair` added up two by two into its 16 lanes: one VDPBF16PS against ones
+// (a bf16 times one is exact).
+inline Vec add_pairs(Vec sum, __m512i pair) {
+    const __m512bh ones = reinterpret_cast<__m512bh>(_mm512_set1_epi16(0x3f80));
+    return reinterpret_cast<Vec>(_mm512_dpbf16_ps(reinterpret_cast<__m512>(sum), reinterpret_cast<__m512bh>(pair), ones));
+}
+
+// Eight rows of a row block in the fused pass: where their P, weights and state live.
+struct FusedRows {
+    Operand* p;        // P of the first row at the panel's column 0 of the tile; rows bk apart
+    int ldp;
+    float* w;          // weights strip of the first row at the tile's column 0, or null; lkp apart
+    int ldw;
+    const int* keys;   // each row's visible keys, counted from the tile's first
+    float* shift;      // each row's m (the running shift, whole or -inf before its first key)
+    Vec* sums;         // each row's partial sum of P over this tile (the exponentials)
+    Vec* operand_sums; // the same of P rounded to bf16, as P V reads it
+};
+
+// Row m's scaled scores less its shift (x, 32 lanes) exceed kShiftSlack in a visible lane: its
+// shift rises to the ceiling of their largest, what the row has so far in this tile is
+// rescaled, and x follows.
+__attribute__((noinline)) void raise_shift(__m512* x, std::uint32_t lanes, const FusedRows& rows, int m, int col) {
+    // The rescale takes the whole number itself: the new shift, old + rise rounded to a float,
+    // may not differ from the old one by exactly `rise` (VSCALEFPS would then scale by a power
+    // too many); that rounding moves later exponents by at most an ulp of the shift.
+    const float rise = __builtin_ceilf(largest(x[0], x[1], lanes, 1.0f));
+    float* w_row = rows.w ? rows.w + static_cast<std::size_t>(m) * rows.ldw : nullptr;
+    rescale_row(rows.p + static_cast<std::size_t>(m) * rows.ldp, w_row, &rows.sums[m], &rows.operand_sums[m], col, -rise);
+    rows.shift[m] += rise;
+    const __m512 by = _mm512_set1_ps(-rise);
+    x[0] = _mm512_add_ps(x[0], by);
+    x[1] = _mm512_add_ps(x[1], by);
+}
+
+// Rows [0, 8) of `rows` against one panel (32 keys at tile column `col`): scores on VDPBF16PS as
+// scores_8x32, then P = 2^(S * factor - m) rounded to bf16 into the rows' P, zero past each
+// row's visible keys.
+template <bool kAllVisible, bool kWeights>
+inline void probabilities_8x32(const Operand* q, int dkp, int depth_pairs, const Operand* panel, int col,
+                               const FusedRows& rows, float factor, bool first) {
+    __m512 acc[8][2];
+    for (int m = 0; m < 8; ++m) acc[m][0] = acc[m][1] = _mm512_setzero_ps();
+    const Operand* b0 = panel;
+    const Operand* b1 = panel + static_cast<std::size_t>(dkp / 2) * 32;
+    for (int kk = 0; kk < depth_pairs; ++kk) {
+        const __m512bh lo = load_pairs(b0 + kk * 32), hi = load_pairs(b1 + kk * 32);
+#pragma GCC unroll 8
+        for (int m = 0; m < 8; ++m) {
+            const __m512bh a = pair_broadcast(q + m * dkp + 2 * kk);
+            acc[m][0] = _mm512_dpbf16_ps(acc[m][0], a, lo);
+            acc[m][1] = _mm512_dpbf16_ps(acc[m][1], a, hi);
+        }
+    }
+    if (first) {  // the tile's first panel: every row that sees a key sees this one's first
+        for (int m = 0; m < 8; ++m) {
+            const std::uint32_t lanes = visible_lanes(rows.keys[m] - col);
+            if (lanes != 0) rows.shift[m] = largest(acc[m][0], acc[m][1], lanes, factor);
+        }
+    }
+    const __m512 scale = _mm512_set1_ps(factor);
+    const __m512 slack = _mm512_set1_ps(kShiftSlack);
+#pragma GCC unroll 8
+    for (int m = 0; m < 8; ++m) {
+        const std::uint32_t lanes = kAllVisible ? 0xffffffffu : visible_lanes(rows.keys[m] - col);
+        const __mmask16 keep0 = static_cast<__mmask16>(lanes), keep1 = static_cast<__mmask16>(lanes >> 16);
+        // x = S * factor - m; a row that sees none of the panel has P = 0 (its shift may still be
+        // -inf: its x is not used).
+        const __m512 shift = _mm512_set1_ps(rows.shift[m]);
+        __m512 x[2] = {_mm512_fmsub_ps(acc[m][0], scale, shift), _mm512_fmsub_ps(acc[m][1], scale, shift)};
+        if (__builtin_expect((_mm512_mask_cmp_ps_mask(keep0, x[0], slack, _CMP_GT_OQ) |
+                              _mm512_mask_cmp_ps_mask(keep1, x[1], slack, _CMP_GT_OQ)) != 0, 0)) {
+            raise_shift(x, lanes, rows, m, col);
+        }
+        const __m512 e0 = exp2_kept(x[0], keep0), e1 = exp2_kept(x[1], keep1);
+        const __m512i p = to_bf16_pair(e0, e1);
+        _mm512_storeu_si512(rows.p + static_cast<std::size_t>(m) * rows.ldp + col, p);
+        if (kWeights) {
+            float* w_row = rows.w + static_cast<std::size_t>(m) * rows.ldw + col;
+            _mm512_storeu_ps(w_row, e0);
+            _mm512_storeu_ps(w_row + 16, e1);
+        }
+        rows.sums[m] = rows.sums[m] + reinterpret_cast<Vec>(e0) + reinterpret_cast<Vec>(e1);
+        rows.operand_sums[m] = add_pairs(rows.operand_sums[m], p);
+    }
+}
+
+// probabilities_8x32 for the case at hand: the rows see the whole panel (valid rows come first
+// and their keys never fall, so the least of the first and last row's says), weights or not.
+inline void panel_probabilities(const Operand* q, int dkp, int depth_pairs, const Operand* panel, int col,
+                                const FusedRows& rows, float factor, bool first, bool all_visible) {
+    if (all_visible) {
+        if (rows.w) probabilities_8x32<true, true>(q, dkp, depth_pairs, panel, col, rows, factor, first);
+        else probabilities_8x32<true, false>(q, dkp, depth_pairs, panel, col, rows, factor, first);
+    } else {
+        if (rows.w) probabilities_8x32<false, true>(q, dkp, depth_pairs, panel, col, rows, factor, first);
+        else probabilities_8x32<false, false>(q, dkp, depth_pairs, panel, col, rows, factor, first);
+    }
+}
+
+// What a row's O is divided by at the end: the sum of its P as P V read it, rounded to bf16 on
+// the dot-product path, so that the weights P V applies add up to one (a row of one key gives V
+// exactly). The tile path divides by the sum of the unrounded P, as the reference does.
+float output_sum(const Scratch& s, int r) { return s.matrix_tiles ? s.l[r] : s.l_operand[r]; }
+
+// Row block `blk` (task rows r0 = blk * MR on) against the key tile at k0 (`tile`), in one pass:
+// P into p_pack and each row's m, l and alpha, as compute_scores and softmax_row would leave
+// them (see above for how m differs). The dot-product path only: returns false on tiles.
+bool fused_probabilities(const Task& t, const QueryBlocks& q, int blk, int k0, int block_count, int tile, float factor) {
+    Scratch& s = t.s;
+    if (s.matrix_tiles) return false;
+    const Layout& layout = t.layout;
+    const int dkp = layout.dkp, bk = layout.bk, r0 = blk * kMR;
+    const int depth_pairs = (t.p.dim_k + 1) / 2;
+    const std::size_t panel_size = static_cast<std::size_t>(kNR) * dkp;
+    int keys[kMR];
+    float before[kMR];
+    Vec* sums = reinterpret_cast<Vec*>(s.row_sums);
+    Vec* operand_sums = sums + kMR;
+    for (int m = 0; m < kMR; ++m) {
+        keys[m] = s.valid_keys[r0 + m] - k0;
+        before[m] = s.m[r0 + m];
+        sums[m] = operand_sums[m] = Vec{};
+    }
+    float* w = s.w_strip ? s.w_strip + static_cast<std::size_t>(r0) * layout.lkp + k0 : nullptr;
+    const FusedRows top{s.p_pack, bk, w, layout.lkp, keys, s.m + r0, sums, operand_sums};
+    const FusedRows bottom{s.p_pack + static_cast<std::size_t>(8) * bk, bk, w ? w + static_cast<std::size_t>(8) * layout.lkp : nullptr,
+                           layout.lkp, keys + 8, s.m + r0 + 8, sums + 8, operand_sums + 8};
+    const Operand* qb = q.rows(blk);
     for (int panel = 0; panel * kNR < block_count; ++panel) {
         const Operand* kp = s.k_pack + static_cast<std::size_t>(k0 / kNR + panel) * panel_size;
         s.prefetch.step();
-        const bool take_max = panel < full_panels;
-        scores_8x32(qb, dkp, depth_pairs, kp, s.s_tile + panel * kNR, bk, take_max, row_max);
-        scores_8x32(qb + 8 * dkp, dkp, depth_pairs, kp, s.s_tile + 8 * bk + panel * kNR, bk, take_max, row_max + 8);
+        const int col = panel * kNR;
+        const bool first = k0 == 0 && panel == 0;
+        panel_probabilities(qb, dkp, depth_pairs, kp, col, top, factor, first, imin(keys[0], keys[7]) - col >= kNR);
+        s.prefetch.step();
+        panel_probabilities(qb + 8 * dkp, dkp, depth_pairs, kp, col, bottom, factor, first, imin(keys[8], keys[15]) - col >= kNR);
     }
-    return full_panels * kNR;
+    for (int m = 0; m < kMR; ++m) {
+        const int r = r0 + m;
+        const float alpha = s.m[r] == before[m] ? 1.0f : exp2_scalar(before[m] - s.m[r]);  // 0 on a row's first keys
+        s.alpha[r] = alpha;
+        s.l[r] = s.l[r] * alpha + hsum(sums[m]);
+        s.l_operand[r] = s.l_operand[r] * alpha + hsum(operand_sums[m]);
+        if (s.w_strip && s.valid_keys[r] > 0) s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
+    }
+    return true;
 }
 
 // ---- O = O * alpha + P V --------------------------------------------------------------------

@@ -28,7 +28,9 @@
 // and at the end O / l and lse = ln 2 * (m + log2 l). The row block's S strip stays in L1 from
 // Q K^T to P V, and the data of the thread's next task is prefetched into L2 meanwhile. One
 // thread owns a task from start to end and every reduction runs in a fixed order, so results do
-// not depend on the thread count.
+// not depend on the thread count. A products header may make P in the same pass as S instead
+// (fused_probabilities: the bf16 dot-product path), with a lazily raised shift in place of the
+// exact row max m (bf16_products.hpp says how).
 //
 // Weights need the row's final max and sum, known only after the last key tile. Instead of a
 // second QK^T pass, each tile's P is kept in a per-thread row strip (block_q x Lk floats, never
@@ -98,6 +100,17 @@
 //              differed by up to 8% with a causal mask): fp32 x1.02 full, x1.07-1.08 causal;
 //              bf16 x1.01-1.02 full, x1.06-1.09 causal; the CLI's [B, L, H*d] layout x1.00-1.02
 //              full, x1.02-1.03 causal. Causal / full about 0.87-0.89 (host loaded).
+//  15          bf16 on AVX512-BF16: S = Q K^T and P in one pass (bf16_products.hpp,
+//              fused_probabilities): each 8 x 32 tile of scores becomes P in registers, against
+//              a shift per row that starts at its first panel's largest scaled score and rises by
+//              whole numbers only when a later panel exceeds it by more than 8 (rescales are
+//              powers of two, exact); O is divided by the sum of P as rounded to bf16, so that P
+//              V's weights add up to one; the shift test and the masks only where a panel is not
+//              whole to every row; Q, K, V rounded two vectors per VCVTNE2PS2BF16. bf16 bits
+//              change (NMSE against fp64 over 64 heads 1.126e-5 -> 1.163e-5, floor 1.126e-5);
+//              fp32 outputs byte-identical. Same-process A/B against version 14 (CPU time,
+//              paired ratios of 31 interleaved calls, 1 thread): bf16 x1.01-1.02 full, x1.02-1.05
+//              causal.
 #pragma once
 
 #include <cstddef>
@@ -127,8 +140,8 @@ int valid_keys(const AttentionParams& p, int b) { return p.lengths ? imin(p.leng
 
 // Online softmax of one row of the S tile: turns the row's scores into P over `width`
 // columns (zero past `count` valid ones), written where the products header keeps the P V
-// operand (probabilities_row: in place for fp32, rounded to bf16 in p_pack for bf16, so that
-// P is rounded in this pass rather than read back later), and into `weights_row` too when that
+// operand (probabilities_row: in place for fp32, rounded to bf16 in p_pack for bf16 on tiles, so
+// that P is rounded in this pass rather than read back later), and into `weights_row` too when that
 // is not null (fp32, unrounded, `count` columns and zeros up to a whole vector); and updates the
 // row's max, sum and rescale factor. The scores are the unscaled Q K^T; `factor` = scale *
 // log2(e) > 0 is applied in the exponent's FMA, and m is kept in those scaled units (factor > 0
@@ -271,6 +284,7 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
         row_keys[r] = r < rows ? (p.causal ? imin(keys, position + 1) : keys) : 0;
         s.m[r] = kNegInf;
         s.l[r] = 0.0f;
+        s.l_operand[r] = 0.0f;
     }
     const int tile_keys = rows > 0 ? row_keys[rows - 1] : 0;  // rows' key counts never decrease
     if (tile_keys > 0) pack_keys_values(t, b, kv_head_of(p, h), keys);
@@ -288,6 +302,10 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
             const int last = imin(r0 + kMR, rows) - 1;
             const int block_count = imin(imax(row_keys[last] - k0, 0), kw);
             if (block_count == 0) continue;
+            if (fused_probabilities(t, query_blocks, blk, k0, block_count, tile, factor)) {
+                accumulate_values(t, r0, last - r0 + 1, k0, block_count);
+                continue;
+            }
             const int width = static_cast<int>(round_up(block_count, kNR));
             // S = Q K^T over the panels some row of the block can see; panels every row of the
             // block sees whole may take the row max on the fly, softmax_row scans the rest.
@@ -326,7 +344,7 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
             }
             continue;
         }
-        const float inv_l = 1.0f / s.l[r];
+        const float inv_l = 1.0f / output_sum(s, r);
         const float* acc = s.o_acc + static_cast<std::size_t>(r) * layout.dvp;
         for (int c = 0; c < p.dim_v; ++c) orow[c] = acc[c] * inv_l;
         if (lse) lse[i] = static_cast<float>((static_cast<double>(s.m[r]) + __builtin_log2(static_cast<double>(s.l[r]))) * kLn2);

@@ -31,7 +31,7 @@ struct Layout {
     int lk_panels = 0;          // key panels of NR keys covering Lk
     int lkp = 0;                // Lk padded to a whole key tile
     int key_tiles = 0;
-    std::size_t q_pack = 0, k_pack = 0, v_pack = 0, p_pack = 0, s_tile = 0, o_acc = 0, row_state = 0;
+    std::size_t q_pack = 0, k_pack = 0, v_pack = 0, p_pack = 0, s_tile = 0, o_acc = 0, row_state = 0, row_sums = 0;
     std::size_t w_strip = 0, w_tile_max = 0, w_mean = 0;
     std::size_t per_thread = 0;
 };
@@ -55,7 +55,8 @@ Layout make_layout(const AttentionParams& p, int block_q, int block_k) {
     l.p_pack = kPacksProbabilities ? operands(static_cast<std::size_t>(kMR) * l.bk) : 0;
     l.s_tile = floats(static_cast<std::size_t>(kMR) * l.bk);  // one row block's strip
     l.o_acc = floats(bq * l.dvp);
-    l.row_state = 4 * floats(bq);  // m, l, alpha, valid keys
+    l.row_state = 5 * floats(bq);  // m, l, l of the P V operand, alpha, valid keys
+    l.row_sums = floats(static_cast<std::size_t>(2 * kMR) * kLanes);  // a row block's partial sums (fused_probabilities)
     // By the mode alone, not the pointer: callers size the workspace before their weights
     // buffer exists, and check_attention_params refuses a null one where it is written.
     if (p.weights_mode != WeightsMode::none) {
@@ -63,7 +64,7 @@ Layout make_layout(const AttentionParams& p, int block_q, int block_k) {
         l.w_tile_max = floats(bq * l.key_tiles);
         if (p.weights_mode == WeightsMode::mean_over_heads) l.w_mean = floats(bq * l.lkp);
     }
-    l.per_thread = l.q_pack + l.k_pack + l.v_pack + l.p_pack + l.s_tile + l.o_acc + l.row_state + l.w_strip +
+    l.per_thread = l.q_pack + l.k_pack + l.v_pack + l.p_pack + l.s_tile + l.o_acc + l.row_state + l.row_sums + l.w_strip +
                    l.w_tile_max + l.w_mean;
     return l;
 }
@@ -77,8 +78,10 @@ struct Scratch {
     float* o_acc;
     float* m;
     float* l;
+    float* l_operand;  // the row sum of P as P V reads it (rounded, for bf16): what O is divided by
     float* alpha;
     int* valid_keys;
+    float* row_sums;
     float* w_strip;
     float* w_tile_max;
     float* w_mean;
@@ -109,11 +112,13 @@ Scratch carve(const Layout& layout, char* base) {
     s.p_pack = layout.p_pack ? reinterpret_cast<Operand*>(take(layout.p_pack)) : nullptr;
     s.s_tile = reinterpret_cast<float*>(take(layout.s_tile));
     s.o_acc = reinterpret_cast<float*>(take(layout.o_acc));
-    const std::size_t state = layout.row_state / 4;
+    const std::size_t state = layout.row_state / 5;
     s.m = reinterpret_cast<float*>(take(state));
     s.l = reinterpret_cast<float*>(take(state));
+    s.l_operand = reinterpret_cast<float*>(take(state));
     s.alpha = reinterpret_cast<float*>(take(state));
     s.valid_keys = reinterpret_cast<int*>(take(state));
+    s.row_sums = reinterpret_cast<float*>(take(layout.row_sums));
     s.w_strip = layout.w_strip ? reinterpret_cast<float*>(take(layout.w_strip)) : nullptr;
     s.w_tile_max = layout.w_tile_max ? reinterpret_cast<float*>(take(layout.w_tile_max)) : nullptr;
     s.w_mean = layout.w_mean ? reinterpret_cast<float*>(take(layout.w_mean)) : nullptr;

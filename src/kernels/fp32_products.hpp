@@ -179,6 +179,15 @@ int compute_scores(const Task& t, const QueryBlocks& q, int blk, int block_rows,
     return scores_strip<kMR>(t, qb, ldq, k0, block_count, full_panels, row_max);
 }
 
+// What a row's O is divided by at the end: the sum of its P, which P V reads unrounded.
+float output_sum(const Scratch& s, int r) { return s.l[r]; }
+
+// The S strip and softmax_row make P (the bf16 products fuse them).
+bool fused_probabilities(const Task& /*t*/, const QueryBlocks& /*q*/, int /*blk*/, int /*k0*/, int /*block_count*/,
+                         int /*tile*/, float /*factor*/) {
+    return false;
+}
+
 template <int kRows, bool kFresh>
 void values_strip(const Task& t, int r0, int k0, int block_count) {
     Scratch& s = t.s;
