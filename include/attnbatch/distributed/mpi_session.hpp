@@ -11,7 +11,8 @@
 namespace attnbatch::distributed {
 
 // Which of the MPI library's messaging layers carries the job's messages, and over what: what
-// Open MPI kept open after MPI_Init, as its MPI_T control variables list it.
+// Open MPI kept open after MPI_Init (the components still loaded, or its MPI_T control
+// variables where the components are not objects of their own).
 struct Messaging {
     std::string library;                   // "Open MPI v4.1.4": MPI_Get_library_version's first part
     std::string layer;                     // Open MPI's pml: "ob1", "cm", "ucx"; empty when unknown
@@ -33,10 +34,11 @@ public:
     // Every rank of the job: the serial Comm for a single process (no MPI traffic at all),
     // else MPI over MPI_COMM_WORLD. Valid until this session ends.
     std::unique_ptr<Comm> world() const;
-    // Not collective (MPI_T queries of this process): the layer in use and, of its transports,
-    // those that carry messages in this job: shared memory where a node has several ranks,
-    // the network where the job spans several nodes.
-    Messaging messaging(int node_count, int largest_node) const;
+    // Not collective (this process's loaded objects, or MPI_T queries): the layer in use and,
+    // of its transports, those that carry messages in this job: shared memory where a node has
+    // several ranks, the network where the job spans several nodes. `ask_mpi_t`: from MPI_T
+    // alone (0.2 s here), which the quick answer must agree with (tests/distributed).
+    Messaging messaging(int node_count, int largest_node, bool ask_mpi_t = false) const;
 
 private:
     bool owned_ = false;
