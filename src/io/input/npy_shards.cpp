@@ -4,6 +4,7 @@
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/io/input/npy_file.hpp"
 #include "h5/dataset_rules.hpp"
+#include "input/read_buffer.hpp"
 
 #include <glob.h>
 
@@ -425,7 +426,7 @@ void NpyShardSet::read_elements(std::int64_t first, std::int64_t count, float* o
 }
 
 void NpyShardSet::read_rows(std::int64_t first, std::int64_t count, std::vector<float>& out) const {
-    out.resize(static_cast<std::size_t>(count * row_width_));
+    detail::size_for_read(out, static_cast<std::size_t>(count * row_width_));
     read_elements(first * row_width_, count * row_width_, out.data());
 }
 

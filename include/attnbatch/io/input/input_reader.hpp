@@ -66,6 +66,8 @@ private:
     std::vector<std::int64_t> offsets_;  // packed layout: N + 1
     bool check_values_ = false;
     void expect_finite(const InputBlock& block, std::int64_t first, std::int64_t last) const;
+    // `array`: 0 for x, or 0-2 for q, k, v.
+    [[noreturn]] void throw_non_finite(std::size_t array, std::int64_t first, std::int64_t last) const;
     std::int32_t length_of(std::int64_t sequence);
     void read_packed(std::int64_t first, std::int64_t last, InputBlock& block);
 };
