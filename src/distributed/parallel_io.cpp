@@ -33,6 +33,12 @@ public:
         const bool have = block != nullptr && !mine.empty();
         try {
             output_->write_span(have ? span_of(mine) : io::OutputSpan{}, have ? *block : nothing, data_transfer());
+            // The journal's write is collective, and HDF5 starts it with an MPI_Allreduce, whose
+            // wait polls: a rank done with its rows first spun there while the other still
+            // wrote, taking half its core from its own compute thread (N=2048 L=256 with
+            // projections and all weights: 0.88 s of CPU in that Allreduce in a 1 s run). The
+            // ranks meet first in a barrier that sleeps (Comm's collectives wait patiently).
+            comm_.barrier();
             output_->checkpoint(io::Transfer::collective);
         } catch (const std::exception& e) {
             abort_collective(e.what());
