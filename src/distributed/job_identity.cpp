@@ -88,8 +88,10 @@ std::string job_identity(const io::InputSpec& spec, const std::optional<io::Proj
         << "isa = " << kernels::isa_name(kernels::resolve_isa(settings.kernel.isa, settings.kernel.precision)) << '\n'
         // AMX and AVX512-BF16 may round differently inside a pair of products; absent for fp32,
         // as before bf16 existed, so that fp32 partial files stay resumable
-        << (settings.kernel.precision == kernels::Precision::fp32 ? std::string()
-                                                                   : "matrix unit = " + kernels::matrix_unit(settings.kernel) + '\n')
+        << (settings.kernel.precision == kernels::Precision::fp32
+                ? std::string()
+                : "matrix unit = " + kernels::matrix_unit(settings.kernel) + "\nbf16 kernel version = " +
+                      std::to_string(kernels::kBf16BitsVersion) + '\n')
         << "block-q = " << settings.kernel.block_q << '\n'
         << "block-k = " << settings.kernel.block_k << '\n'
         << "save-weights = " << io::name_of(layout.save_weights) << '\n'

@@ -37,8 +37,10 @@
 // L x L) with the running max it was taken against; the strip is rescaled by
 // 2^(m_tile - m_final) / l when the rows are done.
 //
-// Versions (git log -- src/kernels). Fractions are of the one-core FMA peak that `bench`
-// measures, B = 8, H = 8, L = 512, d = 64, one thread, AVX-512; sittings differ by up to 0.1.
+// Versions (git log -- src/kernels); a version that changes bf16 bits also raises
+// kBf16BitsVersion (attention.hpp), by which bf16 runs resume. Fractions are of the one-core
+// FMA peak that `bench` measures, B = 8, H = 8, L = 512, d = 64, one thread, AVX-512; sittings
+// differ by up to 0.1.
 //   1 78ca805  The online softmax above, tile by tile: Q K^T for a whole query tile into a
 //              block_q x block_k S tile, then its softmax, then P V; Q scaled and transposed into
 //              (d_k, MR) blocks for the micro-kernel.
