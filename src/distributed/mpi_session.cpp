@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
+#include <system_error>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -167,6 +169,22 @@ std::map<std::string, std::vector<std::string>> loaded_components(const std::vec
     return search.found;
 }
 
+// A directory of this process's own for Open MPI's session files, set as its top session
+// directory; empty when the user chose one. Every isolated singleton names its session
+// directory the same, <tmp>/ompi.<host>.<uid>/jf.0/1/0: two started at once (ctest -j2, a
+// job array's single-process runs on one node) raced, the first to finish removing jf.0 while
+// the other created jf.0/1, and the second's MPI_Init failed ("A call to mkdir was unable to
+// create the desired directory"). Without session directories at all, MPI-IO's shared file
+// pointer component prints an error for every file it opens.
+std::string make_private_session_directory() {
+    if (std::getenv("OMPI_MCA_orte_top_session_dir") != nullptr) return {};
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/attnbatch-mpi-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) return {};  // Open MPI's default then, as before
+    ::setenv("OMPI_MCA_orte_top_session_dir", pattern.c_str(), 1);
+    return pattern;
+}
+
 bool shared_memory_transport(const std::string& btl) { return btl == "vader" || btl == "sm" || btl == "smcuda"; }
 
 }  // namespace
@@ -188,7 +206,10 @@ MpiSession::MpiSession() {
         // here: the daemon made MPI_Init+MPI_Finalize about 0.7 s slower, and about one exit in
         // 30-260 died of SIGSEGV in Open MPI's progress thread during MPI_Finalize (an event of
         // an already unloaded component), after the run had ended. Isolated: 0 in 200.
-        if (started_alone()) ::setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+        if (started_alone()) {
+            ::setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+            private_session_directory_ = make_private_session_directory();
+        }
         int provided = 0;
         MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
         owned_ = true;
@@ -200,6 +221,10 @@ MpiSession::MpiSession() {
 MpiSession::~MpiSession() {
     if (owned_) MPI_Finalize();
     release_launcher_watchdog(watchdog_);
+    if (!private_session_directory_.empty()) {
+        std::error_code ignored;  // what Open MPI left there; nothing else uses the directory
+        std::filesystem::remove_all(private_session_directory_, ignored);
+    }
 }
 
 Messaging MpiSession::messaging(int node_count, int largest_node, bool ask_mpi_t) const {

@@ -45,6 +45,7 @@ private:
     std::string pml_chosen_by_;  // before MPI_Init: who chose the messaging layer
     int size_ = 1, rank_ = 0;
     int watchdog_ = -1;  // this rank's launcher watchdog (launcher_watchdog.hpp), -1: none
+    std::string private_session_directory_;  // a singleton's Open MPI session files, removed at the end
 };
 
 }  // namespace attnbatch::distributed
