@@ -10,6 +10,7 @@ reference, then mpi_job.py on 2 ranks (one sub-communicator of both, ranks rever
 agreed UsageError of a bad second run, MPI still initialised, and a clean exit.
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -49,7 +50,9 @@ def main():
             continue
         print(result.stdout, end="")
         check(result.returncode == 0, f"-np {ranks}: exit {result.returncode}: {result.stderr.strip()[-2000:]}")
-        lines = [line for line in result.stdout.splitlines() if line.startswith("rank ")]
+        # By message, not by line: mpirun forwards each rank's output as it comes, and two
+        # ranks' lines can land on one ("...finalized=Falserank 0: ...").
+        lines = re.findall(r"rank \d+: [^\n]*?finalized=(?:True|False)", result.stdout)
         check(len(lines) == ranks, f"-np {ranks}: {len(lines)} ranks reported, expected {ranks}")
         check(all("UsageError 2" in line and f"world sum {ranks}" in line and "finalized=False" in line for line in lines),
               f"-np {ranks}: a rank missed the agreed error or found MPI finalised")
