@@ -10,10 +10,14 @@
 # Each figure twice: from wall time (what bench reports), and per second on a core (each run's
 # rate over the share of its wall time its threads were on a core, bench's on_cpu): on a busy
 # host the second is the steadier. The load average before and after is printed with them.
+# With BASE=path/to/other/attnbatch, that binary runs every configuration too, in the same rounds
+# (BASE then BIN, or BIN then BASE, alternating by round), and its table is printed first, then
+# the new binary's, then each of the new figures over the base's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-11}
 bin=${BIN:-build/attnbatch}
+base=${BASE:-}
 shape="--batch 8 --heads 8 --seq-len 512 --head-dim 64"
 configs=(
   "fp32 1|--threads 1"
@@ -26,41 +30,64 @@ configs=(
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+sides=("new|$bin")
+[[ -n "$base" ]] && sides=("base|$base" "new|$bin")
 for round in $(seq "$rounds"); do
   for entry in "${configs[@]}"; do
-    # shellcheck disable=SC2086  # the options are a list
-    printf '%s|%s\n' "${entry%%|*}" "$("$bin" bench $shape ${entry#*|} --json)" >>"$raw"
+    order=("${sides[@]}")
+    if (( round % 2 == 0 && ${#sides[@]} == 2 )); then order=("${sides[1]}" "${sides[0]}"); fi
+    for side in "${order[@]}"; do
+      # shellcheck disable=SC2086  # the options are a list
+      printf '%s|%s|%s\n' "${side%%|*}" "${entry%%|*}" "$("${side#*|}" bench $shape ${entry#*|} --json)" >>"$raw"
+    done
   done
   printf 'round %d of %d\n' "$round" "$rounds" >&2
 done
 # The accuracy does not change between runs (outputs are bit-identical): one checked run.
 # shellcheck disable=SC2086
-printf 'check|%s\n' "$("$bin" bench $shape --threads 2 --precision bf16 --repeats 1 --check 64 --json)" >>"$raw"
+printf 'new|check|%s\n' "$("$bin" bench $shape --threads 2 --precision bf16 --repeats 1 --check 64 --json)" >>"$raw"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 /usr/bin/python3 - "$raw" "$rounds" "$load_before" "$load_after" <<'EOF'
 import json, statistics, sys
 path, rounds, load_before, load_after = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 runs = {}
 for line in open(path):
-    name, text = line.split("|", 1)
-    runs.setdefault(name, []).append(json.loads(text))
-def med(name, key):
-    return statistics.median(r[key] for r in runs[name])
+    side, name, text = line.split("|", 2)
+    runs.setdefault(side, {}).setdefault(name, []).append(json.loads(text))
+def med(side, name, key):
+    return statistics.median(r[key] for r in runs[side][name])
+def figures(side):
+    out = {}
+    for basis, rate, fraction in (("wall time", "gflops", "fraction_of_peak"), ("on a core", "gflops_on_cpu", "fraction_on_cpu")):
+        for t in ("1", "2"):
+            fp32, bf16, causal = med(side, "fp32 " + t, rate), med(side, "bf16 " + t, rate), med(side, "causal " + t, rate)
+            out[(t, basis)] = (fp32, med(side, "fp32 " + t, fraction), bf16, bf16 / fp32, causal, causal / fp32)
+    return out
 print("B*H = 64 (B = 8, H = 8), L = 512, d = 64; medians of %d interleaved rounds; load average %s before, %s after"
       % (rounds, load_before, load_after))
+tables = {side: figures(side) for side in runs}
+for side in sorted(runs):  # base, then new
+    print()
+    if len(runs) > 1:
+        print("%s:" % side)
+    print("| threads | fp32 GFLOP/s | fp32 fraction of peak | bf16 GFLOP/s | bf16 / fp32 | causal GFLOP/s | causal / full |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for key, f in tables[side].items():
+        print("| %s (%s) | %.1f | %.3f | %.1f | %.2f | %.1f | %.3f |" % (key + f))
+    print()
+    print("peak (bench's FMA burst, median): %.1f GFLOP/s per core; on_cpu medians: %s" % (
+        med(side, "fp32 1", "peak_gflops_per_core"),
+        ", ".join("%s %.2f" % (name, med(side, name, "on_cpu")) for name in runs[side] if name != "check")))
+if len(runs) > 1:
+    print()
+    print("new / base, of each figure's medians:")
+    print("| threads | fp32 | bf16 | causal | bf16 / fp32 | causal / full |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for key in tables["new"]:
+        n, b = tables["new"][key], tables["base"][key]
+        print("| %s (%s) | %.3f | %.3f | %.3f | %.3f | %.3f |" % (key + (n[0] / b[0], n[2] / b[2], n[4] / b[4], n[3] / b[3], n[5] / b[5])))
+check = runs["new"]["check"][0]
 print()
-print("| threads | fp32 GFLOP/s | fp32 fraction of peak | bf16 GFLOP/s | bf16 / fp32 | causal GFLOP/s | causal / full |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
-for basis, rate, fraction in (("wall time", "gflops", "fraction_of_peak"), ("on a core", "gflops_on_cpu", "fraction_on_cpu")):
-    for t in ("1", "2"):
-        fp32, bf16, causal = med("fp32 " + t, rate), med("bf16 " + t, rate), med("causal " + t, rate)
-        print("| %s (%s) | %.1f | %.3f | %.1f | %.2f | %.1f | %.3f |"
-              % (t, basis, fp32, med("fp32 " + t, fraction), bf16, bf16 / fp32, causal, causal / fp32))
-print()
-print("peak (bench's FMA burst, median): %.1f GFLOP/s per core; on_cpu medians: %s" % (
-    med("fp32 1", "peak_gflops_per_core"),
-    ", ".join("%s %.2f" % (name, med(name, "on_cpu")) for name in runs if name != "check")))
-check = runs["check"][0]
 if "nmse_floor" in check:
     print("bf16 NMSE against the fp64 reference over %d heads: %.4e; floor (Q, K, V and P rounded to bf16, "
           "all else in double): %.4e; ratio %.4f (bound 1.2)"
