@@ -95,78 +95,80 @@ std::string prefer_shared_memory_messaging() {
     return "attnbatch's one-node default";
 }
 
-// The components of Open MPI's frameworks ("pml", "btl") still open after MPI_Init, by
-// framework: Open MPI closes the layers it did not select and the transports that found
-// nothing to do (shared memory without a second rank on the node), and a closed component's
-// control variables ("btl_tcp_major_version") leave MPI_T's list. Empty for other MPI
-// libraries. One MPI_T session for all: each MPI_T_init_thread costs about 0.2-0.3 s here (it
-// loads every component), on rank 0 while the other ranks wait at start-up.
-std::map<std::string, std::vector<std::string>> open_components(const std::vector<std::string>& frameworks) {
-    std::map<std::string, std::vector<std::string>> found;
+using Components = std::map<std::string, std::vector<std::string>>;  // by framework, sorted
+
+// Notes the component `name` names when it reads <before><framework>_<component><after> for
+// one of `frameworks` ("base" is the framework's own, not a component).
+void note_component(Components& found, const std::vector<std::string>& frameworks, const std::string& name,
+                    const std::string& before, const std::string& after) {
+    for (const std::string& framework : frameworks) {
+        const std::string prefix = before + framework + "_";
+        if (name.size() <= prefix.size() + after.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+            name.compare(name.size() - after.size(), after.size(), after) != 0) {
+            continue;
+        }
+        const std::string component = name.substr(prefix.size(), name.size() - prefix.size() - after.size());
+        std::vector<std::string>& components = found[framework];
+        if (component != "base" && std::find(components.begin(), components.end(), component) == components.end()) {
+            components.push_back(component);
+        }
+    }
+}
+
+Components sorted(Components found) {
+    for (auto& [framework, components] : found) std::sort(components.begin(), components.end());
+    return found;
+}
+
+// The components of Open MPI's frameworks ("pml", "btl") still open after MPI_Init:
+// Open MPI closes the layers it did not select and the transports that found nothing to do
+// (shared memory without a second rank on the node), and a closed component's control
+// variables ("btl_tcp_major_version") leave MPI_T's list. Empty for other MPI libraries. One
+// MPI_T session for all: each MPI_T_init_thread costs about 0.2-0.3 s here (it loads every
+// component), on rank 0 while the other ranks wait at start-up.
+Components open_components(const std::vector<std::string>& frameworks) {
+    Components found;
     int provided = 0, count = 0;
     if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return found;
-    const std::string suffix = "_major_version";
     if (MPI_T_cvar_get_num(&count) == MPI_SUCCESS) {
         for (int i = 0; i < count; ++i) {
             char name[256];
             int name_length = sizeof name, description_length = 0, verbosity = 0, binding = 0, scope = 0;
             MPI_Datatype type;
             MPI_T_enum values;
-            if (MPI_T_cvar_get_info(i, name, &name_length, &verbosity, &type, &values, nullptr, &description_length, &binding, &scope) !=
-                MPI_SUCCESS) {
-                continue;
-            }
-            const std::string variable(name);
-            for (const std::string& framework : frameworks) {
-                const std::string prefix = framework + "_";
-                if (variable.size() <= prefix.size() + suffix.size() || variable.compare(0, prefix.size(), prefix) != 0 ||
-                    variable.compare(variable.size() - suffix.size(), suffix.size(), suffix) != 0) {
-                    continue;
-                }
-                const std::string component = variable.substr(prefix.size(), variable.size() - prefix.size() - suffix.size());
-                std::vector<std::string>& components = found[framework];
-                if (component != "base" && std::find(components.begin(), components.end(), component) == components.end()) {
-                    components.push_back(component);
-                }
+            if (MPI_T_cvar_get_info(i, name, &name_length, &verbosity, &type, &values, nullptr, &description_length, &binding,
+                                    &scope) == MPI_SUCCESS) {
+                note_component(found, frameworks, name, "", "_major_version");
             }
         }
     }
     MPI_T_finalize();
-    for (auto& [framework, components] : found) std::sort(components.begin(), components.end());
-    return found;
+    return sorted(std::move(found));
 }
 
 // The same, found without MPI_T: Open MPI loads each component from a shared object of its own,
 // mca_<framework>_<component>.so, and unloads the ones it closes once it has selected, so the
 // objects loaded after MPI_Init are the components still open (tests/distributed's
-// mpi_messaging_test checks the two agree). Here this takes microseconds, where
+// mpi_messaging_probe checks the two agree). Here this takes microseconds, where
 // MPI_T_init_thread took 0.22 s of wall time on rank 0 while the other ranks waited: it loads
 // every component of every framework, PSM's and PSM2's among them, whose libraries sleep in
 // their constructors while they look for their hardware. Empty when the components were built
 // into the library (or for another MPI): then only MPI_T knows.
-std::map<std::string, std::vector<std::string>> loaded_components(const std::vector<std::string>& frameworks) {
+Components loaded_components(const std::vector<std::string>& frameworks) {
     struct Search {
         const std::vector<std::string>* frameworks;
-        std::map<std::string, std::vector<std::string>> found;
+        Components found;
     } search{&frameworks, {}};
     dl_iterate_phdr(
         [](dl_phdr_info* info, std::size_t, void* data) {
             auto& s = *static_cast<Search*>(data);
-            const char* slash = info->dlpi_name ? std::strrchr(info->dlpi_name, '/') : nullptr;
-            const std::string file = slash ? slash + 1 : (info->dlpi_name ? info->dlpi_name : "");
-            for (const std::string& framework : *s.frameworks) {
-                const std::string prefix = "mca_" + framework + "_", suffix = ".so";
-                if (file.size() <= prefix.size() + suffix.size() || file.compare(0, prefix.size(), prefix) != 0 ||
-                    file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
-                    continue;
-                }
-                s.found[framework].push_back(file.substr(prefix.size(), file.size() - prefix.size() - suffix.size()));
-            }
+            const char* path = info->dlpi_name ? info->dlpi_name : "";
+            const char* slash = std::strrchr(path, '/');
+            note_component(s.found, *s.frameworks, slash ? slash + 1 : path, "mca_", ".so");
             return 0;
         },
         &search);
-    for (auto& [framework, components] : search.found) std::sort(components.begin(), components.end());
-    return search.found;
+    return sorted(std::move(search.found));
 }
 
 // A directory of this process's own for Open MPI's session files, set as its top session
@@ -235,7 +237,7 @@ Messaging MpiSession::messaging(int node_count, int largest_node, bool ask_mpi_t
     messaging.library = std::string(version, static_cast<std::size_t>(std::max(0, length)));
     messaging.library = messaging.library.substr(0, messaging.library.find_first_of(",\n"));
     messaging.chosen_by = pml_chosen_by_.empty() ? "the caller of MPI_Init" : pml_chosen_by_;
-    std::map<std::string, std::vector<std::string>> open;
+    Components open;
     if (!ask_mpi_t) open = loaded_components({"pml", "btl"});
     if (open["pml"].empty()) open = open_components({"pml", "btl"});
     // Open MPI 4's btl "sm" is a stub left to tell users who ask for it that vader replaced it:

@@ -150,28 +150,38 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
         read_packed(first, last, block);
         return;
     }
+    read_data(stored, block.count, first, last, block);
+    block.lengths.resize(static_cast<std::size_t>(block.count));
     if (files_->npy) {
-        files_->npy->read_rows(stored, block.count, block.x);
-        block.lengths.resize(static_cast<std::size_t>(block.count));
         for (std::int64_t i = 0; i < block.count; ++i) block.lengths[static_cast<std::size_t>(i)] = length_of(first + i);
+        return;
+    }
+    try {
+        if (files_->lengths) {
+            read_rows(*files_->lengths, static_cast<hsize_t>(stored), static_cast<hsize_t>(block.count), block.lengths.data(),
+                      block.lengths.size());
+        } else {
+            std::fill(block.lengths.begin(), block.lengths.end(), static_cast<std::int32_t>(spec_.len));
+        }
+    } catch (const H5Error& error) {
+        detail::rethrow_read_failure(error);
+    }
+}
+
+void InputReader::read_data(std::int64_t row, std::int64_t rows, std::int64_t first, std::int64_t last, InputBlock& block) {
+    if (files_->npy) {
+        files_->npy->read_rows(row, rows, block.x);
         if (check_values_) expect_finite(block, first, last);
         return;
     }
     bool finite[3] = {true, true, true};  // x, or q, k, v
     try {
         if (spec_.mode == InputMode::embeddings) {
-            finite[0] = read_sequences(files_->data[0], stored, block.count, block.x, check_values_);
+            finite[0] = read_sequences(files_->data[0], row, rows, block.x, check_values_);
         } else {
-            finite[0] = read_sequences(files_->data[0], stored, block.count, block.q, check_values_);
-            finite[1] = read_sequences(files_->data[1], stored, block.count, block.k, check_values_);
-            finite[2] = read_sequences(files_->data[2], stored, block.count, block.v, check_values_);
-        }
-        block.lengths.resize(static_cast<std::size_t>(block.count));
-        if (files_->lengths) {
-            read_rows(*files_->lengths, static_cast<hsize_t>(stored), static_cast<hsize_t>(block.count), block.lengths.data(),
-                      block.lengths.size());
-        } else {
-            std::fill(block.lengths.begin(), block.lengths.end(), static_cast<std::int32_t>(spec_.len));
+            finite[0] = read_sequences(files_->data[0], row, rows, block.q, check_values_);
+            finite[1] = read_sequences(files_->data[1], row, rows, block.k, check_values_);
+            finite[2] = read_sequences(files_->data[2], row, rows, block.v, check_values_);
         }
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);
@@ -222,26 +232,7 @@ void InputReader::read_packed(std::int64_t first, std::int64_t last, InputBlock&
                                                                                  offsets_[static_cast<std::size_t>(first + i)]);
         }
     }
-    if (files_->npy) {
-        files_->npy->read_rows(begin, end - begin, block.x);
-        if (check_values_) expect_finite(block, first, last);
-        return;
-    }
-    bool finite[3] = {true, true, true};  // x, or q, k, v
-    try {
-        if (spec_.mode == InputMode::embeddings) {
-            finite[0] = read_sequences(files_->data[0], begin, end - begin, block.x, check_values_);
-        } else {
-            finite[0] = read_sequences(files_->data[0], begin, end - begin, block.q, check_values_);
-            finite[1] = read_sequences(files_->data[1], begin, end - begin, block.k, check_values_);
-            finite[2] = read_sequences(files_->data[2], begin, end - begin, block.v, check_values_);
-        }
-    } catch (const H5Error& error) {
-        detail::rethrow_read_failure(error);
-    }
-    for (std::size_t i = 0; i < 3; ++i) {
-        if (!finite[i]) throw_non_finite(i, first, last);
-    }
+    read_data(begin, end - begin, first, last, block);
 }
 
 void InputReader::read_piece(std::int64_t sequence, std::int64_t row_first, std::int64_t row_last, std::int64_t key_rows,

@@ -65,6 +65,9 @@ private:
     std::unique_ptr<Files> files_;
     std::vector<std::int64_t> offsets_;  // packed layout: N + 1
     bool check_values_ = false;
+    // Rows [row, row + rows) of the stored data into x, or q, k, v, checked when check_values
+    // is on; a failure names sequences [first, last).
+    void read_data(std::int64_t row, std::int64_t rows, std::int64_t first, std::int64_t last, InputBlock& block);
     void expect_finite(const InputBlock& block, std::int64_t first, std::int64_t last) const;
     // `array`: 0 for x, or 0-2 for q, k, v.
     [[noreturn]] void throw_non_finite(std::size_t array, std::int64_t first, std::int64_t last) const;
