@@ -4,13 +4,13 @@
 usage: mpi_publish_fsync_test.py ATTNBATCH MPIEXEC WORKDIR
 
 Every rank runs under strace (fsync, fdatasync, sync_file_range, with the paths of the file
-descriptors). With --fsync on (the default) the output must be started on its way to the disk
-(sync_file_range of OUTPUT.partial), synced before its publication (fsync of OUTPUT.partial)
-and the directory synced after the rename. With --fsync off none of that may happen: no
-sync_file_range, no fsync of OUTPUT.partial, OUTPUT or the directory (the creation's flush of
-the staging file OUTPUT.partial.new is not publication). Both modes give byte-identical
-/output, /lse and /attention, a complete OUTPUT, and record the mode in /config, the header,
-PERFORMANCE and the --report; --dry-run shows it; a bad value exits 2 naming the option.
+descriptors). With --fsync on (the default) the output must be put on the disk while it is
+written (the writeback thread's fdatasync of OUTPUT.partial), synced before its publication
+(fsync of OUTPUT.partial) and the directory synced after the rename. With --fsync off none of
+that may happen: no fdatasync or fsync of OUTPUT.partial, OUTPUT or the directory (the
+creation's flush of the staging file OUTPUT.partial.new is not publication). Both modes give
+byte-identical /output, /lse and /attention, a complete OUTPUT, and record the mode in /config,
+the header, PERFORMANCE and the --report; --dry-run shows it; a bad value exits 2 naming the option.
 A run stopped with --fsync off and resumed without --fsync publishes without syncing (the
 header says the .partial recorded it); given on the resume's command line, --fsync wins.
 Skipped (exit 77) when strace is not installed or cannot trace here.
@@ -115,13 +115,13 @@ def main():
             partial, directory = path + ".partial", os.path.realpath(work)
             calls = sync_calls(trace, ranks)
             published = [c for c in calls if c[1] in (partial, path)]
-            started = [c for c in published if c[0] == "sync_file_range"]
-            synced = [c for c in published if c[0] in ("fsync", "fdatasync")]
+            started = [c for c in published if c[0] == "fdatasync"]
+            synced = [c for c in published if c[0] == "fsync"]
             directory_synced = [c for c in calls if c[1] == directory]
-            print("%s: %d sync calls on the output (%d sync_file_range, %d fsync), %d on the directory" %
+            print("%s: %d sync calls on the output (%d fdatasync, %d fsync), %d on the directory" %
                   (label, len(published), len(started), len(synced), len(directory_synced)), flush=True)
             if mode == "on":
-                check(started, "%s: no sync_file_range of the output while it was written" % label)
+                check(started, "%s: no fdatasync of the output while it was written" % label)
                 check(synced, "%s: no fsync of the output before its publication" % label)
                 check(directory_synced, "%s: no fsync of the directory after the rename" % label)
             else:

@@ -34,7 +34,7 @@ void Writeback::start() noexcept {
     if (!thread_.joinable()) {
         try {
             thread_ = std::thread([this] { loop(); });
-        } catch (const std::system_error&) {  // no thread to spare: write back on this one
+        } catch (const std::system_error&) {  // no thread to spare: only start the writes here
             std::lock_guard<std::mutex> lock(mutex_);
             requested_ = false;
 #if defined(__linux__)
@@ -54,7 +54,7 @@ void Writeback::loop() noexcept {
         requested_ = false;
         lock.unlock();
 #if defined(__linux__)
-        (void)::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
+        (void)::fdatasync(fd_);
 #endif
         lock.lock();
     }
