@@ -7,6 +7,7 @@
 #include "attnbatch/io/h5/file_paths.hpp"
 #include "output/attention_record.hpp"
 #include "output/output_handles.hpp"
+#include "output/write_turns.hpp"
 #include "output/writeback.hpp"
 
 #include <fcntl.h>
@@ -277,6 +278,7 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
     const auto size = [](std::int64_t value) { return static_cast<std::size_t>(value); };
     const std::size_t len = size(layout_.len);
     try {
+        const WriteTurns::Turn turn(write_turns(transfer));
         write_rows(*h5_->output, rows(first), rows(count), block.output, size(count) * len * size(layout_.d_out), transfer);
         write_rows(*h5_->lse, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
         if (h5_->attention) {
@@ -292,11 +294,17 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
             }
         }
         write_rows(*h5_->lengths, rows(first), rows(count), block.lengths, size(count), transfer);
-        if (h5_->journal_progress) remember_checksums(first, last, block);
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
                                        std::to_string(last) + "): " + error.what());
     }
+    if (h5_->journal_progress) remember_checksums(first, last, block);
+}
+
+const WriteTurns* OutputFile::write_turns(Transfer transfer) {
+    if (transfer != Transfer::independent || !mpi_io_) return nullptr;
+    if (!write_turns_) write_turns_ = std::make_unique<WriteTurns>(partial_path());
+    return write_turns_.get();
 }
 
 void OutputFile::flush() {

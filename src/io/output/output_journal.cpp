@@ -163,7 +163,8 @@ void OutputFile::remember_checksums(std::int64_t first, std::int64_t last, const
 }
 
 void OutputFile::prepare_checkpoints() {
-    checkpoint_flushes_ = layout_.gzip_level != 0 || !h5_->file.uses_mpi_io();
+    mpi_io_ = h5_->file.uses_mpi_io();
+    checkpoint_flushes_ = layout_.gzip_level != 0 || !mpi_io_;
 }
 
 void OutputFile::checkpoint(Transfer transfer) {

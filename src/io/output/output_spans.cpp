@@ -5,6 +5,7 @@
 #include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "output/output_handles.hpp"
+#include "output/write_turns.hpp"
 
 #include "output/xxh3.hpp"
 
@@ -167,6 +168,7 @@ void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Tr
     need(block.lse, "lse", sizes.lse);
     need(block.lengths, "lengths", sizes.lengths);
     try {
+        const WriteTurns::Turn turn(write_turns(transfer));
         write_boxes(*h5_->output, boxes.output, MemType::f32, block.output, sizes.output, transfer);
         write_boxes(*h5_->lse, boxes.lse, MemType::f32, block.lse, sizes.lse, transfer);
         if (h5_->attention) {
@@ -189,10 +191,10 @@ void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Tr
             }
         }
         write_boxes(*h5_->lengths, boxes.lengths, MemType::i32, block.lengths, sizes.lengths, transfer);
-        if (h5_->journal_progress) remember_span_checksums(span, block);
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path() + ": cannot write " + span_text(span) + ": " + error.what());
     }
+    if (h5_->journal_progress) remember_span_checksums(span, block);
 }
 
 std::pair<std::size_t, std::size_t> OutputFile::units_of(const OutputSpan& span) const {

@@ -49,6 +49,7 @@ namespace attnbatch::io {
 
 class File;  // h5/file.hpp
 class Writeback;  // output/writeback.hpp
+class WriteTurns;  // output/write_turns.hpp
 
 struct OutputOptions {
     bool force = false;  // replace an existing OUTPUT at the final rename; discard a stale .partial
@@ -146,6 +147,10 @@ private:
     bool force_ = false;
     bool fsync_ = true;
     std::unique_ptr<Writeback> writeback_;  // started at the first checkpoint, with fsync_
+    std::unique_ptr<WriteTurns> write_turns_;  // made at the first independent write under MPI-IO
+    bool mpi_io_ = false;
+    // The turns an independent write under MPI-IO takes (write_turns.hpp); nullptr: none.
+    const WriteTurns* write_turns(Transfer transfer);
     std::int64_t sequences_per_chunk_ = 1;
     void create_journal(const JournalPlan& plan);
     void remember_checksums(std::int64_t first, std::int64_t last, const OutputBlock& block);
