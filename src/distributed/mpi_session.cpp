@@ -2,8 +2,12 @@
 
 #include <link.h>
 #include <mpi.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -178,10 +182,50 @@ Components loaded_components(const std::vector<std::string>& frameworks) {
 // the other created jf.0/1, and the second's MPI_Init failed ("A call to mkdir was unable to
 // create the desired directory"). Without session directories at all, MPI-IO's shared file
 // pointer component prints an error for every file it opens.
+// Private session directories are named attnbatch-mpi-<PID namespace>-<PID>-XXXXXX, so that
+// any process of the same namespace can tell whether a directory's owner is alive (a
+// container sharing /tmp with the host has other PIDs). This is the name up to the PID.
+std::string session_namespace_prefix() {
+    std::error_code error;
+    const std::string ns = std::filesystem::read_symlink("/proc/self/ns/pid", error).string();  // "pid:[4026531836]"
+    const auto open = ns.find('['), close = ns.find(']');
+    const std::string id = open != std::string::npos && close > open ? ns.substr(open + 1, close - open - 1) : "0";
+    return "attnbatch-mpi-" + id + "-";
+}
+
+// Removes the private session directories in `tmp` that processes killed by SIGKILL left (a
+// job's time limit, the OOM killer): those of this PID namespace and user whose process is
+// gone. A directory whose PID was reused by a live process stays until that one ends.
+void remove_stale_session_directories(const std::string& tmp) {
+    const std::string namespace_prefix = session_namespace_prefix();
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(tmp, error)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind(namespace_prefix, 0) != 0) continue;
+        char* end = nullptr;
+        const long pid = std::strtol(name.c_str() + namespace_prefix.size(), &end, 10);
+        if (pid <= 0 || end == nullptr || *end != '-') continue;
+        struct stat info {};
+        if (::lstat(entry.path().c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != ::getuid()) continue;
+        if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+        std::error_code ignored;
+        std::filesystem::remove_all(entry.path(), ignored);
+    }
+}
+
+// A directory of this process's own for Open MPI's session files, set as its top session
+// directory; empty when the user chose one. Every isolated singleton names its session
+// directory the same, <tmp>/ompi.<host>.<uid>/jf.0/1/0: two started at once (ctest -j2, a
+// job array's single-process runs on one node) raced, the first to finish removing jf.0 while
+// the other created jf.0/1, and the second's MPI_Init failed ("A call to mkdir was unable to
+// create the desired directory"). Without session directories at all, MPI-IO's shared file
+// pointer component prints an error for every file it opens.
 std::string make_private_session_directory() {
     if (std::getenv("OMPI_MCA_orte_top_session_dir") != nullptr) return {};
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/attnbatch-mpi-XXXXXX";
+    const char* tmp_variable = std::getenv("TMPDIR");
+    const std::string tmp = tmp_variable && *tmp_variable ? tmp_variable : "/tmp";
+    remove_stale_session_directories(tmp);
+    std::string pattern = tmp + "/" + session_namespace_prefix() + std::to_string(::getpid()) + "-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) return {};  // Open MPI's default then, as before
     ::setenv("OMPI_MCA_orte_top_session_dir", pattern.c_str(), 1);
     return pattern;
