@@ -175,13 +175,6 @@ Components loaded_components(const std::vector<std::string>& frameworks) {
     return sorted(std::move(search.found));
 }
 
-// A directory of this process's own for Open MPI's session files, set as its top session
-// directory; empty when the user chose one. Every isolated singleton names its session
-// directory the same, <tmp>/ompi.<host>.<uid>/jf.0/1/0: two started at once (ctest -j2, a
-// job array's single-process runs on one node) raced, the first to finish removing jf.0 while
-// the other created jf.0/1, and the second's MPI_Init failed ("A call to mkdir was unable to
-// create the desired directory"). Without session directories at all, MPI-IO's shared file
-// pointer component prints an error for every file it opens.
 // Private session directories are named attnbatch-mpi-<PID namespace>-<PID>-XXXXXX, so that
 // any process of the same namespace can tell whether a directory's owner is alive (a
 // container sharing /tmp with the host has other PIDs). This is the name up to the PID.
