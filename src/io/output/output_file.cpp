@@ -262,6 +262,15 @@ void OutputFile::create_packed(const OutputOptions& options) {
     write_rows(*h5_->offsets, begin, end - begin, layout.offsets->data() + begin, static_cast<std::size_t>(end - begin));
 }
 
+namespace {
+
+// Maps are written and hashed in pieces of about this many bytes (whole journal units, at
+// least one), so that the hash reads a piece while the write's copy has left it in the cache.
+// A step's maps are tens of MiB: hashed after one write of them all, they came back from memory.
+constexpr std::size_t kHashedPieceBytes = std::size_t{2} << 20;
+
+}  // namespace
+
 void OutputFile::write_block(std::int64_t first, std::int64_t last, const OutputBlock& block, Transfer transfer) {
     if (!h5_->file.is_open()) throw std::logic_error("OutputFile::write_block after close");
     if (first < 0 || first > last || last > layout_.n) {
@@ -270,35 +279,71 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
     }
     const std::int64_t count = last - first;
     const auto [maps_begin, maps_end] = layout_.weights_range(first, last);
-    const std::int64_t maps_count = maps_end - maps_begin;
     expect_pointer(block.output, "output", count);
     expect_pointer(block.lse, "lse", count);
     expect_pointer(block.lengths, "lengths", count);
+    if (h5_->attention) {
+        if (layout_.weights_dtype == WeightsDtype::f16) expect_pointer(block.attention_f16, "attention_f16", maps_end - maps_begin);
+        else expect_pointer(block.attention_f32, "attention_f32", maps_end - maps_begin);
+    }
     const auto rows = [](std::int64_t value) { return static_cast<hsize_t>(value); };
     const auto size = [](std::int64_t value) { return static_cast<std::size_t>(value); };
     const std::size_t len = size(layout_.len);
+    // Collective writes need one call per dataset on every rank, so the maps go in pieces only
+    // when independent.
+    const bool maps_in_pieces = h5_->attention && h5_->journal_progress && transfer == Transfer::independent &&
+                                maps_end > maps_begin;
     try {
         const WriteTurns::Turn turn(write_turns(transfer));
         write_rows(*h5_->output, rows(first), rows(count), block.output, size(count) * len * size(layout_.d_out), transfer);
         write_rows(*h5_->lse, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
-        if (h5_->attention) {
-            // Called even when empty: collective writes need every rank.
-            const hsize_t offset = maps_count > 0 ? rows(maps_begin - layout_.weights_first) : 0;
-            const std::size_t elements = size(maps_count) * size(layout_.weights_heads()) * len * len;
-            if (layout_.weights_dtype == WeightsDtype::f16) {
-                expect_pointer(block.attention_f16, "attention_f16", maps_count);
-                write_rows(*h5_->attention, offset, rows(maps_count), block.attention_f16, elements, transfer);
-            } else {
-                expect_pointer(block.attention_f32, "attention_f32", maps_count);
-                write_rows(*h5_->attention, offset, rows(maps_count), block.attention_f32, elements, transfer);
-            }
-        }
+        // Called even when empty: collective writes need every rank.
+        if (h5_->attention && !maps_in_pieces) write_maps(first, first, last, block, transfer);
         write_rows(*h5_->lengths, rows(first), rows(count), block.lengths, size(count), transfer);
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
                                        std::to_string(last) + "): " + error.what());
     }
-    if (h5_->journal_progress) remember_checksums(first, last, block);
+    if (!h5_->journal_progress) return;
+    if (!maps_in_pieces) return remember_checksums(first, first, last, block);
+    const std::size_t map_bytes = size(layout_.weights_heads()) * len * len *
+                                  (layout_.weights_dtype == WeightsDtype::f16 ? sizeof(std::uint16_t) : sizeof(float));
+    for (std::int64_t begin = first; begin < last;) {
+        std::int64_t end = begin;
+        do {
+            const auto next = std::upper_bound(unit_bounds_.begin(), unit_bounds_.end(), end);
+            end = next == unit_bounds_.end() ? last : std::min(last, *next);
+            const auto [piece_begin, piece_end] = layout_.weights_range(begin, end);
+            if (size(piece_end - piece_begin) * map_bytes >= kHashedPieceBytes) break;
+        } while (end < last);
+        try {
+            const WriteTurns::Turn turn(write_turns(transfer));
+            write_maps(first, begin, end, block, transfer);
+        } catch (const H5Error& error) {
+            throw Error(exit_io, partial_path() + ": cannot write the attention maps of sequences [" +
+                                     std::to_string(begin) + ", " + std::to_string(end) + "): " + error.what());
+        }
+        remember_checksums(first, begin, end, block);
+        begin = end;
+    }
+}
+
+void OutputFile::write_maps(std::int64_t block_first, std::int64_t first, std::int64_t last, const OutputBlock& block,
+                            Transfer transfer) {
+    const auto [block_maps_begin, block_maps_end] = layout_.weights_range(block_first, std::max(block_first, last));
+    (void)block_maps_end;
+    const auto [maps_begin, maps_end] = layout_.weights_range(first, last);
+    const std::int64_t maps_count = maps_end - maps_begin;
+    const auto len = static_cast<std::size_t>(layout_.len);
+    const std::size_t row = static_cast<std::size_t>(layout_.weights_heads()) * len * len;
+    const std::size_t skip = maps_count > 0 ? static_cast<std::size_t>(maps_begin - block_maps_begin) * row : 0;
+    const hsize_t offset = maps_count > 0 ? static_cast<hsize_t>(maps_begin - layout_.weights_first) : 0;
+    const std::size_t elements = static_cast<std::size_t>(maps_count) * row;
+    if (layout_.weights_dtype == WeightsDtype::f16) {
+        write_rows(*h5_->attention, offset, static_cast<hsize_t>(maps_count), block.attention_f16 + skip, elements, transfer);
+    } else {
+        write_rows(*h5_->attention, offset, static_cast<hsize_t>(maps_count), block.attention_f32 + skip, elements, transfer);
+    }
 }
 
 const WriteTurns* OutputFile::write_turns(Transfer transfer) {

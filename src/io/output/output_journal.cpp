@@ -144,7 +144,8 @@ OutputFile OutputFile::reopen(const std::string& output_path, const OutputLayout
     return out;
 }
 
-void OutputFile::remember_checksums(std::int64_t first, std::int64_t last, const OutputBlock& block) {
+void OutputFile::remember_checksums(std::int64_t block_first, std::int64_t first, std::int64_t last,
+                                    const OutputBlock& block) {
     if (first == last) return;
     const auto unit = std::lower_bound(unit_bounds_.begin(), unit_bounds_.end(), first);
     const auto end = std::lower_bound(unit_bounds_.begin(), unit_bounds_.end(), last);
@@ -158,7 +159,7 @@ void OutputFile::remember_checksums(std::int64_t first, std::int64_t last, const
     }
     for (auto u = unit; u != end; ++u) {
         pending_.emplace_back(u - unit_bounds_.begin(),
-                              static_cast<std::int64_t>(unit_checksum(layout_, *u, *(u + 1), first, block)));
+                              static_cast<std::int64_t>(unit_checksum(layout_, *u, *(u + 1), block_first, block)));
     }
 }
 

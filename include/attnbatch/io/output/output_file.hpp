@@ -153,7 +153,11 @@ private:
     const WriteTurns* write_turns(Transfer transfer);
     std::int64_t sequences_per_chunk_ = 1;
     void create_journal(const JournalPlan& plan);
-    void remember_checksums(std::int64_t first, std::int64_t last, const OutputBlock& block);
+    // The checksums of the units [first, last) of a block that starts at block_first.
+    void remember_checksums(std::int64_t block_first, std::int64_t first, std::int64_t last, const OutputBlock& block);
+    // Writes the maps of sequences [first, last) of a block that starts at block_first.
+    void write_maps(std::int64_t block_first, std::int64_t first, std::int64_t last, const OutputBlock& block,
+                    Transfer transfer);
     void remember_span_checksums(const OutputSpan& span, const OutputBlock& block);
     void open_journal();
     void create_padded(const Provenance& provenance, const OutputOptions& options);
