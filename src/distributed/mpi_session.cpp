@@ -189,8 +189,7 @@ std::string session_namespace_prefix() {
 // Removes the private session directories in `tmp` that processes killed by SIGKILL left (a
 // job's time limit, the OOM killer): those of this PID namespace and user whose process is
 // gone. A directory whose PID was reused by a live process stays until that one ends.
-void remove_stale_session_directories(const std::string& tmp) {
-    const std::string namespace_prefix = session_namespace_prefix();
+void remove_stale_session_directories(const std::string& tmp, const std::string& namespace_prefix) {
     std::error_code error;
     for (const auto& entry : std::filesystem::directory_iterator(tmp, error)) {
         const std::string name = entry.path().filename().string();
@@ -217,8 +216,9 @@ std::string make_private_session_directory() {
     if (std::getenv("OMPI_MCA_orte_top_session_dir") != nullptr) return {};
     const char* tmp_variable = std::getenv("TMPDIR");
     const std::string tmp = tmp_variable && *tmp_variable ? tmp_variable : "/tmp";
-    remove_stale_session_directories(tmp);
-    std::string pattern = tmp + "/" + session_namespace_prefix() + std::to_string(::getpid()) + "-XXXXXX";
+    const std::string namespace_prefix = session_namespace_prefix();
+    remove_stale_session_directories(tmp, namespace_prefix);
+    std::string pattern = tmp + "/" + namespace_prefix + std::to_string(::getpid()) + "-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) return {};  // Open MPI's default then, as before
     ::setenv("OMPI_MCA_orte_top_session_dir", pattern.c_str(), 1);
     return pattern;

@@ -298,7 +298,7 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
         write_rows(*h5_->output, rows(first), rows(count), block.output, size(count) * len * size(layout_.d_out), transfer);
         write_rows(*h5_->lse, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
         // Called even when empty: collective writes need every rank.
-        if (h5_->attention && !maps_in_pieces) write_maps(first, first, last, block, transfer);
+        if (h5_->attention && !maps_in_pieces) write_maps(maps_begin, first, last, block, transfer);
         write_rows(*h5_->lengths, rows(first), rows(count), block.lengths, size(count), transfer);
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
@@ -308,35 +308,33 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
     if (!maps_in_pieces) return remember_checksums(first, first, last, block);
     const std::size_t map_bytes = size(layout_.weights_heads()) * len * len *
                                   (layout_.weights_dtype == WeightsDtype::f16 ? sizeof(std::uint16_t) : sizeof(float));
-    for (std::int64_t begin = first; begin < last;) {
-        std::int64_t end = begin;
-        do {
+    const auto piece_bytes = [&](std::int64_t begin, std::int64_t end) {
+        const auto [piece_begin, piece_end] = layout_.weights_range(begin, end);
+        return size(piece_end - piece_begin) * map_bytes;
+    };
+    for (std::int64_t begin = first, end = first; begin < last; begin = end) {
+        do {  // to the next unit bound (every sequence of a whole block is in whole units)
             const auto next = std::upper_bound(unit_bounds_.begin(), unit_bounds_.end(), end);
             end = next == unit_bounds_.end() ? last : std::min(last, *next);
-            const auto [piece_begin, piece_end] = layout_.weights_range(begin, end);
-            if (size(piece_end - piece_begin) * map_bytes >= kHashedPieceBytes) break;
-        } while (end < last);
+        } while (end < last && piece_bytes(begin, end) < kHashedPieceBytes);
         try {
             const WriteTurns::Turn turn(write_turns(transfer));
-            write_maps(first, begin, end, block, transfer);
+            write_maps(maps_begin, begin, end, block, transfer);
         } catch (const H5Error& error) {
             throw Error(exit_io, partial_path() + ": cannot write the attention maps of sequences [" +
                                      std::to_string(begin) + ", " + std::to_string(end) + "): " + error.what());
         }
         remember_checksums(first, begin, end, block);
-        begin = end;
     }
 }
 
-void OutputFile::write_maps(std::int64_t block_first, std::int64_t first, std::int64_t last, const OutputBlock& block,
+void OutputFile::write_maps(std::int64_t block_maps_first, std::int64_t first, std::int64_t last, const OutputBlock& block,
                             Transfer transfer) {
-    const auto [block_maps_begin, block_maps_end] = layout_.weights_range(block_first, std::max(block_first, last));
-    (void)block_maps_end;
     const auto [maps_begin, maps_end] = layout_.weights_range(first, last);
     const std::int64_t maps_count = maps_end - maps_begin;
     const auto len = static_cast<std::size_t>(layout_.len);
     const std::size_t row = static_cast<std::size_t>(layout_.weights_heads()) * len * len;
-    const std::size_t skip = maps_count > 0 ? static_cast<std::size_t>(maps_begin - block_maps_begin) * row : 0;
+    const std::size_t skip = maps_count > 0 ? static_cast<std::size_t>(maps_begin - block_maps_first) * row : 0;
     const hsize_t offset = maps_count > 0 ? static_cast<hsize_t>(maps_begin - layout_.weights_first) : 0;
     const std::size_t elements = static_cast<std::size_t>(maps_count) * row;
     if (layout_.weights_dtype == WeightsDtype::f16) {
@@ -365,7 +363,7 @@ void OutputFile::flush_and_close(const char* what, bool sync) {
     try {
         // Under MPI-IO a flush is MPI_File_sync on every rank; closing writes the same
         // metadata without it.
-        if (sync || !h5_->file.uses_mpi_io()) h5_->file.flush();
+        if (sync || !mpi_io_) h5_->file.flush();
         for (std::optional<Dataset>* dataset :
              {&h5_->output, &h5_->attention, &h5_->lse, &h5_->lengths, &h5_->offsets, &h5_->journal_progress}) {
             if (*dataset) (*dataset)->close();

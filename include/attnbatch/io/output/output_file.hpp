@@ -148,15 +148,16 @@ private:
     bool fsync_ = true;
     std::unique_ptr<Writeback> writeback_;  // started at the first checkpoint, with fsync_
     std::unique_ptr<WriteTurns> write_turns_;  // made at the first independent write under MPI-IO
-    bool mpi_io_ = false;
+    bool mpi_io_ = false;  // written through MPI-IO (set after create or reopen)
     // The turns an independent write under MPI-IO takes (write_turns.hpp); nullptr: none.
     const WriteTurns* write_turns(Transfer transfer);
     std::int64_t sequences_per_chunk_ = 1;
     void create_journal(const JournalPlan& plan);
     // The checksums of the units [first, last) of a block that starts at block_first.
     void remember_checksums(std::int64_t block_first, std::int64_t first, std::int64_t last, const OutputBlock& block);
-    // Writes the maps of sequences [first, last) of a block that starts at block_first.
-    void write_maps(std::int64_t block_first, std::int64_t first, std::int64_t last, const OutputBlock& block,
+    // Writes the maps of sequences [first, last) of a block whose maps start at the weights
+    // row block_maps_first (layout().weights_range's numbering).
+    void write_maps(std::int64_t block_maps_first, std::int64_t first, std::int64_t last, const OutputBlock& block,
                     Transfer transfer);
     void remember_span_checksums(const OutputSpan& span, const OutputBlock& block);
     void open_journal();
