@@ -158,8 +158,14 @@ void softmax_row(const float* scores, Operand* probabilities, float* weights_row
         const Vec x = load(scores + j);
         vmax = x > vmax ? x : vmax;
     }
-    float tile_max = hmax(vmax);
-    for (; j < count; ++j) tile_max = fmax_(tile_max, scores[j]);
+    if (j < count) {  // the vector straddling `count` (within the strip's row): its visible lanes
+        Vec lane_index;
+        for (int i = 0; i < kLanes; ++i) lane_index[i] = static_cast<float>(i);
+        const Vec x = load(scores + j);
+        const Vec visible = lane_index < splat(static_cast<float>(count - j)) ? x : splat(kNegInf);
+        vmax = visible > vmax ? visible : vmax;
+    }
+    const float tile_max = hmax(vmax);
     const float m_new = fmax_(m, tile_max * factor);
     alpha = exp2_scalar(m - m_new);  // 0 on the first tile, where m = -inf
     const Vec scale = splat(factor);
