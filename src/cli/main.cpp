@@ -30,6 +30,11 @@ int main(int argc, char** argv) {
     // action kills the process without a word. Ignored, write() fails with EFBIG instead, and
     // the failure is reported like any other I/O error (exit 4, naming the file).
     std::signal(SIGXFSZ, SIG_IGN);
+    // A reader of the printed report that goes away (`run ... | head -1`, a closed terminal)
+    // must not end the job: by default the next line printed raised SIGPIPE and killed a run
+    // mid-way, its output left as .partial. Ignored, the stream just stops taking text (write
+    // fails with EPIPE, std::cout's state goes bad) and the job carries on to its file.
+    std::signal(SIGPIPE, SIG_IGN);
     // Before MPI starts (io/h5/library.hpp says why).
     attnbatch::io::start_hdf5();
     return attnbatch::cli::run_cli(argc, argv);

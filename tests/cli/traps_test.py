@@ -30,6 +30,9 @@ Cases:
   inspect_error_once             an invalid file's error is said once (stderr), not also on stdout
   one_rank_wording               "1 rank", "1 unit", "1 sequence": no "1 ranks"
   maps_inspectable               the file of weights --to maps.h5 is valid for inspect
+  stdout_closed                  a run whose stdout reader is gone after one line (`run |
+                                 head -1`) finishes its output and exits 0 (SIGPIPE killed it
+                                 mid-way, leaving OUTPUT.partial)
 """
 import json
 import os
@@ -304,10 +307,38 @@ def maps_inspectable(c):
           "inspect maps.h5: exit %d, %r" % (inspect.returncode, inspect.stdout[-200:] + inspect.stderr))
 
 
+def with_stdout_closed_after_one_line(c, *args):
+    """Runs attnbatch with its stdout a pipe whose reader reads one line and leaves, as `| head -1`."""
+    process = subprocess.Popen([c.binary, *args], cwd=c.work, env=dict(ENV), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    first = process.stdout.readline()
+    process.stdout.close()
+    try:
+        _, err = process.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        failures.append("attnbatch %s: no exit within %d s with its stdout closed" % (" ".join(args), TIMEOUT))
+        raise SystemExit(1)
+    check(first != b"", "attnbatch %s printed nothing" % " ".join(args))
+    return process.returncode, err.decode(errors="replace")
+
+
+def stdout_closed(c):
+    # Enough work that the report's later lines come after the reader has gone.
+    c.generate("in.h5", "--num-seqs", "3000", "--seq-len", "128", "--dim", "64", "--heads", "2")
+    code, err = with_stdout_closed_after_one_line(c, "run", "--input", "in.h5", "--output", "out.h5", "--threads", "1",
+                                                  "--save-weights", "none")
+    check(code == 0, "run with stdout closed: exit %d (-13 is SIGPIPE), stderr %r" % (code, err))
+    check(os.path.exists(c.path("out.h5")) and not os.path.exists(c.path("out.h5.partial")),
+          "run with stdout closed did not publish out.h5: %r" % sorted(os.listdir(c.work)))
+    done = c.run("verify", "--output", "out.h5", "--samples", "8")
+    check(done.returncode == 0, "verify of the run whose stdout closed: %s %s" % (done.stdout, done.stderr))
+
+
 CASES = {case.__name__: case for case in (
     resume_complete_other_options, recorded_paths_from_elsewhere, lzf_filter, sequences_selection, save_weights_bare,
     weights_seqs_syntax, lengths_none, config_did_you_mean, help_defaults, bench_head_dim, inspect_error_once,
-    one_rank_wording, maps_inspectable)}
+    one_rank_wording, maps_inspectable, stdout_closed)}
 
 
 def main():
