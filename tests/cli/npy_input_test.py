@@ -243,6 +243,12 @@ def case_errors(binary, mpiexec, work):
 
     nan_shards = [a.copy() for a in good]
     nan_shards[2][1, 5, 7] = np.nan
+    # float64 shards go through the value scan, which decides 65536 elements at a time: each
+    # shard holds 76800, and the culprits lie past its first piece.
+    wide = [rng.standard_normal((200, L, D)) for _ in range(2)]
+    nan_wide, big_wide = [a.copy() for a in wide], [a.copy() for a in wide]
+    nan_wide[1][180, 3, 9] = np.nan
+    big_wide[0][199, 23, 15] = -1e39
     packed = [rng.standard_normal((10, D)).astype(np.float32) for _ in range(2)]
     cases = [
         ("other d", shard_set("other_d", good[:2] + [good[2][:, :, :8].copy()]), [], 3, ["part_10.npy", "d = 8", "expected d = 16"]),
@@ -276,6 +282,8 @@ def case_errors(binary, mpiexec, work):
         ("packed disagree", shard_set("packed_both", packed, lengths=np.array([5, 15]), offsets=np.array([0, 10, 20])), [], 3,
          ["lengths.npy[0] = 5", "gives sequence 0 10 rows"]),
         ("non-finite", shard_set("nan", nan_shards), [], 3, ["part_10.npy", "non-finite", "[1, 5, 7]"]),
+        ("non-finite float64", shard_set("nan64", nan_wide), [], 3, ["part_5.npy", "non-finite", "[180, 3, 9]"]),
+        ("beyond float32", shard_set("big64", big_wide), [], 3, ["part_0.npy", "beyond float32's range", "[199, 23, 15]"]),
         ("no match", os.path.join(work, "nowhere", "*.npy"), [], 4, ["matches no .npy shard"]),
         ("empty directory", shard_set("empty", []), [], 4, ["no .npy shards"]),
         ("query with shards", shard_set("qkv"), ["--query", "/q", "--key", "/k", "--value", "/v"], 2, ["--query", ".npy shards"]),
@@ -287,7 +295,7 @@ def case_errors(binary, mpiexec, work):
     for label, input_path, extra, code, needles in cases:
         output = os.path.join(work, "out_%s.h5" % label.replace(" ", "_"))
         for dry in (False, True):
-            if dry and label == "non-finite":
+            if dry and label in ("non-finite", "non-finite float64", "beyond float32"):
                 continue  # --dry-run skips the value scan (run --help)
             result = run(binary, ["--input", input_path, "--output", output, *extra] + (["--dry-run"] if dry else []))
             name = label + (" --dry-run" if dry else "")

@@ -12,6 +12,7 @@
 #include <cfloat>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -288,6 +289,40 @@ void describe_packed_sequences(const std::string& lengths, const std::string& of
     spec.len = std::max<std::int64_t>(longest, 1);
 }
 
+// Whether elements [begin, end) of a shard are finite and within float32's range, decided in one
+// branch-free pass over the stored type, which the compiler vectorises: element by element
+// through npy_float_at the scan took 7.7 ns a float64 (0.25 s for a 262 MB shard, more than
+// the run's compute). False also where it cannot say (big-endian or integer data): the caller
+// then reads element by element, as it does to name the first culprit.
+bool in_float_range(const NpyHeader& header, const unsigned char* data, std::int64_t begin, std::int64_t end) {
+    if (header.big_endian || header.kind != NpyKind::floating) return false;
+    const unsigned char* at = data + static_cast<std::size_t>(begin) * header.item_bytes;
+    const std::size_t count = static_cast<std::size_t>(end - begin);
+    unsigned outside = 0;
+    if (header.item_bytes == 8) {
+        for (std::size_t i = 0; i < count; ++i) {
+            double value;
+            std::memcpy(&value, at + 8 * i, sizeof value);
+            outside |= static_cast<unsigned>(!(std::fabs(value) <= static_cast<double>(FLT_MAX)));  // NaN too
+        }
+    } else if (header.item_bytes == 4) {
+        for (std::size_t i = 0; i < count; ++i) {
+            std::uint32_t bits;
+            std::memcpy(&bits, at + 4 * i, sizeof bits);
+            outside |= static_cast<unsigned>((bits & 0x7f800000u) == 0x7f800000u);
+        }
+    } else if (header.item_bytes == 2) {
+        for (std::size_t i = 0; i < count; ++i) {
+            std::uint16_t bits;
+            std::memcpy(&bits, at + 2 * i, sizeof bits);
+            outside |= static_cast<unsigned>((bits & 0x7c00u) == 0x7c00u);
+        }
+    } else {
+        return false;
+    }
+    return outside == 0;
+}
+
 }  // namespace
 
 bool is_npy_input(const std::string& input_path) {
@@ -436,7 +471,15 @@ void NpyShardSet::expect_finite_rows(std::int64_t first, std::int64_t last) cons
         if (begin >= end) continue;
         const Mapped& shard = shards_[s];
         const std::int64_t element_end = (end - first_row_[s]) * row_width_;
+        constexpr std::int64_t kPiece = std::int64_t{1} << 16;  // elements decided at once
         for (std::int64_t i = (begin - first_row_[s]) * row_width_; i < element_end; ++i) {
+            if (i % kPiece == 0 || i == (begin - first_row_[s]) * row_width_) {
+                const std::int64_t piece_end = std::min(element_end, (i / kPiece + 1) * kPiece);
+                if (in_float_range(shard.header, shard.file.data(), i, piece_end)) {
+                    i = piece_end - 1;
+                    continue;
+                }
+            }
             const double value = npy_float_at(shard.header, shard.file.data(), i);
             if (std::isfinite(value) && std::fabs(value) <= static_cast<double>(FLT_MAX)) continue;
             std::string index = "[";
