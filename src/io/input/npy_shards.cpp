@@ -470,10 +470,11 @@ void NpyShardSet::expect_finite_rows(std::int64_t first, std::int64_t last) cons
         const std::int64_t begin = std::max(first, first_row_[s]), end = std::min(last, first_row_[s + 1]);
         if (begin >= end) continue;
         const Mapped& shard = shards_[s];
+        const std::int64_t element_begin = (begin - first_row_[s]) * row_width_;
         const std::int64_t element_end = (end - first_row_[s]) * row_width_;
         constexpr std::int64_t kPiece = std::int64_t{1} << 16;  // elements decided at once
-        for (std::int64_t i = (begin - first_row_[s]) * row_width_; i < element_end; ++i) {
-            if (i % kPiece == 0 || i == (begin - first_row_[s]) * row_width_) {
+        for (std::int64_t i = element_begin; i < element_end; ++i) {
+            if (i % kPiece == 0 || i == element_begin) {
                 const std::int64_t piece_end = std::min(element_end, (i / kPiece + 1) * kPiece);
                 if (in_float_range(shard.header, shard.file.data(), i, piece_end)) {
                     i = piece_end - 1;
