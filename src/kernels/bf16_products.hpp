@@ -395,8 +395,7 @@ inline void probabilities_8x32(const Operand* q, int dkp, int depth_pairs, const
             _mm512_storeu_ps(w_row, e0);
             _mm512_storeu_ps(w_row + 16, e1);
         }
-        // The unrounded sum only normalises the weights; O and lse take the rounded one.
-        if (kWeights) rows.sums[m] = rows.sums[m] + reinterpret_cast<Vec>(e0) + reinterpret_cast<Vec>(e1);
+        rows.sums[m] = rows.sums[m] + reinterpret_cast<Vec>(e0) + reinterpret_cast<Vec>(e1);
         rows.operand_sums[m] = add_pairs(rows.operand_sums[m], p);
     }
 }
@@ -416,9 +415,7 @@ inline void panel_probabilities(const Operand* q, int dkp, int depth_pairs, cons
 
 // What a row's O is divided by at the end: the sum of its P as P V read it, rounded to bf16 on
 // the dot-product path, so that the weights P V applies add up to one (a row of one key gives V
-// exactly), and lse = m + log2 of it too (so the unrounded sum, one addition per vector of P, is
-// kept only where weights are normalised by it). The tile path divides by the sum of the
-// unrounded P, as the reference does.
+// exactly). The tile path divides by the sum of the unrounded P, as the reference does.
 float output_sum(const Scratch& s, int r) { return s.matrix_tiles ? s.l[r] : s.l_operand[r]; }
 
 // Row block `blk` (task rows r0 = blk * MR on) against the key tile at k0 (`tile`), in one pass:
@@ -458,8 +455,8 @@ bool fused_probabilities(const Task& t, const QueryBlocks& q, int blk, int k0, i
         const int r = r0 + m;
         const float alpha = s.m[r] == before[m] ? 1.0f : exp2_scalar(before[m] - s.m[r]);  // 0 on a row's first keys
         s.alpha[r] = alpha;
+        s.l[r] = s.l[r] * alpha + hsum(sums[m]);
         s.l_operand[r] = s.l_operand[r] * alpha + hsum(operand_sums[m]);
-        s.l[r] = s.w_strip ? s.l[r] * alpha + hsum(sums[m]) : s.l_operand[r];
         if (s.w_strip && s.valid_keys[r] > 0) s.w_tile_max[r * layout.key_tiles + tile] = s.m[r];
     }
     return true;

@@ -113,13 +113,6 @@
 //              fp32 outputs byte-identical. Same-process A/B against version 14 (CPU time,
 //              paired ratios of 31 interleaved calls, 1 thread): bf16 x1.01-1.02 full, x1.02-1.05
 //              causal.
-//  16          lse of a query tile's rows computed together in double vectors (simd.hpp
-//              log2_positive) instead of a libm log2 call per row; the bf16 dot-product path
-//              keeps the unrounded row sum only where weights are normalised by it, and takes lse
-//              from the rounded one that O is divided by (one addition per vector of P less).
-//              fp32 outputs and lse byte-identical on 107k rows checked; bf16 outputs identical,
-//              bf16 lse bits change. Same-process A/B (41 paired rounds, 1 thread): bf16 x1.015
-//              full, x1.02 causal; fp32 x1.00.
 #pragma once
 
 #include <cstddef>
@@ -198,25 +191,6 @@ void softmax_row(const float* scores, Operand* probabilities, float* weights_row
     }
     l = l * alpha + hsum(vsum);
     m = m_new;
-}
-
-// lse = ln 2 * (m + log2 l) of a tile's first `count` rows (l the sum O is divided by), computed
-// in double as the reference does, or -inf for a row that sees no key.
-void store_lse(const Scratch& s, float* lse, int rows, int count) {
-    for (int r0 = 0; r0 < count; r0 += kDoubleLanes) {
-        DVec m{}, l;
-        for (int i = 0; i < kDoubleLanes; ++i) {
-            const int r = r0 + i;
-            const bool seen = r < rows && output_sum(s, r) != 0.0f;
-            m[i] = seen ? s.m[r] : 0.0;
-            l[i] = seen ? output_sum(s, r) : 1.0;
-        }
-        const DVec value = (m + log2_positive(l)) * kLn2;
-        for (int i = 0; i < kDoubleLanes && r0 + i < count; ++i) {
-            const int r = r0 + i;
-            lse[r] = r < rows && output_sum(s, r) != 0.0f ? static_cast<float>(value[i]) : kNegInf;
-        }
-    }
 }
 
 void write_masked_row_weights(const Task& t, int b, int h, int i) {
@@ -369,8 +343,9 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
     for (int r = 0; r < bq; ++r) {
         const int i = i0 + r;
         float* orow = out + i * p.out_strides.row;
-        if (r >= rows || output_sum(s, r) == 0.0f) {
+        if (r >= rows || s.l[r] == 0.0f) {
             for (int c = 0; c < p.dim_v; ++c) orow[c] = 0.0f;
+            if (lse) lse[i] = kNegInf;
             if (want_weights) {
                 if (p.weights_mode == WeightsMode::mean_over_heads) continue;
                 write_masked_row_weights(t, b, h, i);
@@ -380,9 +355,9 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
         const float inv_l = 1.0f / output_sum(s, r);
         const float* acc = s.o_acc + static_cast<std::size_t>(r) * layout.dvp;
         for (int c = 0; c < p.dim_v; ++c) orow[c] = acc[c] * inv_l;
+        if (lse) lse[i] = static_cast<float>((static_cast<double>(s.m[r]) + __builtin_log2(static_cast<double>(s.l[r]))) * kLn2);
         if (want_weights) finish_row_weights(t, b, h, i, r, row_keys[r], s.m[r], s.l[r]);
     }
-    if (lse) store_lse(s, lse + i0, rows, bq);
 }
 
 // Mean over heads: one task owns (sequence, query tile) and visits the heads in order.

@@ -102,34 +102,6 @@ inline Vec exp2_finite(Vec x) {
 }
 #endif
 
-// Doubles of the backend's width, for lse (log2_positive).
-typedef double DVec __attribute__((vector_size(ATTNBATCH_VECTOR_BYTES), may_alias));
-typedef std::int64_t LVec __attribute__((vector_size(ATTNBATCH_VECTOR_BYTES), may_alias));
-constexpr int kDoubleLanes = kLanes / 2;
-
-// log2 x in double for positive normal x (a row's sum, a float widened: always a normal
-// double), a lane at a time in vectors: a libm call per row was
-// 1.4% of a bf16 pass. x = 2^e * f with f in [sqrt(1/2), sqrt(2)), and ln f = 2 atanh s =
-// 2 (s + s^3/3 + ... + s^17/17) with s = (f - 1) / (f + 1), |s| <= 0.1716: the first term left
-// out is below 2e-16 of the sum, so the result is within a few ulps of the correctly rounded
-// log2, and lse, rounded from it to float, agrees with the libm call's except where a double
-// lies within those ulps of a float rounding bound.
-inline DVec log2_positive(DVec x) {
-    const LVec bits = reinterpret_cast<const LVec&>(x);
-    LVec exponent = ((bits >> 52) & 0x7ff) - 1023;
-    const LVec mantissa_bits = (bits & 0x000fffffffffffffLL) | 0x3ff0000000000000LL;  // f in [1, 2)
-    DVec f = reinterpret_cast<const DVec&>(mantissa_bits);
-    const LVec above = f > 1.4142135623730951;  // -1 where f is halved into [sqrt(1/2), 1)
-    f = above ? f * 0.5 : f;
-    exponent -= above;
-    const DVec s = (f - 1.0) / (f + 1.0);
-    const DVec s2 = s * s;
-    DVec series = DVec{} + 1.0 / 17;
-    for (int k = 15; k >= 1; k -= 2) series = series * s2 + 1.0 / k;
-    constexpr double kTwoOverLn2 = 2.8853900817779268;  // 2 / ln 2
-    return __builtin_convertvector(exponent, DVec) + s * series * kTwoOverLn2;
-}
-
 // 2^x for x <= 0 or -inf (a row's first rescale factor).
 inline float exp2_scalar(float x) {
     if (x == kNegInf) return 0.0f;

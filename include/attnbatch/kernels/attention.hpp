@@ -101,7 +101,7 @@ std::size_t attention_workspace_bytes(const AttentionParams& params, const Kerne
 // src/kernels/blocked_attention.hpp): raised by every change that gives bf16 outputs other
 // bits. Part of a bf16 run's resume identity, so that no build finishes a bf16 output another
 // build began with other rounding.
-inline constexpr int kBf16BitsVersion = 16;
+inline constexpr int kBf16BitsVersion = 15;
 
 // What the matrix products of these options run on, for reports and the resume identity:
 // "amx-bf16" or "avx512-bf16" (bf16), the isa's name (fp32), "fp64-reference". Throws
