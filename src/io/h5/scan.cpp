@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -82,19 +84,26 @@ void scan_blocks(const Dataset& dataset, std::size_t max_bytes, MemType type,
     }
 }
 
-namespace {
-
-// Whether every value is within `bound` (NaN fails the comparison, infinity exceeds any finite
-// bound): one branch-free pass the compiler vectorises, so that only a block that fails is
-// searched value by value for its culprit.
-template <class T>
-bool all_within(const T* values, std::size_t count, double bound) {
+bool all_within(const float* values, std::size_t count, double bound) {
     unsigned outside = 0;
-    for (std::size_t i = 0; i < count; ++i) outside |= static_cast<unsigned>(!(std::fabs(static_cast<double>(values[i])) <= bound));
+    if (bound >= static_cast<double>(std::numeric_limits<float>::max())) {  // finite floats all qualify
+        for (std::size_t i = 0; i < count; ++i) {
+            std::uint32_t bits;
+            std::memcpy(&bits, values + i, sizeof bits);
+            outside |= static_cast<unsigned>((bits & 0x7f800000u) == 0x7f800000u);  // exponent all ones
+        }
+    } else {
+        for (std::size_t i = 0; i < count; ++i) outside |= static_cast<unsigned>(!(std::fabs(static_cast<double>(values[i])) <= bound));
+    }
     return outside == 0;
 }
 
-}  // namespace
+bool all_within(const double* values, std::size_t count, double bound) {
+    bound = std::min(bound, std::numeric_limits<double>::max());  // so that infinities fail too
+    unsigned outside = 0;
+    for (std::size_t i = 0; i < count; ++i) outside |= static_cast<unsigned>(!(std::fabs(values[i]) <= bound));
+    return outside == 0;
+}
 
 std::optional<BadValue> find_first_non_finite(const Dataset& dataset, std::size_t max_bytes, double max_magnitude,
                                               std::uint64_t first, std::uint64_t last) {
@@ -107,7 +116,6 @@ std::optional<BadValue> find_first_non_finite(const Dataset& dataset, std::size_
     const bool single = info.type_class == TypeClass::floating && info.size == 4 && info.exponent_bits == 8 &&
                         info.mantissa_bits == 23;
     const MemType read_as = bits ? *bits : (single ? MemType::f32 : MemType::f64);
-    const double bound = std::min(max_magnitude, std::numeric_limits<double>::max());
     std::vector<double> wide;
     std::vector<float> narrow_values;
     scan_blocks(dataset, max_bytes, read_as, [&](const Slab& block, const void* data, std::size_t count) {
@@ -119,10 +127,10 @@ std::optional<BadValue> find_first_non_finite(const Dataset& dataset, std::size_
                 widen_half_width(*bits, static_cast<const std::uint16_t*>(data), narrow_values.data(), count);
                 floats = narrow_values.data();
             }
-            if (all_within(floats, count, bound)) return true;
+            if (all_within(floats, count, max_magnitude)) return true;
             wide.assign(floats, floats + count);
             values = wide.data();
-        } else if (all_within(values, count, bound)) {
+        } else if (all_within(values, count, max_magnitude)) {
             return true;
         }
         for (std::size_t i = 0; i < count; ++i) {

@@ -3,12 +3,14 @@
 
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/h5/error.hpp"
+#include "attnbatch/io/h5/scan.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/io/input/npy_shards.hpp"
 #include "h5/open_checked.hpp"
 #include "input/read_buffer.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -40,16 +42,8 @@ std::vector<Dataset> open_data(const File& file, const InputSpec& spec) {
     return data;
 }
 
-// Whether every value is finite: a float is not when its exponent bits are all set.
-bool all_finite(const float* values, std::size_t count) {
-    std::uint32_t non_finite = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-        std::uint32_t bits;
-        std::memcpy(&bits, values + i, sizeof bits);
-        non_finite |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-    }
-    return non_finite == 0;
-}
+// Whether every value is finite (and so within float32's range).
+bool all_finite(const float* values, std::size_t count) { return all_within(values, count, FLT_MAX); }
 
 bool all_finite(const std::vector<float>& values) { return all_finite(values.data(), values.size()); }
 
