@@ -24,6 +24,7 @@
 #
 #   scripts/bench_e2e.sh --peers DIR [--repeat R] [--out DIR] [--cases LIST] [--bin PATH]
 #                        [--before PATH] [--openblas DIR] [--coretypes LIST] [--installed-blas]
+#                        [--bind core|none]
 #
 #   --peers DIR       directory holding the peer scripts attn_mpi_h5.py and gen_input.py
 #                     (required; or PEERS=DIR in the environment)
@@ -43,6 +44,11 @@
 #   --installed-blas  also run the peer with numpy's BLAS as installed (libblas.so.3 as the
 #                     system's alternatives select it: the reference BLAS on a fresh Debian,
 #                     3-4x slower than OpenBLAS)
+#   --bind core|none  mpirun's --bind-to for both tools (core): with one thread per rank and
+#                     a rank per core, each rank on its own core is Open MPI's default
+#                     placement and the peer script's own (its header's mpirun line). none
+#                     lets the scheduler move the ranks' threads between the cores: 6% slower
+#                     for attnbatch, and 2x slower for the peer with projections and maps
 #
 # Cases (d = 64, float32):
 #   plain         N=2048 L=256, output only
@@ -62,7 +68,7 @@ usage() {
 }
 
 peers=${PEERS:-} repeat=5 out=/tmp/attnbatch-bench-e2e cases=plain,proj_weights,long_weights,large
-bin=$PWD/build/attnbatch before="" openblas="" coretypes="" installed_blas=0
+bin=$PWD/build/attnbatch before="" openblas="" coretypes="" installed_blas=0 bind=core
 while [[ $# -gt 0 ]]; do
   case $1 in
     --peers) peers=$2; shift 2 ;;
@@ -74,6 +80,7 @@ while [[ $# -gt 0 ]]; do
     --openblas) openblas=$2; shift 2 ;;
     --coretypes) coretypes=$2; shift 2 ;;
     --installed-blas) installed_blas=1; shift ;;
+    --bind) bind=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "bench_e2e.sh: unknown option $1" >&2; usage ;;
   esac
@@ -82,6 +89,7 @@ if [[ -z $peers ]]; then
   echo "bench_e2e.sh: the peer scripts' directory is required: --peers DIR or PEERS=DIR" >&2
   usage
 fi
+[[ $bind == core || $bind == none ]] || { echo "bench_e2e.sh: --bind $bind: expected core or none" >&2; exit 2; }
 for script in attn_mpi_h5.py gen_input.py; do
   [[ -f $peers/$script ]] || { echo "bench_e2e.sh: $peers/$script not found; expected the peer scripts in --peers DIR" >&2; exit 2; }
 done
@@ -127,7 +135,7 @@ python=/usr/bin/python3  # Debian's h5py, mpi4py and numpy belong to it
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-mpi=(mpirun -np 2 --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
+mpi=(mpirun -np 2 --oversubscribe --bind-to "$bind" -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
 # The peer's command alone runs without the pinned values (the ranks inherit mpirun's environment).
 peer_env=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
 IFS=, read -r -a coretype_list <<<"$coretypes"
@@ -242,7 +250,7 @@ done
 
 read -r cache_rate_end disk_rate_end <<<"$(disk_rates)"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "mpirun -np 2, 1 thread per rank, medians of $repeat, interleaved; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%FT%TZ)"
+echo "mpirun -np 2 --bind-to $bind, 1 thread per rank, medians of $repeat, interleaved; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%FT%TZ)"
 echo "load average (1, 5, 15 min) at the start $load_start, at the end $load_end"
 echo "disk, 640 MiB from two writers: page cache $cache_rate_start GB/s at the start, $cache_rate_end at the end; durable (conv=fdatasync) $disk_rate_start GB/s at the start, $disk_rate_end at the end"
 echo "peer: OpenBLAS $openblas, core types tried: $coretypes (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for its command)"
