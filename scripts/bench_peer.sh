@@ -5,7 +5,11 @@
 # hits both alike. Times are whole commands (mpirun start to exit), medians of REPEAT.
 #
 #   scripts/bench_peer.sh --peers DIR [--repeat R] [--num-seqs N] [--seq-len L] [--dim D] [--out DIR]
+#                         [--bind core|none]
 #
+# --bind: mpirun's --bind-to for every run of both tools (core: each rank on a core of its own,
+# Open MPI's default and the peer script's own launch line; none slowed both tools, see
+# scripts/bench_e2e.sh).
 # --peers DIR (or PEERS=DIR in the environment, required): the directory holding the peer
 # scripts attn_mpi_h5.py and gen_input.py. scripts/bench_e2e.sh measures the same cases
 # against the limit and with the peer's BLAS both as installed and forced.
@@ -15,7 +19,7 @@
 # of I/O hidden behind compute from attnbatch's --report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-peers=${PEERS:-} repeat=3 n=2048 len=256 dim=64 out=/tmp/attnbatch-bench-peer
+peers=${PEERS:-} repeat=3 n=2048 len=256 dim=64 out=/tmp/attnbatch-bench-peer bind=core
 while [[ $# -gt 0 ]]; do
   case $1 in
     --peers) peers=$2; shift 2 ;;
@@ -24,9 +28,11 @@ while [[ $# -gt 0 ]]; do
     --seq-len) len=$2; shift 2 ;;
     --dim) dim=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "bench_peer.sh: unknown option $1 (expected --peers --repeat --num-seqs --seq-len --dim --out)" >&2; exit 2 ;;
+    --bind) bind=$2; shift 2 ;;
+    *) echo "bench_peer.sh: unknown option $1 (expected --peers --repeat --num-seqs --seq-len --dim --out --bind)" >&2; exit 2 ;;
   esac
 done
+[[ $bind == core || $bind == none ]] || { echo "bench_peer.sh: --bind $bind: expected core or none" >&2; exit 2; }
 bin=${BIN:-$PWD/build/attnbatch}
 if [[ -z $peers || ! -f $peers/attn_mpi_h5.py || ! -f $peers/gen_input.py ]]; then
   echo "bench_peer.sh: the peer scripts' directory is required (--peers DIR or PEERS=DIR), holding attn_mpi_h5.py and gen_input.py" >&2
@@ -41,7 +47,7 @@ input=$out/in.h5
 # shellcheck source=scripts/bench_timing.sh
 source scripts/bench_timing.sh
 
-mpi=(mpirun --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
+mpi=(mpirun --oversubscribe --bind-to "$bind" -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
 results=$out/results.csv
 echo "case,tool,ranks,run,seconds" >"$results"
 for variant in plain proj_weights; do
