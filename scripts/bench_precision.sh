@@ -13,6 +13,11 @@
 # With BASE=path/to/other/attnbatch, that binary runs every configuration too, in the same rounds
 # (BASE then BIN, or BIN then BASE, alternating by round), and its table is printed first, then
 # the new binary's, then each of the new figures over the base's.
+# The one-thread runs of a round are all pinned to one CPU (taskset), the allowed CPUs taking
+# turns by round, and the ratios (bf16 / fp32, causal / full) are medians of the rounds' own
+# ratios: each compares runs on one core in one round. The cores of a virtual machine need not
+# be alike: on this project's 2-vCPU host one ran every configuration 10-15% slower than the
+# other, and runs left to land on either core made ratios of medians of a mix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-11}
@@ -30,41 +35,52 @@ configs=(
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+read -r -a cpus <<<"$(/usr/bin/python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')"
 sides=("new|$bin")
 [[ -n "$base" ]] && sides=("base|$base" "new|$bin")
 for round in $(seq "$rounds"); do
+  cpu=${cpus[(round - 1) % ${#cpus[@]}]}
   for entry in "${configs[@]}"; do
+    pin=()
+    [[ ${entry%%|*} == *" 1" ]] && pin=(taskset -c "$cpu")
     order=("${sides[@]}")
     if (( round % 2 == 0 && ${#sides[@]} == 2 )); then order=("${sides[1]}" "${sides[0]}"); fi
     for side in "${order[@]}"; do
       # shellcheck disable=SC2086  # the options are a list
-      printf '%s|%s|%s\n' "${side%%|*}" "${entry%%|*}" "$("${side#*|}" bench $shape ${entry#*|} --json)" >>"$raw"
+      printf '%s|%s|%s|%s\n' "${side%%|*}" "${entry%%|*}" "${pin:+$cpu}" "$("${pin[@]}" "${side#*|}" bench $shape ${entry#*|} --json)" >>"$raw"
     done
   done
   printf 'round %d of %d\n' "$round" "$rounds" >&2
 done
 # The accuracy does not change between runs (outputs are bit-identical): one checked run.
 # shellcheck disable=SC2086
-printf 'new|check|%s\n' "$("$bin" bench $shape --threads 2 --precision bf16 --repeats 1 --check 64 --json)" >>"$raw"
+printf 'new|check||%s\n' "$("$bin" bench $shape --threads 2 --precision bf16 --repeats 1 --check 64 --json)" >>"$raw"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 /usr/bin/python3 - "$raw" "$rounds" "$load_before" "$load_after" <<'EOF'
 import json, statistics, sys
 path, rounds, load_before, load_after = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-runs = {}
+runs, cpus = {}, {}  # cpus: side -> name -> the CPU each run was pinned to ('' for none)
 for line in open(path):
-    side, name, text = line.split("|", 2)
+    side, name, cpu, text = line.split("|", 3)
     runs.setdefault(side, {}).setdefault(name, []).append(json.loads(text))
+    cpus.setdefault(side, {}).setdefault(name, []).append(cpu)
 def med(side, name, key):
     return statistics.median(r[key] for r in runs[side][name])
+def ratio(side, over, under, key, cpu=None):
+    """Median of the rounds' own ratios (round i's `over` run over its `under` run), on `cpu` only if given."""
+    pairs = zip(runs[side][over], runs[side][under], cpus[side][over])
+    return statistics.median(a[key] / b[key] for a, b, c in pairs if cpu is None or c == cpu)
 def figures(side):
     out = {}
     for basis, rate, fraction in (("wall time", "gflops", "fraction_of_peak"), ("on a core", "gflops_on_cpu", "fraction_on_cpu")):
         for t in ("1", "2"):
             fp32, bf16, causal = med(side, "fp32 " + t, rate), med(side, "bf16 " + t, rate), med(side, "causal " + t, rate)
-            out[(t, basis)] = (fp32, med(side, "fp32 " + t, fraction), bf16, bf16 / fp32, causal, causal / fp32)
+            out[(t, basis)] = (fp32, med(side, "fp32 " + t, fraction), bf16, ratio(side, "bf16 " + t, "fp32 " + t, rate),
+                               causal, ratio(side, "causal " + t, "fp32 " + t, rate))
     return out
-print("B*H = 64 (B = 8, H = 8), L = 512, d = 64; medians of %d interleaved rounds; load average %s before, %s after"
-      % (rounds, load_before, load_after))
+print("B*H = 64 (B = 8, H = 8), L = 512, d = 64; medians of %d interleaved rounds (ratios: medians of each round's "
+      "own); one-thread runs pinned to CPUs %s by turns; load average %s before, %s after"
+      % (rounds, ", ".join(sorted(set(cpus["new"]["fp32 1"]))), load_before, load_after))
 tables = {side: figures(side) for side in runs}
 for side in sorted(runs):  # base, then new
     print()
@@ -78,6 +94,11 @@ for side in sorted(runs):  # base, then new
     print("peak (bench's FMA burst, median): %.1f GFLOP/s per core; on_cpu medians: %s" % (
         med(side, "fp32 1", "peak_gflops_per_core"),
         ", ".join("%s %.2f" % (name, med(side, name, "on_cpu")) for name in runs[side] if name != "check")))
+    for cpu in sorted(set(cpus[side]["fp32 1"])):
+        print("one thread on CPU %s (%d rounds): fp32 %.1f GFLOP/s, bf16 / fp32 %.2f, causal / full %.3f" % (
+            cpu, cpus[side]["fp32 1"].count(cpu),
+            statistics.median(r["gflops"] for r, c in zip(runs[side]["fp32 1"], cpus[side]["fp32 1"]) if c == cpu),
+            ratio(side, "bf16 1", "fp32 1", "gflops", cpu), ratio(side, "causal 1", "fp32 1", "gflops", cpu)))
 if len(runs) > 1:
     print()
     print("new / base, of each figure's medians:")
