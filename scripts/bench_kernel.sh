@@ -6,11 +6,20 @@
 # With BASE=path/to/other/attnbatch, an A/B comparison instead: BASE and BIN run interleaved
 # (BASE BIN BASE BIN ...) REPEAT times per configuration, so both see the same neighbours, and
 # the medians of both fractions of peak are printed with their ratio BIN/BASE.
+# One-thread configurations run pinned (taskset), the allowed CPUs taking turns by repetition,
+# an A/B pair on one CPU: the cores of a virtual machine need not be alike (on this project's
+# 2-vCPU host one ran every configuration 10-15% slower than the other for a while).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeat=${1:-5}
 bin=${BIN:-build/attnbatch}
 base=${BASE:-}
+read -r -a cpus <<<"$(/usr/bin/python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')"
+# `taskset -c CPU` for repetition $1 of configuration $2 when it runs on one thread, else nothing.
+pin_for() {
+  [[ " $2 " == *" --threads 1 "* ]] && echo "taskset -c ${cpus[$1 % ${#cpus[@]}]}"
+  return 0
+}
 configs=(
   "--batch 8 --heads 8 --seq-len 512 --head-dim 64 --threads 1"
   "--batch 8 --heads 8 --seq-len 512 --head-dim 64 --threads 2"
@@ -25,11 +34,12 @@ configs=(
 if [[ -n "$base" ]]; then
   printf '%-84s %8s %8s %7s\n' configuration base new ratio
   for c in "${configs[@]}"; do
-    for _ in $(seq "$repeat"); do
-      # shellcheck disable=SC2086  # the configuration is a list of options
-      printf 'A %s\n' "$("$base" bench $c --json)"
+    for i in $(seq "$repeat"); do
+      pin=$(pin_for "$i" "$c")
+      # shellcheck disable=SC2086  # the pin and the configuration are lists of words
+      printf 'A %s\n' "$($pin "$base" bench $c --json)"
       # shellcheck disable=SC2086
-      printf 'B %s\n' "$("$bin" bench $c --json)"
+      printf 'B %s\n' "$($pin "$bin" bench $c --json)"
     done | /usr/bin/python3 -c '
 import json, statistics, sys
 runs = {"A": [], "B": []}
@@ -44,9 +54,9 @@ print("%-84s %8.3f %8.3f %7.3f" % (sys.argv[1], a, b, b / a if a > 0 else float(
 fi
 printf '%-84s %9s %9s %8s\n' configuration GFLOP/s peak/core fraction
 for c in "${configs[@]}"; do
-  for _ in $(seq "$repeat"); do
-    # shellcheck disable=SC2086  # the configuration is a list of options
-    "$bin" bench $c --json
+  for i in $(seq "$repeat"); do
+    # shellcheck disable=SC2086  # the pin and the configuration are lists of words
+    $(pin_for "$i" "$c") "$bin" bench $c --json
   done | /usr/bin/python3 -c '
 import json, statistics, sys
 runs = [json.loads(line) for line in sys.stdin]
