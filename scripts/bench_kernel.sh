@@ -6,18 +6,18 @@
 # With BASE=path/to/other/attnbatch, an A/B comparison instead: BASE and BIN run interleaved
 # (BASE BIN BASE BIN ...) REPEAT times per configuration, so both see the same neighbours, and
 # the medians of both fractions of peak are printed with their ratio BIN/BASE.
-# One-thread configurations run pinned (taskset), the allowed CPUs taking turns by repetition,
-# an A/B pair on one CPU: the cores of a virtual machine need not be alike (on this project's
-# 2-vCPU host one ran every configuration 10-15% slower than the other for a while).
+# One-thread configurations run pinned (taskset; bench_cpus.sh says why), the allowed CPUs
+# taking turns by repetition, an A/B pair on one CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeat=${1:-5}
 bin=${BIN:-build/attnbatch}
 base=${BASE:-}
-read -r -a cpus <<<"$(/usr/bin/python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')"
+# shellcheck source=scripts/bench_cpus.sh
+source scripts/bench_cpus.sh
 # `taskset -c CPU` for repetition $1 of configuration $2 when it runs on one thread, else nothing.
 pin_for() {
-  [[ " $2 " == *" --threads 1 "* ]] && echo "taskset -c ${cpus[$1 % ${#cpus[@]}]}"
+  [[ " $2 " == *" --threads 1 "* ]] && echo "taskset -c $(cpu_of_turn "$1")"
   return 0
 }
 configs=(

@@ -13,11 +13,9 @@
 # With BASE=path/to/other/attnbatch, that binary runs every configuration too, in the same rounds
 # (BASE then BIN, or BIN then BASE, alternating by round), and its table is printed first, then
 # the new binary's, then each of the new figures over the base's.
-# The one-thread runs of a round are all pinned to one CPU (taskset), the allowed CPUs taking
-# turns by round, and the ratios (bf16 / fp32, causal / full) are medians of the rounds' own
-# ratios: each compares runs on one core in one round. The cores of a virtual machine need not
-# be alike: on this project's 2-vCPU host one ran every configuration 10-15% slower than the
-# other, and runs left to land on either core made ratios of medians of a mix.
+# The one-thread runs of a round are all pinned to one CPU (taskset; bench_cpus.sh says why),
+# the allowed CPUs taking turns by round, and the ratios (bf16 / fp32, causal / full) are
+# medians of the rounds' own ratios: each compares runs on one core in one round.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-11}
@@ -35,11 +33,12 @@ configs=(
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-read -r -a cpus <<<"$(/usr/bin/python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')"
+# shellcheck source=scripts/bench_cpus.sh
+source scripts/bench_cpus.sh
 sides=("new|$bin")
 [[ -n "$base" ]] && sides=("base|$base" "new|$bin")
 for round in $(seq "$rounds"); do
-  cpu=${cpus[(round - 1) % ${#cpus[@]}]}
+  cpu=$(cpu_of_turn $((round - 1)))
   for entry in "${configs[@]}"; do
     pin=()
     [[ ${entry%%|*} == *" 1" ]] && pin=(taskset -c "$cpu")

@@ -159,10 +159,7 @@ void softmax_row(const float* scores, Operand* probabilities, float* weights_row
         vmax = x > vmax ? x : vmax;
     }
     if (j < count) {  // the vector straddling `count` (within the strip's row): its visible lanes
-        Vec lane_index;
-        for (int i = 0; i < kLanes; ++i) lane_index[i] = static_cast<float>(i);
-        const Vec x = load(scores + j);
-        const Vec visible = lane_index < splat(static_cast<float>(count - j)) ? x : splat(kNegInf);
+        const Vec visible = first_lanes_or(load(scores + j), count - j, splat(kNegInf));
         vmax = visible > vmax ? visible : vmax;
     }
     const float tile_max = hmax(vmax);
@@ -180,10 +177,8 @@ void softmax_row(const float* scores, Operand* probabilities, float* weights_row
         vsum += e;
     }
     if (full < width) {  // the vector straddling `count`, then zeros up to the panel edge
-        Vec lane_index;
-        for (int i = 0; i < kLanes; ++i) lane_index[i] = static_cast<float>(full + i);
         const Vec e = exp2_probability(load(scores + full) * scale - shift);
-        const Vec kept = lane_index < splat(static_cast<float>(count)) ? e : Vec{};
+        const Vec kept = first_lanes_or(e, count - full, Vec{});
         store_probabilities(probabilities + full, kept);
         if (weights_row) store(weights_row + full, kept);
         vsum += kept;

@@ -47,6 +47,13 @@ inline Vec splat(float s) {
     return v;
 #endif
 }
+// x in lanes [0, n), `other` in the rest: the visible part of a vector that straddles the end
+// of a row's visible keys.
+inline Vec first_lanes_or(Vec x, int n, Vec other) {
+    Vec lane;
+    for (int i = 0; i < kLanes; ++i) lane[i] = static_cast<float>(i);
+    return lane < splat(static_cast<float>(n)) ? x : other;
+}
 inline int imin(int a, int b) { return a < b ? a : b; }
 inline int imax(int a, int b) { return a > b ? a : b; }
 inline float fmax_(float a, float b) { return a > b ? a : b; }

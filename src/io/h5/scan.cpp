@@ -113,9 +113,7 @@ std::optional<BadValue> find_first_non_finite(const Dataset& dataset, std::size_
     // double. Every float32 is a double, so the values and the culprit are the same.
     const TypeInfo info = dataset.type_info();
     const std::optional<MemType> bits = info.half_width_bits();
-    const bool single = info.type_class == TypeClass::floating && info.size == 4 && info.exponent_bits == 8 &&
-                        info.mantissa_bits == 23;
-    const MemType read_as = bits ? *bits : (single ? MemType::f32 : MemType::f64);
+    const MemType read_as = bits ? *bits : (info.is_binary32() ? MemType::f32 : MemType::f64);
     std::vector<double> wide;
     std::vector<float> narrow_values;
     scan_blocks(dataset, max_bytes, read_as, [&](const Slab& block, const void* data, std::size_t count) {

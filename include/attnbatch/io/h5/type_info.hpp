@@ -51,6 +51,10 @@ struct TypeInfo {
     // For 16-bit floats of IEEE binary16 or bfloat16 layout: the bits memory type that reads them
     // unconverted; otherwise none.
     std::optional<MemType> half_width_bits() const;
+    // IEEE binary32: read as float, every value is the one read as double.
+    bool is_binary32() const noexcept {
+        return type_class == TypeClass::floating && size == 4 && exponent_bits == 8 && mantissa_bits == 23;
+    }
 };
 
 }  // namespace attnbatch::io
