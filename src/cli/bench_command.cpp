@@ -149,7 +149,7 @@ private:
 int bench_command(const std::vector<std::string>& args) {
     const CommandSpec spec{
         "bench",
-        "Times the attention kernel alone on synthetic data and compares it with this core's FMA peak.\n"
+        "Times the attention kernel alone on synthetic data and compares it with the FMA peak of its threads' cores.\n"
         "Attention FLOPs per pass: 2*B*H*L^2*(d_k + d_v) (= 4*B*H*L^2*d for d_v = d_k), half with --causal.\n"
         "With --projections it also times one step of `run` on the same shape: embeddings of width d projected\n"
         "to Q, K, V, the attention (keeping the maps --save-weights asks for) and the output projection, in turns\n"
@@ -294,9 +294,9 @@ int bench_command(const std::vector<std::string>& args) {
     }
 
     // This machine is shared: a peak measured once and a kernel timed later can see different
-    // neighbours. So every timed run is paired with a short peak burst just before it, and the
-    // fraction of peak is the median of those paired ratios. One untimed run first faults in
-    // every page.
+    // neighbours. So every timed run is paired with a short peak burst just before it, on all of
+    // the kernel's threads at once (two vCPUs here have run 10-15% apart), and the fraction of
+    // peak is the median of those paired ratios. One untimed run first faults in every page.
     k::attention_forward(p, kopt, workspace.get(), workspace_bytes);
     const double flops = 2.0 * batch * heads * static_cast<double>(len) * len * (dim_k + dim_v) * (causal ? 0.5 : 1.0);
     // The step's first run writes its outputs into fresh memory, as each slot's first step of a run does.
@@ -314,9 +314,10 @@ int bench_command(const std::vector<std::string>& args) {
     for (int r = 0; r < repeats; ++r) {
         const double burst_cpu0 = process_cpu_seconds();
         const auto burst_t0 = std::chrono::steady_clock::now();
-        const k::FmaPeak peak = k::measure_fma_peak(0.05);
+        const k::FmaPeak peak = k::measure_fma_peak_together(kopt.threads, 0.05);
         const double burst_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - burst_t0).count();
-        const double burst_on_cpu = burst_wall > 0 ? (process_cpu_seconds() - burst_cpu0) / burst_wall : 1.0;
+        const double burst_on_cpu =
+            burst_wall > 0 ? (process_cpu_seconds() - burst_cpu0) / (burst_wall * kopt.threads) : 1.0;
         peak_bits = peak.vector_bits;
         const double cpu0 = process_cpu_seconds();
         const auto t0 = std::chrono::steady_clock::now();
@@ -433,7 +434,7 @@ int bench_command(const std::vector<std::string>& args) {
                   << "  attention  " << gflops << " GFLOP/s (" << flops * 1e-9 << " GFLOP per pass"
                   << (step ? "; the kernel alone, no maps" : "") << ")\n"
                   << "  peak       " << peak_gflops << " GFLOP/s per core (" << peak_bits
-                  << "-bit FMA, median of bursts between the runs)\n"
+                  << "-bit FMA, median of bursts between the runs, on every thread at once)\n"
                   << "  fraction   " << std::setprecision(3) << fraction << " of peak x " << kopt.threads
                   << " thread(s) (median of per-run ratios)\n"
                   << "  on CPU     " << median(on_cpu) << " of the time x threads (below 1: other processes had the cores);\n"

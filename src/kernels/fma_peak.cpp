@@ -3,6 +3,11 @@
 // cores, and opaque to the compiler, which could otherwise merge chains and report a peak
 // that is double the truth.
 #include <chrono>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include "attnbatch/kernels/fma_peak.hpp"
 
@@ -92,6 +97,21 @@ FmaPeak measure_fma_peak(double seconds) {
         if (std::chrono::duration<double>(clock::now() - start).count() > seconds) break;
     }
     return peak;
+}
+
+FmaPeak measure_fma_peak_together(int threads, double seconds) {
+    if (threads <= 1) return measure_fma_peak(seconds);
+    std::vector<FmaPeak> each(static_cast<std::size_t>(threads));
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads)
+    each[static_cast<std::size_t>(omp_get_thread_num())] = measure_fma_peak(seconds);
+#else
+    for (FmaPeak& p : each) p = measure_fma_peak(seconds);
+#endif
+    FmaPeak mean = each.front();
+    mean.gflops_per_core = 0.0;
+    for (const FmaPeak& p : each) mean.gflops_per_core += p.gflops_per_core / threads;
+    return mean;
 }
 
 }  // namespace attnbatch::kernels
