@@ -20,7 +20,9 @@
 #   durable limit     start-up + max(disk, compute)
 # On 2 cores both ranks compute, so the copy into the page cache cannot hide behind compute:
 # start-up + write + compute is printed too. The sitting's disk rates (GB/s, 640 MiB from two
-# writers, at the start and the end) head the table: a slow disk moves the durable limit.
+# writers, at the start and the end) head the table: a slow disk moves the durable limit. So
+# does the page-cache rate after 3 s idle: on a virtual machine that hands free memory back to
+# its host, fresh pages can cost several times more than reused ones, for both tools alike.
 #
 #   scripts/bench_e2e.sh --peers DIR [--repeat R] [--out DIR] [--cases LIST] [--bin PATH]
 #                        [--before PATH] [--openblas DIR] [--coretypes LIST] [--installed-blas]
@@ -159,10 +161,11 @@ dim=64
 
 # The write time of BYTES by two writers (one per rank), median of 3; the files are removed
 # afterwards. With a second argument (dd's conv=fdatasync), until the bytes are on the disk.
-write_seconds() {
-  local bytes=$1 sync=${2:+conv=$2} half times=() r start end
+write_seconds() {  # bytes [fdatasync] [idle seconds before each write]
+  local bytes=$1 sync=${2:+conv=$2} idle=${3:-0} half times=() r start end
   half=$(( (bytes / 2 + 1048575) / 1048576 ))
   for r in 1 2 3; do
+    sleep "$idle"
     start=$EPOCHREALTIME
     # shellcheck disable=SC2086  # $sync is empty or one operand
     dd if=/dev/zero of="$out/dd0.tmp" bs=1M count="$half" status=none $sync &
@@ -175,14 +178,18 @@ write_seconds() {
   done
   printf '%s\n' "${times[@]}" | median
 }
-# "page-cache GB/s, durable GB/s" of 640 MiB from two writers.
+# "page-cache GB/s, durable GB/s, page-cache GB/s after 3 s idle" of 640 MiB from two writers.
+# The first two are medians of back-to-back writes, each landing on the pages the one before
+# freed. After a pause, a virtual machine may have handed its free memory back to the host (free
+# page reporting), and each fresh page then costs a fault on the host: the third rate says how
+# dear fresh memory was in the sitting (docs/performance.md "Measuring on a shared machine").
 disk_rates() {
   local bytes=$((640 * 1048576))
   awk -v b="$bytes" -v w="$(write_seconds "$bytes")" -v d="$(write_seconds "$bytes" fdatasync)" \
-    'BEGIN { printf "%.2f %.2f\n", b / w / 1e9, b / d / 1e9 }'
+    -v i="$(write_seconds "$bytes" "" 3)" 'BEGIN { printf "%.2f %.2f %.2f\n", b / w / 1e9, b / d / 1e9, b / i / 1e9 }'
 }
 
-read -r cache_rate_start disk_rate_start <<<"$(disk_rates)"
+read -r cache_rate_start disk_rate_start idle_rate_start <<<"$(disk_rates)"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # MPI start-up: attnbatch on a tiny input under mpirun -np 2.
@@ -248,11 +255,12 @@ for case in "${case_list[@]}"; do
   echo "bench_e2e.sh: $case done" >&2
 done
 
-read -r cache_rate_end disk_rate_end <<<"$(disk_rates)"
+read -r cache_rate_end disk_rate_end idle_rate_end <<<"$(disk_rates)"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "mpirun -np 2 --bind-to $bind, 1 thread per rank, medians of $repeat, interleaved; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%FT%TZ)"
 echo "load average (1, 5, 15 min) at the start $load_start, at the end $load_end"
 echo "disk, 640 MiB from two writers: page cache $cache_rate_start GB/s at the start, $cache_rate_end at the end; durable (conv=fdatasync) $disk_rate_start GB/s at the start, $disk_rate_end at the end"
+echo "page cache after 3 s idle (fresh memory): $idle_rate_start GB/s at the start, $idle_rate_end at the end"
 echo "peer: OpenBLAS $openblas, core types tried: $coretypes (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for its command)"
 "$python" - "$results" "$limits" "$out" "$before" <<'EOF'
 import csv, json, os, statistics, sys
