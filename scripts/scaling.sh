@@ -13,9 +13,13 @@
 # Weak scaling: --seqs sequences per worker (P*T workers), so the work grows with them;
 #   efficiency = T(1x1) / T(P x T), scaled speedup = P*T * efficiency.
 # Across N nodes the workers are N*P*T and the baseline is 1 node x 1 rank x 1 thread.
-# Each run: mpirun -np P --bind-to none [--oversubscribe] attnbatch run --threads T ...
-# --report FILE.json; across N nodes, mpirun --hostfile (the first N hosts) -np N*P
-# --map-by ppr:P:node, P ranks on each node (the workers are then N*P*T); the PERFORMANCE line and the report's per-rank phase times (read,
+# Each run: mpirun -np P --map-by slot:PE=C --bind-to core attnbatch run --threads T ...
+# --report FILE.json, C = cores / P: each rank bound to its share of the cores, T of them for
+# its threads and the rest for its writing thread (with more workers than cores, --bind-to
+# none, and --oversubscribe with more ranks than cores); across N nodes, mpirun --hostfile (the
+# first N hosts) -np N*P --map-by ppr:P:node:PE=C, P ranks on each node (the workers are N*P*T;
+# on the rig, whose nodes share this host's cores, nothing is bound: each node would bind its
+# ranks to the same cores); the PERFORMANCE line and the report's per-rank phase times (read,
 # compute, communicate, write, idle; mean over ranks) are recorded. A configuration with more
 # workers than cores is flagged oversubscribed=1 (its times say little about scaling: on the
 # rig's nodes, which share this host's cores, that is any N*P*T above them). A run
@@ -35,12 +39,15 @@
 #   --run-args "..."   extra `attnbatch run` options [--save-weights none]
 #   --bin PATH         the attnbatch binary [$ATTNBATCH, else build/attnbatch]
 #   --timeout S        per run [600]                       --no-plot  CSVs only
+#   --bind core|none   core: each rank on T cores of its own where they fit (docs/clusters.md
+#                      "Placement"); none: every run --bind-to none, threads where the OS
+#                      puts them [core]
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=/usr/bin/python3   # Debian's python with h5py, numpy, matplotlib
 
 out=scaling-results quick=0 ranks="1 2 4" threads="1 2" repeats=3 mode=both nodes_list=1 hostfile=""
-seqs=128 seq_len=512 dim=128 heads=4 run_args="--save-weights none" timeout_s=600 plot=1
+seqs=128 seq_len=512 dim=128 heads=4 run_args="--save-weights none" timeout_s=600 plot=1 bind=core
 bin=${ATTNBATCH:-$repo/build/attnbatch}
 explicit=()
 while [ $# -gt 0 ]; do
@@ -61,6 +68,7 @@ while [ $# -gt 0 ]; do
         --bin) bin=$2; shift 2 ;;
         --timeout) timeout_s=$2; shift 2 ;;
         --no-plot) plot=0; shift ;;
+        --bind) bind=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "scaling.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -75,6 +83,7 @@ if [ $quick = 1 ]; then
     given dim || dim=64
     [ "$timeout_s" = 600 ] && timeout_s=120
 fi
+case $bind in core|none) ;; *) echo "scaling.sh: --bind core|none" >&2; exit 2 ;; esac
 case $mode in strong) modes=(strong) ;; weak) modes=(weak) ;; both) modes=(strong weak) ;;
     *) echo "scaling.sh: --mode strong|weak|both" >&2; exit 2 ;; esac
 [ -x "$bin" ] || { echo "scaling.sh: $bin is not executable (build it, or pass --bin / set ATTNBATCH)" >&2; exit 2; }
@@ -156,19 +165,31 @@ for m in "${modes[@]}"; do
             over=0
             # Per node, or all together where the nodes share this host.
             if [ $one_host = 1 ]; then [ $workers -gt "$cores" ] && over=1; else [ $((p * t)) -gt "$cores" ] && over=1; fi
+            # Each rank bound to its share of the node's cores (at least its t threads', so
+            # none when they do not fit): Open MPI would otherwise bind a rank to one core, where
+            # its I/O thread takes turns with the compute, or leave its threads to wander.
+            share=$((cores / p))
+            place=(--bind-to none)
+            if [ "$bind" = core ] && [ $over = 0 ] && { [ "$nodes" = 1 ] || [ $one_host = 0 ]; }; then
+                place=(--bind-to core)
+            fi
             if [ "$nodes" = 1 ]; then
                 # One node: shared memory only.
-                mpi=(env OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader}" mpirun -np "$p" --bind-to none)
+                [ "${place[1]}" = core ] && place=(--map-by "slot:PE=$share" "${place[@]}")
+                mpi=(env OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader}" mpirun -np "$p" "${place[@]}")
                 [ "$p" -gt "$cores" ] && mpi+=(--oversubscribe)
             else
                 printf '%s slots='"$p"'\n' "${hosts[@]:0:$nodes}" >"$out/logs/hosts-$nodes-$p"
-                mpi=(mpirun --hostfile "$out/logs/hosts-$nodes-$p" -np $((nodes * p)) --map-by "ppr:$p:node" --bind-to none)
+                map=ppr:$p:node
+                [ "${place[1]}" = core ] && map=$map:PE=$share
+                mpi=(mpirun --hostfile "$out/logs/hosts-$nodes-$p" -np $((nodes * p)) --map-by "$map" "${place[@]}")
                 [ "$p" -gt "$cores" ] && mpi+=(--oversubscribe)
             fi
             for r in $(seq 1 "$repeats"); do
                 tag=$m-n$nodes-p$p-t$t-r$r
                 log=$out/logs/$tag.log report=$out/logs/$tag.json
                 rm -f "$report" "$out/data/out.h5" "$out/data/out.h5.partial"
+                [ "$r" = 1 ] && echo "scaling: $m nodes=$nodes ranks=$p/node threads=$t: ${mpi[*]}"
                 rc=0
                 # shellcheck disable=SC2086  # run_args is a list of options
                 OMP_NUM_THREADS=$t timeout "$timeout_s" "${mpi[@]}" -x OMP_NUM_THREADS "$bin" run \
