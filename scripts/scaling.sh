@@ -39,9 +39,9 @@
 #   --run-args "..."   extra `attnbatch run` options [--save-weights none]
 #   --bin PATH         the attnbatch binary [$ATTNBATCH, else build/attnbatch]
 #   --timeout S        per run [600]                       --no-plot  CSVs only
-#   --bind core|none   core: each rank on T cores of its own where they fit (docs/clusters.md
-#                      "Placement"); none: every run --bind-to none, threads where the OS
-#                      puts them [core]
+#   --bind core|none   core: each rank bound to its share of the cores where the run's
+#                      threads fit (docs/clusters.md "Placement"); none: every run
+#                      --bind-to none, threads where the OS puts them [core]
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=/usr/bin/python3   # Debian's python with h5py, numpy, matplotlib
@@ -165,26 +165,24 @@ for m in "${modes[@]}"; do
             over=0
             # Per node, or all together where the nodes share this host.
             if [ $one_host = 1 ]; then [ $workers -gt "$cores" ] && over=1; else [ $((p * t)) -gt "$cores" ] && over=1; fi
-            # Each rank bound to its share of the node's cores (at least its t threads', so
-            # none when they do not fit): Open MPI would otherwise bind a rank to one core, where
-            # its I/O thread takes turns with the compute, or leave its threads to wander.
-            share=$((cores / p))
-            place=(--bind-to none)
+            # Each rank bound to its share of the node's cores, which holds its t threads: Open
+            # MPI would otherwise bind a rank to one core, where its writing thread takes turns
+            # with the compute, or leave its threads to wander. Not where they do not fit, nor on
+            # the rig (its nodes would bind their ranks to the same cores of this host).
+            pe="" binding=none
             if [ "$bind" = core ] && [ $over = 0 ] && { [ "$nodes" = 1 ] || [ $one_host = 0 ]; }; then
-                place=(--bind-to core)
+                pe=:PE=$((cores / p)) binding=core
             fi
             if [ "$nodes" = 1 ]; then
                 # One node: shared memory only.
-                [ "${place[1]}" = core ] && place=(--map-by "slot:PE=$share" "${place[@]}")
-                mpi=(env OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader}" mpirun -np "$p" "${place[@]}")
-                [ "$p" -gt "$cores" ] && mpi+=(--oversubscribe)
+                mpi=(env OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader}" mpirun -np "$p")
+                [ -n "$pe" ] && mpi+=(--map-by "slot$pe")
             else
                 printf '%s slots='"$p"'\n' "${hosts[@]:0:$nodes}" >"$out/logs/hosts-$nodes-$p"
-                map=ppr:$p:node
-                [ "${place[1]}" = core ] && map=$map:PE=$share
-                mpi=(mpirun --hostfile "$out/logs/hosts-$nodes-$p" -np $((nodes * p)) --map-by "$map" "${place[@]}")
-                [ "$p" -gt "$cores" ] && mpi+=(--oversubscribe)
+                mpi=(mpirun --hostfile "$out/logs/hosts-$nodes-$p" -np $((nodes * p)) --map-by "ppr:$p:node$pe")
             fi
+            mpi+=(--bind-to "$binding")
+            [ "$p" -gt "$cores" ] && mpi+=(--oversubscribe)
             for r in $(seq 1 "$repeats"); do
                 tag=$m-n$nodes-p$p-t$t-r$r
                 log=$out/logs/$tag.log report=$out/logs/$tag.json
