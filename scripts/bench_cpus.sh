@@ -11,3 +11,10 @@ read -r -a allowed_cpus <<<"$(/usr/bin/python3 -c 'import os; print(*sorted(os.s
 cpu_of_turn() {
   echo "${allowed_cpus[$1 % ${#allowed_cpus[@]}]}"
 }
+
+# pin_for N OPTIONS: `taskset -c CPU` with the CPU of turn N when the bench OPTIONS run one
+# thread, else nothing.
+pin_for() {
+  [[ " $2 " == *" --threads 1 "* ]] && echo "taskset -c $(cpu_of_turn "$1")"
+  return 0
+}

@@ -46,9 +46,10 @@
 #   --installed-blas  also run the peer with numpy's BLAS as installed (libblas.so.3 as the
 #                     system's alternatives select it: the reference BLAS on a fresh Debian,
 #                     3-4x slower than OpenBLAS)
-#   --bind core|none  mpirun's --bind-to for both tools (core): with one thread per rank and
-#                     a rank per core, each rank on its own core is Open MPI's default
-#                     placement and the peer script's own (its header's mpirun line). none
+#   --bind core|none  placement of both tools' ranks (core): each bound to its share of the
+#                     cores (scripts/mpi_placement.sh); with one thread per rank and a rank
+#                     per core that is a core each, Open MPI's default placement and the peer
+#                     script's own (its header's mpirun line). none
 #                     lets the scheduler move the ranks' threads between the cores: 6% slower
 #                     for attnbatch, and 2x slower for the peer with projections and maps
 #
@@ -137,7 +138,10 @@ python=/usr/bin/python3  # Debian's h5py, mpi4py and numpy belong to it
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-mpi=(mpirun -np 2 --oversubscribe --bind-to "$bind" -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
+# shellcheck source=scripts/mpi_placement.sh
+source scripts/mpi_placement.sh
+read -r -a place <<<"$(placement "$bind" 2 1)"
+mpi=(mpirun -np 2 --oversubscribe "${place[@]}" -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
 # The peer's command alone runs without the pinned values (the ranks inherit mpirun's environment).
 peer_env=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
 IFS=, read -r -a coretype_list <<<"$coretypes"
@@ -257,7 +261,7 @@ done
 
 read -r cache_rate_end disk_rate_end idle_rate_end <<<"$(disk_rates)"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "mpirun -np 2 --bind-to $bind, 1 thread per rank, medians of $repeat, interleaved; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%FT%TZ)"
+echo "mpirun -np 2 ${place[*]}, 1 thread per rank, medians of $repeat, interleaved; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%FT%TZ)"
 echo "load average (1, 5, 15 min) at the start $load_start, at the end $load_end"
 echo "disk, 640 MiB from two writers: page cache $cache_rate_start GB/s at the start, $cache_rate_end at the end; durable (conv=fdatasync) $disk_rate_start GB/s at the start, $disk_rate_end at the end"
 echo "page cache after 3 s idle (fresh memory): $idle_rate_start GB/s at the start, $idle_rate_end at the end"

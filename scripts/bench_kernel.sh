@@ -15,11 +15,6 @@ bin=${BIN:-build/attnbatch}
 base=${BASE:-}
 # shellcheck source=scripts/bench_cpus.sh
 source scripts/bench_cpus.sh
-# `taskset -c CPU` for repetition $1 of configuration $2 when it runs on one thread, else nothing.
-pin_for() {
-  [[ " $2 " == *" --threads 1 "* ]] && echo "taskset -c $(cpu_of_turn "$1")"
-  return 0
-}
 configs=(
   "--batch 8 --heads 8 --seq-len 512 --head-dim 64 --threads 1"
   "--batch 8 --heads 8 --seq-len 512 --head-dim 64 --threads 2"

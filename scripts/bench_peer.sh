@@ -7,9 +7,9 @@
 #   scripts/bench_peer.sh --peers DIR [--repeat R] [--num-seqs N] [--seq-len L] [--dim D] [--out DIR]
 #                         [--bind core|none]
 #
-# --bind: mpirun's --bind-to for every run of both tools (core: each rank on a core of its own,
-# Open MPI's default and the peer script's own launch line; none slowed both tools, see
-# scripts/bench_e2e.sh).
+# --bind: core (each rank bound to its share of the cores, scripts/mpi_placement.sh: a core of
+# its own at np=2 on two cores, Open MPI's default and the peer script's own launch line; both
+# at np=1) or none (--bind-to none for every run; it slowed both tools, see scripts/bench_e2e.sh).
 # --peers DIR (or PEERS=DIR in the environment, required): the directory holding the peer
 # scripts attn_mpi_h5.py and gen_input.py. scripts/bench_e2e.sh measures the same cases
 # against the limit and with the peer's BLAS both as installed and forced.
@@ -47,7 +47,11 @@ input=$out/in.h5
 # shellcheck source=scripts/bench_timing.sh
 source scripts/bench_timing.sh
 
-mpi=(mpirun --oversubscribe --bind-to "$bind" -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
+# shellcheck source=scripts/mpi_placement.sh
+source scripts/mpi_placement.sh
+read -r -a place2 <<<"$(placement "$bind" 2 1)"
+read -r -a place1 <<<"$(placement "$bind" 1 1)"
+mpi=(mpirun --oversubscribe -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
 results=$out/results.csv
 echo "case,tool,ranks,run,seconds" >"$results"
 for variant in plain proj_weights; do
@@ -57,12 +61,12 @@ for variant in plain proj_weights; do
   fi
   for r in $(seq "$repeat"); do
     rm -f "$out/peer.h5" "$out/ours.h5" "$out/ours1.h5"
-    s=$(timed "${mpi[@]}" -np 2 "$python" "$peers/attn_mpi_h5.py" "$input" "$out/peer.h5" "${peer_flags[@]}")
+    s=$(timed "${mpi[@]}" -np 2 "${place2[@]}" "$python" "$peers/attn_mpi_h5.py" "$input" "$out/peer.h5" "${peer_flags[@]}")
     echo "$variant,peer,2,$r,$s" >>"$results"
-    s=$(timed "${mpi[@]}" -np 2 "$bin" run --input "$input" --output "$out/ours.h5" --threads 1 "${ours_flags[@]}" \
+    s=$(timed "${mpi[@]}" -np 2 "${place2[@]}" "$bin" run --input "$input" --output "$out/ours.h5" --threads 1 "${ours_flags[@]}" \
       --report "$out/report_${variant}_np2.json")
     echo "$variant,attnbatch,2,$r,$s" >>"$results"
-    s=$(timed "${mpi[@]}" -np 1 "$bin" run --input "$input" --output "$out/ours1.h5" --threads 1 "${ours_flags[@]}")
+    s=$(timed "${mpi[@]}" -np 1 "${place1[@]}" "$bin" run --input "$input" --output "$out/ours1.h5" --threads 1 "${ours_flags[@]}")
     echo "$variant,attnbatch,1,$r,$s" >>"$results"
   done
 done

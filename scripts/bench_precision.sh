@@ -38,15 +38,13 @@ source scripts/bench_cpus.sh
 sides=("new|$bin")
 [[ -n "$base" ]] && sides=("base|$base" "new|$bin")
 for round in $(seq "$rounds"); do
-  cpu=$(cpu_of_turn $((round - 1)))
   for entry in "${configs[@]}"; do
-    pin=()
-    [[ ${entry%%|*} == *" 1" ]] && pin=(taskset -c "$cpu")
+    read -r -a pin <<<"$(pin_for $((round - 1)) "${entry#*|}")"
     order=("${sides[@]}")
     if (( round % 2 == 0 && ${#sides[@]} == 2 )); then order=("${sides[1]}" "${sides[0]}"); fi
     for side in "${order[@]}"; do
       # shellcheck disable=SC2086  # the options are a list
-      printf '%s|%s|%s|%s\n' "${side%%|*}" "${entry%%|*}" "${pin:+$cpu}" "$("${pin[@]}" "${side#*|}" bench $shape ${entry#*|} --json)" >>"$raw"
+      printf '%s|%s|%s|%s\n' "${side%%|*}" "${entry%%|*}" "${pin[2]:-}" "$("${pin[@]}" "${side#*|}" bench $shape ${entry#*|} --json)" >>"$raw"
     done
   done
   printf 'round %d of %d\n' "$round" "$rounds" >&2

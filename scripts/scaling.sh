@@ -44,6 +44,8 @@
 #                      --bind-to none, threads where the OS puts them [core]
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/mpi_placement.sh
+source "$repo/scripts/mpi_placement.sh"
 PY=/usr/bin/python3   # Debian's python with h5py, numpy, matplotlib
 
 out=scaling-results quick=0 ranks="1 2 4" threads="1 2" repeats=3 mode=both nodes_list=1 hostfile=""
@@ -171,7 +173,7 @@ for m in "${modes[@]}"; do
             # the rig (its nodes would bind their ranks to the same cores of this host).
             pe="" binding=none
             if [ "$bind" = core ] && [ $over = 0 ] && { [ "$nodes" = 1 ] || [ $one_host = 0 ]; }; then
-                pe=:PE=$((cores / p)) binding=core
+                pe=:PE=$(rank_share "$p" "$t") binding=core
             fi
             if [ "$nodes" = 1 ]; then
                 # One node: shared memory only.
