@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Same-process A/B of the attention kernels: the kernels of BASE (a git revision, or a directory
+# holding src/kernels and include) and of this working tree, built into one program
+# (scripts/kernel_ab/), called in alternation on the same inputs, every configuration in every
+# round; medians of the rounds' paired ratios. For changes of 1-3%, which separate processes
+# on a shared host cannot resolve (scripts/bench_kernel.sh with BASE= compares whole `bench`
+# runs instead). Run it with BASE = HEAD first: the ratios it prints for identical code are the
+# sitting's noise.
+#   scripts/kernel_ab.sh [--rounds N] [--threads T] [--seq-len L] [--groups G] BASE
+#   --rounds N    rounds, each running every configuration on both sides (21)
+#   --threads T   OpenMP threads per call (1); one thread runs pinned to the first allowed CPU
+#   --seq-len L   sequence length (512)
+#   --groups G    sequence-head pairs of L x 64 each (64: 8 MiB per tensor, as B*H = 64 of the
+#                 issue's kernel figures)
+# Both sides are compiled with the flags src/kernels/CMakeLists.txt gives each backend, and
+# with their functions 64-byte aligned: unaligned, two copies of the same code have differed
+# by up to 8% here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=21 threads=1 len=512 groups=64 base=
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+while (( $# )); do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --seq-len) len=$2; shift 2 ;;
+    --groups) groups=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    -*) echo "kernel_ab.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) [[ -z $base ]] || { echo "kernel_ab.sh: one BASE expected, got '$base' and '$1'" >&2; exit 2; }
+       base=$1; shift ;;
+  esac
+done
+[[ -n $base ]] || { echo "kernel_ab.sh: BASE missing: a git revision or a directory with src/kernels and include" >&2; exit 2; }
+for value in "$rounds" "$threads" "$len" "$groups"; do
+  [[ $value =~ ^[1-9][0-9]*$ ]] || { echo "kernel_ab.sh: '$value' is not a positive integer" >&2; exit 2; }
+done
+grep -qw avx512f /proc/cpuinfo || grep -qw avx2 /proc/cpuinfo ||
+  { echo "kernel_ab.sh: this CPU has neither AVX-512 nor AVX2, the kernels it compares" >&2; exit 2; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if [[ -d $base/src/kernels && -d $base/include ]]; then
+  base_tree=$(cd "$base" && pwd)
+else
+  git rev-parse --verify --quiet "$base^{commit}" >/dev/null ||
+    { echo "kernel_ab.sh: '$base' is neither a git revision nor a directory with src/kernels and include" >&2; exit 2; }
+  base_tree=$work/base
+  mkdir -p "$base_tree"
+  git archive "$base" src/kernels include | tar -x -C "$base_tree"
+fi
+
+common=(-O3 -ffp-contract=fast -falign-functions=64 -std=c++17 -fopenmp -DNDEBUG -I scripts/kernel_ab)
+avx2=(-mavx2 -mfma -mf16c -mno-avx512f)
+avx512=(-mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx2 -mfma -mf16c -mprefer-vector-width=512)
+bf16=("${avx512[@]}" -mavx512bf16 -mamx-tile -mamx-bf16)
+objects=()
+for side in base new; do
+  tree=$PWD
+  [[ $side == base ]] && tree=$base_tree
+  flags=("${common[@]}" "-Dattnbatch=attnbatch_$side" -I "$tree/include" -I "$tree/src/kernels")
+  g++ "${flags[@]}" "${avx2[@]}" -c "$tree/src/kernels/blocked_avx2.cpp" -o "$work/${side}_avx2.o" &
+  g++ "${flags[@]}" "${avx512[@]}" -c "$tree/src/kernels/blocked_avx512.cpp" -o "$work/${side}_avx512.o" &
+  g++ "${flags[@]}" "${bf16[@]}" -c "$tree/src/kernels/blocked_avx512_bf16.cpp" -o "$work/${side}_bf16.o" &
+  g++ "${flags[@]}" "-DAB_SIDE=$side" -c scripts/kernel_ab/side.cpp -o "$work/${side}_side.o" &
+  objects+=("$work/${side}_avx2.o" "$work/${side}_avx512.o" "$work/${side}_bf16.o" "$work/${side}_side.o")
+done
+wait
+g++ "${common[@]}" scripts/kernel_ab/driver.cpp "${objects[@]}" -o "$work/kernel_ab"
+echo "base: $base; new: the working tree of $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+pin=()
+if (( threads == 1 )); then pin=(taskset -c "$(taskset -cp $$ | sed 's/.*: //; s/[,-].*//')"); fi
+"${pin[@]}" "$work/kernel_ab" "$rounds" "$threads" "$len" "$groups"
