@@ -6,25 +6,28 @@
 # on a shared host cannot resolve (scripts/bench_kernel.sh with BASE= compares whole `bench`
 # runs instead). Run it with BASE = HEAD first: the ratios it prints for identical code are the
 # sitting's noise.
-#   scripts/kernel_ab.sh [--rounds N] [--threads T] [--seq-len L] [--groups G] BASE
+#   scripts/kernel_ab.sh [--rounds N] [--threads T] [--seq-len L] [--groups G] [--new DIR] BASE
 #   --rounds N    rounds, each running every configuration on both sides (21)
 #   --threads T   OpenMP threads per call (1); one thread runs pinned to the first allowed CPU
 #   --seq-len L   sequence length (512)
 #   --groups G    sequence-head pairs of L x 64 each (64: 8 MiB per tensor, as B*H = 64 of the
 #                 issue's kernel figures)
+#   --new DIR     the new side from DIR (src/kernels and include) instead of the working tree
 # Both sides are compiled with the flags src/kernels/CMakeLists.txt gives each backend, and
 # with their functions 64-byte aligned: unaligned, two copies of the same code have differed
 # by up to 8% here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=21 threads=1 len=512 groups=64 base=
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+rounds=21 threads=1 len=512 groups=64 base='' new_tree=$PWD
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 while (( $# )); do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --seq-len) len=$2; shift 2 ;;
     --groups) groups=$2; shift 2 ;;
+    --new) [[ -d $2/src/kernels && -d $2/include ]] || { echo "kernel_ab.sh: --new '$2' is not a directory with src/kernels and include" >&2; exit 2; }
+           new_tree=$(cd "$2" && pwd); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "kernel_ab.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) [[ -z $base ]] || { echo "kernel_ab.sh: one BASE expected, got '$base' and '$1'" >&2; exit 2; }
@@ -56,7 +59,7 @@ avx512=(-mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx2 -mfma -mf16c -mprefer-
 bf16=("${avx512[@]}" -mavx512bf16 -mamx-tile -mamx-bf16)
 objects=()
 for side in base new; do
-  tree=$PWD
+  tree=$new_tree
   [[ $side == base ]] && tree=$base_tree
   flags=("${common[@]}" "-Dattnbatch=attnbatch_$side" -I "$tree/include" -I "$tree/src/kernels")
   g++ "${flags[@]}" "${avx2[@]}" -c "$tree/src/kernels/blocked_avx2.cpp" -o "$work/${side}_avx2.o" &
@@ -67,7 +70,9 @@ for side in base new; do
 done
 wait
 g++ "${common[@]}" scripts/kernel_ab/driver.cpp "${objects[@]}" -o "$work/kernel_ab"
-echo "base: $base; new: the working tree of $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+new_name="the working tree of $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+[[ $new_tree == "$PWD" ]] || new_name=$new_tree
+echo "base: $base; new: $new_name"
 pin=()
 if (( threads == 1 )); then pin=(taskset -c "$(taskset -cp $$ | sed 's/.*: //; s/[,-].*//')"); fi
 "${pin[@]}" "$work/kernel_ab" "$rounds" "$threads" "$len" "$groups"
