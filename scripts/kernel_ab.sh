@@ -10,8 +10,8 @@
 #   --rounds N    rounds, each running every configuration on both sides (21)
 #   --threads T   OpenMP threads per call (1); one thread runs pinned to the first allowed CPU
 #   --seq-len L   sequence length (512)
-#   --groups G    sequence-head pairs of L x 64 each (64: 8 MiB per tensor, as B*H = 64 of the
-#                 issue's kernel figures)
+#   --groups G    sequence-head pairs of L x 64 each (64: 8 MiB per tensor, the B*H = 64 of
+#                 scripts/bench_precision.sh)
 #   --new DIR     the new side from DIR (src/kernels and include) instead of the working tree
 # Both sides are compiled with the flags src/kernels/CMakeLists.txt gives each backend, and
 # with their functions 64-byte aligned: unaligned, two copies of the same code have differed
@@ -21,6 +21,7 @@ cd "$(dirname "$0")/.."
 rounds=21 threads=1 len=512 groups=64 base='' new_tree=$PWD
 usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 while (( $# )); do
+  [[ $1 != --* || $1 == --help || $# -ge 2 ]] || { echo "kernel_ab.sh: $1 needs a value (see --help)" >&2; exit 2; }
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
@@ -57,18 +58,20 @@ common=(-O3 -ffp-contract=fast -falign-functions=64 -std=c++17 -fopenmp -DNDEBUG
 avx2=(-mavx2 -mfma -mf16c -mno-avx512f)
 avx512=(-mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx2 -mfma -mf16c -mprefer-vector-width=512)
 bf16=("${avx512[@]}" -mavx512bf16 -mamx-tile -mamx-bf16)
-objects=()
+objects=() pids=()
 for side in base new; do
   tree=$new_tree
   [[ $side == base ]] && tree=$base_tree
   flags=("${common[@]}" "-Dattnbatch=attnbatch_$side" -I "$tree/include" -I "$tree/src/kernels")
-  g++ "${flags[@]}" "${avx2[@]}" -c "$tree/src/kernels/blocked_avx2.cpp" -o "$work/${side}_avx2.o" &
-  g++ "${flags[@]}" "${avx512[@]}" -c "$tree/src/kernels/blocked_avx512.cpp" -o "$work/${side}_avx512.o" &
-  g++ "${flags[@]}" "${bf16[@]}" -c "$tree/src/kernels/blocked_avx512_bf16.cpp" -o "$work/${side}_bf16.o" &
-  g++ "${flags[@]}" "-DAB_SIDE=$side" -c scripts/kernel_ab/side.cpp -o "$work/${side}_side.o" &
+  g++ "${flags[@]}" "${avx2[@]}" -c "$tree/src/kernels/blocked_avx2.cpp" -o "$work/${side}_avx2.o" & pids+=($!)
+  g++ "${flags[@]}" "${avx512[@]}" -c "$tree/src/kernels/blocked_avx512.cpp" -o "$work/${side}_avx512.o" & pids+=($!)
+  g++ "${flags[@]}" "${bf16[@]}" -c "$tree/src/kernels/blocked_avx512_bf16.cpp" -o "$work/${side}_bf16.o" & pids+=($!)
+  g++ "${flags[@]}" "-DAB_SIDE=$side" -c scripts/kernel_ab/side.cpp -o "$work/${side}_side.o" & pids+=($!)
   objects+=("$work/${side}_avx2.o" "$work/${side}_avx512.o" "$work/${side}_bf16.o" "$work/${side}_side.o")
 done
-wait
+compiled=yes
+for pid in "${pids[@]}"; do wait "$pid" || compiled=no; done
+[[ $compiled == yes ]] || { echo "kernel_ab.sh: a side did not compile (the compiler's messages are above)" >&2; exit 1; }
 g++ "${common[@]}" scripts/kernel_ab/driver.cpp "${objects[@]}" -o "$work/kernel_ab"
 new_name="the working tree of $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 [[ $new_tree == "$PWD" ]] || new_name=$new_tree
