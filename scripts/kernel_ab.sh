@@ -13,9 +13,9 @@
 #   --groups G    sequence-head pairs of L x 64 each (64: 8 MiB per tensor, the B*H = 64 of
 #                 scripts/bench_precision.sh)
 #   --new DIR     the new side from DIR (src/kernels and include) instead of the working tree
-# Both sides are compiled with the flags src/kernels/CMakeLists.txt gives each backend, and
-# with their functions 64-byte aligned: unaligned, two copies of the same code have differed
-# by up to 8% here.
+# Each side's whole kernel library (every src/kernels/*.cpp of its tree) is compiled with the
+# flags src/kernels/CMakeLists.txt gives each file, and with functions 64-byte aligned:
+# unaligned, two copies of the same code have differed by up to 8% here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=21 threads=1 len=512 groups=64 base='' new_tree=$PWD
@@ -54,23 +54,33 @@ else
   git archive "$base" src/kernels include | tar -x -C "$base_tree"
 fi
 
-common=(-O3 -ffp-contract=fast -falign-functions=64 -std=c++17 -fopenmp -DNDEBUG -I scripts/kernel_ab)
-avx2=(-mavx2 -mfma -mf16c -mno-avx512f)
+common=(-O3 -falign-functions=64 -std=c++17 -fopenmp -DNDEBUG -I scripts/kernel_ab)
 avx512=(-mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx2 -mfma -mf16c -mprefer-vector-width=512)
-bf16=("${avx512[@]}" -mavx512bf16 -mamx-tile -mamx-bf16)
-objects=() pids=()
+# The options CMakeLists.txt gives FILE of the kernel library.
+file_flags() {
+  case $(basename "$1") in
+    blocked_*.cpp) printf '%s\n' -ffp-contract=fast ;;&
+    blocked_avx2.cpp) printf '%s\n' -mavx2 -mfma -mf16c -mno-avx512f ;;
+    blocked_avx512.cpp) printf '%s\n' "${avx512[@]}" ;;
+    blocked_avx512_bf16.cpp) printf '%s\n' "${avx512[@]}" -mavx512bf16 -mamx-tile -mamx-bf16 ;;
+    backends.cpp) printf '%s\n' -DATTNBATCH_X86_BACKENDS ;;
+  esac
+}
+# Up to one compile per core at a time; any that fails fails the build.
+objects=() compiled=yes cores=$(nproc)
 for side in base new; do
   tree=$new_tree
   [[ $side == base ]] && tree=$base_tree
   flags=("${common[@]}" "-Dattnbatch=attnbatch_$side" -I "$tree/include" -I "$tree/src/kernels")
-  g++ "${flags[@]}" "${avx2[@]}" -c "$tree/src/kernels/blocked_avx2.cpp" -o "$work/${side}_avx2.o" & pids+=($!)
-  g++ "${flags[@]}" "${avx512[@]}" -c "$tree/src/kernels/blocked_avx512.cpp" -o "$work/${side}_avx512.o" & pids+=($!)
-  g++ "${flags[@]}" "${bf16[@]}" -c "$tree/src/kernels/blocked_avx512_bf16.cpp" -o "$work/${side}_bf16.o" & pids+=($!)
-  g++ "${flags[@]}" "-DAB_SIDE=$side" -c scripts/kernel_ab/side.cpp -o "$work/${side}_side.o" & pids+=($!)
-  objects+=("$work/${side}_avx2.o" "$work/${side}_avx512.o" "$work/${side}_bf16.o" "$work/${side}_side.o")
+  for source in "$tree"/src/kernels/*.cpp scripts/kernel_ab/side.cpp; do
+    object=$work/${side}_$(basename "$source" .cpp).o
+    mapfile -t extra < <(file_flags "$source")
+    while (( $(jobs -rp | wc -l) >= cores )); do wait -n || compiled=no; done
+    g++ "${flags[@]}" "${extra[@]}" "-DAB_SIDE=$side" -c "$source" -o "$object" &
+    objects+=("$object")
+  done
 done
-compiled=yes
-for pid in "${pids[@]}"; do wait "$pid" || compiled=no; done
+while (( $(jobs -rp | wc -l) > 0 )); do wait -n || compiled=no; done
 [[ $compiled == yes ]] || { echo "kernel_ab.sh: a side did not compile (the compiler's messages are above)" >&2; exit 1; }
 g++ "${common[@]}" scripts/kernel_ab/driver.cpp "${objects[@]}" -o "$work/kernel_ab"
 new_name="the working tree of $(git rev-parse --short HEAD 2>/dev/null || echo '?')"

@@ -18,9 +18,9 @@
 
 extern "C" {
 std::size_t base_workspace_bytes(const AbProblem*, int kernel, int causal);
-void base_forward(const AbProblem*, int kernel, int causal, void* workspace);
+void base_forward(const AbProblem*, int kernel, int causal, void* workspace, std::size_t workspace_bytes);
 std::size_t new_workspace_bytes(const AbProblem*, int kernel, int causal);
-void new_forward(const AbProblem*, int kernel, int causal, void* workspace);
+void new_forward(const AbProblem*, int kernel, int causal, void* workspace, std::size_t workspace_bytes);
 }
 
 namespace {
@@ -72,9 +72,9 @@ int main(int argc, char** argv) {
     for (const Config& c : configs) {
         bytes = std::max({bytes, base_workspace_bytes(&problem, c.kernel, c.causal), new_workspace_bytes(&problem, c.kernel, c.causal)});
     }
-    std::vector<unsigned char> workspace(bytes + 64);
+    std::vector<unsigned char> workspace(bytes);
 
-    using Forward = void (*)(const AbProblem*, int, int, void*);
+    using Forward = void (*)(const AbProblem*, int, int, void*, std::size_t);
     const Forward sides[2] = {base_forward, new_forward};
     const double full_flop = 4.0 * groups * static_cast<double>(len) * len * dim;
     std::vector<std::vector<double>> rate(configs.size() * 2);
@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
             for (int turn = 0; turn < 2; ++turn) {
                 const int side = (round % 2 == 0) ? turn : 1 - turn;
                 const auto t0 = std::chrono::steady_clock::now();
-                sides[side](&problem, configs[c].kernel, configs[c].causal, workspace.data());
+                sides[side](&problem, configs[c].kernel, configs[c].causal, workspace.data(), workspace.size());
                 const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                 // Causal counted with half the FLOPs, as `attnbatch bench` counts it.
                 if (round >= 0) rate[c * 2 + side].push_back(full_flop * (configs[c].causal ? 0.5 : 1.0) / s * 1e-9);

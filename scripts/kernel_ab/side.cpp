@@ -1,34 +1,21 @@
-// One side of kernel_ab.sh: its attention kernels behind plain functions. Compiled once per
-// side with that side's headers and -Dattnbatch=attnbatch_<side>, so that the two copies of
-// every kernel symbol live in namespaces of their own and link into one program.
+// One side of kernel_ab.sh: its attention kernel behind plain functions, through the public
+// entry points (attention.hpp) that `run` and `bench` call, so that the side picks its backend
+// as they do. Compiled once per side with that side's headers and -Dattnbatch=attnbatch_<side>,
+// so that the two copies of every kernel symbol live in namespaces of their own and link into
+// one program.
 #include <cstddef>
 
 #include "attnbatch/kernels/attention.hpp"
-#include "backend.hpp"
 #include "problem.hpp"
-
-namespace attnbatch::kernels {
-extern const Backend avx2_backend;
-extern const Backend avx512_backend;
-extern const Backend avx512_bf16_backend;
-}  // namespace attnbatch::kernels
 
 namespace {
 
-using attnbatch::kernels::AttentionParams;
-using attnbatch::kernels::Backend;
+namespace k = attnbatch::kernels;
 
-// AVX-512 where the CPU has it, else AVX2 (fp32 only: bf16 needs AVX512-BF16).
-const Backend& backend_for(int kernel) {
-    if (kernel == ab_bf16) return attnbatch::kernels::avx512_bf16_backend;
-    return attnbatch::kernels::avx512_backend.cpu_supports() ? attnbatch::kernels::avx512_backend
-                                                               : attnbatch::kernels::avx2_backend;
-}
-
-AttentionParams params_of(const AbProblem& problem, bool causal) {
-    AttentionParams p;
+k::AttentionParams params_of(const AbProblem& problem, bool causal) {
+    k::AttentionParams p;
     const std::ptrdiff_t row = problem.dim, head = static_cast<std::ptrdiff_t>(problem.len) * row;
-    const attnbatch::kernels::TensorStrides strides{head * problem.heads, head, row};
+    const k::TensorStrides strides{head * problem.heads, head, row};
     p.q = problem.q;
     p.k = problem.k;
     p.v = problem.v;
@@ -44,19 +31,24 @@ AttentionParams params_of(const AbProblem& problem, bool causal) {
     return p;
 }
 
+// The best blocked backend of the precision on this CPU, as `bench --precision` picks it.
+k::KernelOptions options_of(const AbProblem& problem, int kernel) {
+    k::KernelOptions o;
+    o.precision = kernel == ab_bf16 ? k::Precision::bf16 : k::Precision::fp32;
+    o.threads = problem.threads;
+    return o;
+}
+
 }  // namespace
 
 #define AB_JOIN2(a, b) a##b
 #define AB_JOIN(a, b) AB_JOIN2(a, b)
 
 extern "C" std::size_t AB_JOIN(AB_SIDE, _workspace_bytes)(const AbProblem* problem, int kernel, int causal) {
-    const Backend& backend = backend_for(kernel);
-    return backend.workspace_bytes(params_of(*problem, causal != 0), backend.default_tiles.block_q,
-                                   backend.default_tiles.block_k, problem->threads);
+    return k::attention_workspace_bytes(params_of(*problem, causal != 0), options_of(*problem, kernel));
 }
 
-extern "C" void AB_JOIN(AB_SIDE, _forward)(const AbProblem* problem, int kernel, int causal, void* workspace) {
-    const Backend& backend = backend_for(kernel);
-    backend.forward(params_of(*problem, causal != 0), backend.default_tiles.block_q, backend.default_tiles.block_k,
-                    problem->threads, false, workspace);
+extern "C" void AB_JOIN(AB_SIDE, _forward)(const AbProblem* problem, int kernel, int causal, void* workspace,
+                                           std::size_t workspace_bytes) {
+    k::attention_forward(params_of(*problem, causal != 0), options_of(*problem, kernel), workspace, workspace_bytes);
 }
