@@ -102,6 +102,12 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     };
 
     BackgroundWorker worker;
+    // The waits between steps may poll; those beside a running step must sleep (Comm).
+    comm.set_compute_idle(true);
+    struct IdleReset {
+        Comm& comm;
+        ~IdleReset() { comm.set_compute_idle(false); }
+    } idle_reset{comm};
     const double t_start = wall_seconds();
     Round current = scheduler.next(comm, 0.0);
     step_io.fetch(current, slots[0].input, io_times, failure);
@@ -117,6 +123,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         const RankStep& step = current[me];
         const bool computing = !step.empty() && !failure && slot.input.count > 0;
         if (computing) {
+            comm.set_compute_idle(false);
             worker.start([&slot, &computer] {
                 const double t0 = wall_seconds();
                 computer.compute(slot.input, slot.results, slot.output, slot.tally);
@@ -152,6 +159,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
                 failure.set(exit_internal, std::string("internal error computing sequences: ") + e.what());
             }
         }
+        comm.set_compute_idle(true);
         if (!slot.has_output) mine.exposed += io_spent;
         settle(&current, &slot);
         progress.rounds += 1;

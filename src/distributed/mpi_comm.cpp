@@ -14,6 +14,7 @@ namespace {
 // MPI counts are int: large buffers go in pieces of at most 1 GiB.
 constexpr std::size_t kPiece = std::size_t{1} << 30;
 constexpr int kSpinTests = 4;
+constexpr auto kIdlePoll = std::chrono::milliseconds(2);
 
 // Completes `request` without spinning on a core. A rank that reaches a collective first
 // waits there for the others, often for a whole step of their compute; MPI's blocking calls
@@ -23,9 +24,17 @@ constexpr int kSpinTests = 4;
 // thread's core at most a thousand times a second and delay the wait's end by at most 1 ms.
 // The spin is short because each idle MPI_Test is a sched_yield system call (64 of them per
 // wait, two or three waits a round, were 5% of a run's CPU time with 74 rounds).
-void wait_patiently(MPI_Request& request) {
+// With the rank's compute threads idle (set_compute_idle) it polls for up to kIdlePoll first:
+// nothing else wants the core then, and the waits at the end of a round are mostly short
+// (the other rank's last writes, or the last of its compute). Bounded, so that a rank that
+// waits long, or shares its core with another rank (--oversubscribe), still sleeps.
+void wait_patiently(MPI_Request& request, bool compute_idle) {
     int done = 0;
     for (int spin = 0; spin < kSpinTests && !done; ++spin) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (compute_idle && !done) {
+        const auto until = std::chrono::steady_clock::now() + kIdlePoll;
+        while (!done && std::chrono::steady_clock::now() < until) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    }
     auto pause = std::chrono::microseconds(20);
     while (!done) {
         std::this_thread::sleep_for(pause);
@@ -66,14 +75,14 @@ public:
     void barrier() override {
         MPI_Request request;
         MPI_Ibarrier(comm_, &request);
-        wait_patiently(request);
+        wait_patiently(request, compute_idle_);
     }
     void broadcast(void* data, std::size_t bytes, int root) override {
         auto* p = static_cast<char*>(data);
         for (std::size_t done = 0; done < bytes; done += kPiece) {
             MPI_Request request;
             MPI_Ibcast(p + done, static_cast<int>(std::min(kPiece, bytes - done)), MPI_BYTE, root, comm_, &request);
-            wait_patiently(request);
+            wait_patiently(request, compute_idle_);
         }
     }
     std::int64_t max(std::int64_t value) override { return reduce(value, MPI_INT64_T, MPI_MAX); }
@@ -84,7 +93,7 @@ public:
         MPI_Request request;
         MPI_Iallgather(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, all.data(),
                        static_cast<int>(values.size()), MPI_DOUBLE, comm_, &request);
-        wait_patiently(request);
+        wait_patiently(request, compute_idle_);
         return all;
     }
     void send(const void* data, std::size_t bytes, int destination, int tag) override {
@@ -93,7 +102,7 @@ public:
             MPI_Request request;
             MPI_Isend(p + done, static_cast<int>(std::min(kPiece, bytes - done)), MPI_BYTE, destination, tag, comm_,
                       &request);
-            wait_patiently(request);
+            wait_patiently(request, compute_idle_);
         }
     }
     void recv(void* data, std::size_t bytes, int source, int tag) override {
@@ -101,7 +110,7 @@ public:
         for (std::size_t done = 0; done < bytes; done += kPiece) {
             MPI_Request request;
             MPI_Irecv(p + done, static_cast<int>(std::min(kPiece, bytes - done)), MPI_BYTE, source, tag, comm_, &request);
-            wait_patiently(request);
+            wait_patiently(request, compute_idle_);
         }
     }
     [[noreturn]] void abort(int code) override {
@@ -112,6 +121,7 @@ public:
     int ranks_on_node() const override { return ranks_on_node_; }
     int node_count() const override { return node_count_; }
     int node_index() const override { return node_index_; }
+    void set_compute_idle(bool idle) override { compute_idle_ = idle; }
 
 private:
     template <class T>
@@ -119,12 +129,13 @@ private:
         T result{};
         MPI_Request request;
         MPI_Iallreduce(&value, &result, 1, type, op, comm_, &request);
-        wait_patiently(request);
+        wait_patiently(request, compute_idle_);
         return result;
     }
 
     MPI_Comm comm_;
     int rank_ = 0, size_ = 1, ranks_on_node_ = 1, node_count_ = 1, node_index_ = 0;
+    bool compute_idle_ = false;
 };
 
 }  // namespace

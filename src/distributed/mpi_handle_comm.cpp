@@ -44,6 +44,7 @@ public:
     int ranks_on_node() const override { return comm_->ranks_on_node(); }
     int node_count() const override { return comm_->node_count(); }
     int node_index() const override { return comm_->node_index(); }
+    void set_compute_idle(bool idle) override { comm_->set_compute_idle(idle); }
 
 private:
     MPI_Comm duplicate_ = MPI_COMM_NULL;

@@ -49,6 +49,12 @@ public:
     virtual int node_count() const { return 1; }
     virtual int node_index() const { return 0; }
 
+    // Says whether this rank's compute threads are idle (between steps), so that its waits
+    // may poll for a while before they sleep: a sleeping wait ends up to a millisecond after
+    // the others arrive, and a round waits several times. The default, for communicators
+    // whose waits do not sleep, ignores it.
+    virtual void set_compute_idle(bool idle) { (void)idle; }
+
     bool is_root() const { return rank() == 0; }
 };
 
