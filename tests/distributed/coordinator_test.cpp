@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -636,6 +637,102 @@ TEST(RunRounds, AFailureInTheLastRoundStillEndsEveryRank) {
             EXPECT_EQ(std::string(failure->what()), "late failure");
             EXPECT_EQ(outcome.abandoned[static_cast<std::size_t>(r)], 1);
             EXPECT_EQ(outcome.finished[static_cast<std::size_t>(r)], 0);
+        }
+    }
+}
+
+// Counts the collectives a rank enters while run_rounds says its compute is idle (where a
+// wait may poll) and while a step computes (where it must sleep).
+class IdleSpy final : public Comm {
+public:
+    explicit IdleSpy(Comm& inner) : inner_(inner) {}
+    int rank() const override { return inner_.rank(); }
+    int size() const override { return inner_.size(); }
+    void barrier() override {
+        note();
+        inner_.barrier();
+    }
+    void broadcast(void* data, std::size_t bytes, int root) override {
+        note();
+        inner_.broadcast(data, bytes, root);
+    }
+    std::int64_t max(std::int64_t value) override {
+        note();
+        return inner_.max(value);
+    }
+    double max(double value) override {
+        note();
+        return inner_.max(value);
+    }
+    double sum(double value) override {
+        note();
+        return inner_.sum(value);
+    }
+    std::vector<double> all_gather(const std::vector<double>& values) override {
+        note();
+        return inner_.all_gather(values);
+    }
+    void send(const void* data, std::size_t bytes, int destination, int tag) override {
+        note();
+        inner_.send(data, bytes, destination, tag);
+    }
+    void recv(void* data, std::size_t bytes, int source, int tag) override {
+        note();
+        inner_.recv(data, bytes, source, tag);
+    }
+    [[noreturn]] void abort(int code) override {
+        inner_.abort(code);
+        std::abort();  // not reached: the inner abort does not return either
+    }
+    void set_compute_idle(bool now) override { idle = idle_now_ = now; }
+
+    bool idle = false;  // as last set
+    int idle_waits = 0, busy_waits = 0;
+
+private:
+    void note() { ++(idle_now_ ? idle_waits : busy_waits); }
+    Comm& inner_;
+    bool idle_now_ = false;
+};
+
+TEST(RunRounds, WaitsMayPollOnlyBetweenSteps) {
+    const Problem p = make_problem(37, Saved::all, false);
+    for (const Schedule schedule : {Schedule::static_contiguous, Schedule::dynamic}) {
+        for (const bool failing : {false, true}) {
+            SCOPED_TRACE(std::string(name_of(schedule)) + (failing ? ", a store fails" : ""));
+            Sink sink(p);
+            std::vector<RunResult> results(2);
+            InjectedFailure f;
+            f.rank = 1;
+            f.in_store = true;
+            f.call = 2;
+            f.code = 4;
+            f.message = "store failed";
+            run_ranks(2, [&](Comm& comm) {
+                IdleSpy spy(comm);
+                MemoryIo io(p, sink, comm.rank(), failing ? std::vector<InjectedFailure>{f} : std::vector<InjectedFailure>{});
+                auto scheduler = make_scheduler(schedule, p.units, comm.size());
+                const RunContext context{p.spec, p.weights, p.settings, p.layout};
+                const std::size_t me = static_cast<std::size_t>(comm.rank());
+                try {
+                    results[me] = run_rounds(spy, context, *scheduler, io);
+                    EXPECT_FALSE(failing) << "rank " << me;
+                } catch (const AgreedFailure&) {
+                    EXPECT_TRUE(failing) << "rank " << me;
+                }
+                // Every round agrees twice after its compute (failures, then stop signals).
+                if (!failing) EXPECT_GE(spy.idle_waits, 2 * results[me].rounds) << "rank " << me;
+                else EXPECT_GE(spy.idle_waits, 2) << "rank " << me;
+                // The static schedule has no collective beside a running step; the dynamic one
+                // decides the next round while this one computes.
+                if (schedule == Schedule::static_contiguous) {
+                    EXPECT_EQ(spy.busy_waits, 0) << "rank " << me;
+                } else if (!failing) {
+                    EXPECT_GT(spy.busy_waits, 0) << "rank " << me;
+                }
+                EXPECT_FALSE(spy.idle) << "rank " << me << ": left marked idle after run_rounds";
+            });
+            if (HasFailure()) return;
         }
     }
 }
