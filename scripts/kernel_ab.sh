@@ -14,7 +14,7 @@
 #                 scripts/bench_precision.sh)
 #   --new DIR     the new side from DIR (src/kernels and include) instead of the working tree
 # Each side's whole kernel library (every src/kernels/*.cpp of its tree) is compiled with the
-# flags src/kernels/CMakeLists.txt gives each file, and with functions 64-byte aligned:
+# flags its own src/kernels/CMakeLists.txt gives each file, and with functions 64-byte aligned:
 # unaligned, two copies of the same code have differed by up to 8% here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,16 +55,22 @@ else
 fi
 
 common=(-O3 -falign-functions=64 -std=c++17 -fopenmp -DNDEBUG -I scripts/kernel_ab)
-avx512=(-mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx2 -mfma -mf16c -mprefer-vector-width=512)
-# The options CMakeLists.txt gives FILE of the kernel library.
+# The options TREE's src/kernels/CMakeLists.txt gives FILE of its kernel library: the options
+# of its attnbatch_kernel_backend() calls and the definitions it sets on single sources (each
+# side's own, so a revision that changed them is built as it was).
 file_flags() {
-  case $(basename "$1") in
-    blocked_*.cpp) printf '%s\n' -ffp-contract=fast ;;&
-    blocked_avx2.cpp) printf '%s\n' -mavx2 -mfma -mf16c -mno-avx512f ;;
-    blocked_avx512.cpp) printf '%s\n' "${avx512[@]}" ;;
-    blocked_avx512_bf16.cpp) printf '%s\n' "${avx512[@]}" -mavx512bf16 -mamx-tile -mamx-bf16 ;;
-    backends.cpp) printf '%s\n' -DATTNBATCH_X86_BACKENDS ;;
-  esac
+  /usr/bin/python3 - "$1/src/kernels/CMakeLists.txt" "$(basename "$2")" <<'PY'
+import re, sys
+text = re.sub(r"#[^\n]*", "", open(sys.argv[1]).read())
+name = sys.argv[2]
+shared = re.search(r"set\(options\s+([^)]*?)\$\{ARGN\}\)", text)
+for call in re.finditer(r"attnbatch_kernel_backend\(\s*([^\s)]+)([^)]*)\)", text):
+    if call.group(1) == name:
+        print("\n".join((shared.group(1).split() if shared else []) + call.group(2).split()))
+for d in re.finditer(r"set_property\(SOURCE\s+([^\s)]+)\s+APPEND\s+PROPERTY\s+COMPILE_DEFINITIONS\s+([^)]*)\)", text):
+    if d.group(1) == name:
+        print("\n".join("-D" + x for x in d.group(2).split()))
+PY
 }
 # Up to one compile per core at a time; any that fails fails the build.
 objects=() compiled=yes cores=$(nproc)
@@ -74,7 +80,8 @@ for side in base new; do
   flags=("${common[@]}" "-Dattnbatch=attnbatch_$side" -I "$tree/include" -I "$tree/src/kernels")
   for source in "$tree"/src/kernels/*.cpp scripts/kernel_ab/side.cpp; do
     object=$work/${side}_$(basename "$source" .cpp).o
-    mapfile -t extra < <(file_flags "$source")
+    extra=()
+    [[ $source == "$tree"/* ]] && mapfile -t extra < <(file_flags "$tree" "$source")
     while (( $(jobs -rp | wc -l) >= cores )); do wait -n || compiled=no; done
     g++ "${flags[@]}" "${extra[@]}" "-DAB_SIDE=$side" -c "$source" -o "$object" &
     objects+=("$object")

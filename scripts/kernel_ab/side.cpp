@@ -4,6 +4,7 @@
 // so that the two copies of every kernel symbol live in namespaces of their own and link into
 // one program.
 #include <cstddef>
+#include <exception>
 
 #include "attnbatch/kernels/attention.hpp"
 #include "problem.hpp"
@@ -51,4 +52,15 @@ extern "C" std::size_t AB_JOIN(AB_SIDE, _workspace_bytes)(const AbProblem* probl
 extern "C" void AB_JOIN(AB_SIDE, _forward)(const AbProblem* problem, int kernel, int causal, void* workspace,
                                            std::size_t workspace_bytes) {
     k::attention_forward(params_of(*problem, causal != 0), options_of(*problem, kernel), workspace, workspace_bytes);
+}
+
+// Whether this side runs `kernel` on this CPU: its dispatch refuses a precision that no backend
+// the CPU runs can do, as it refuses `bench --precision bf16` there.
+extern "C" int AB_JOIN(AB_SIDE, _runs)(const AbProblem* problem, int kernel) {
+    try {
+        (void)k::attention_workspace_bytes(params_of(*problem, false), options_of(*problem, kernel));
+        return 1;
+    } catch (const std::exception&) {
+        return 0;
+    }
 }
