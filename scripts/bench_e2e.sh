@@ -2,7 +2,8 @@
 # End to end against the peer at its fastest and against this sitting's limits: whole
 # `mpirun -np 2` wall time (1 thread per rank) of attnbatch and of the mpi4py + h5py + numpy
 # peer script (attn_mpi_h5.py) on the same input, runs interleaved (attnbatch in each mode,
-# the peer per OpenBLAS core type, ...) so that the host's noise hits all alike; medians.
+# the peer per OpenBLAS core type, ...) so that the host's noise hits all alike, each round in an
+# order turned one step further (no run always follows the same one); medians.
 #
 # attnbatch runs in both of its publication modes, each judged against its own limit:
 #   --fsync off  published from the page cache, as the peer (which never syncs) writes: against
@@ -107,6 +108,7 @@ find_openblas() {
   for candidate in /usr/lib/*/openblas-pthread; do
     [[ -f $candidate/libblas.so.3 ]] && { echo "$candidate"; return; }
   done
+  return 0  # nothing found is an empty answer, not a failure that set -e would exit on
 }
 if [[ -z $openblas ]]; then
   openblas=$(find_openblas)
@@ -229,24 +231,34 @@ for case in "${case_list[@]}"; do
       proj_gflop=$(awk -v n="$n" -v l="$len" -v d="$dim" 'BEGIN { print 6 * n * l * d * d / 1e9 }') ;;
     long_weights) peer_flags=(--weights) ours_flags=(--save-weights all) bench_flags=(--save-weights all) ;;
   esac
+  # The runs of a round, each removing its output as it ends. Every round starts one entry
+  # further on, so that no run always follows the same one: a run pays for what the one before
+  # it left (memory freed a moment ago that the host has taken back, pages still dirty).
+  entries=(no-sync durable)
+  [[ -z $before ]] || entries+=(before)
+  (( installed_blas )) && entries+=("peer installed")
+  for coretype in "${coretype_list[@]}"; do entries+=("peer $coretype"); done
   for r in $(seq "$repeat"); do
-    ours_run "$case" no-sync "$bin" "${ours_flags[@]}" --fsync off
-    bytes=$(stat -c %s "$out/ours.h5")
-    ours_run "$case" durable "$bin" "${ours_flags[@]}"
-    [[ -z $before ]] || ours_run "$case" before "$before" "${ours_flags[@]}"
-    rm -f "$out/ours.h5"
-    if (( installed_blas )); then
-      rm -f "$out/peer.h5"
-      s=$(timed "${mpi[@]}" "$python" "$peers/attn_mpi_h5.py" "$input" "$out/peer.h5" "${peer_flags[@]}")
-      echo "$case,peer installed BLAS,$r,$s" >>"$results"
-    fi
-    for coretype in "${coretype_list[@]}"; do
-      rm -f "$out/peer.h5"
-      s=$(timed "${peer_env[@]}" "${mpi[@]}" -x LD_LIBRARY_PATH="$openblas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-        -x OPENBLAS_CORETYPE="$coretype" "$python" "$peers/attn_mpi_h5.py" "$input" "$out/peer.h5" "${peer_flags[@]}")
-      echo "$case,peer OpenBLAS $coretype,$r,$s" >>"$results"
+    for ((e = 0; e < ${#entries[@]}; e++)); do
+      entry=${entries[(e + r - 1) % ${#entries[@]}]}
+      case $entry in
+        no-sync) ours_run "$case" no-sync "$bin" "${ours_flags[@]}" --fsync off ;;
+        durable) ours_run "$case" durable "$bin" "${ours_flags[@]}" ;;
+        before) ours_run "$case" before "$before" "${ours_flags[@]}" ;;
+        "peer installed")
+          rm -f "$out/peer.h5"
+          s=$(timed "${mpi[@]}" "$python" "$peers/attn_mpi_h5.py" "$input" "$out/peer.h5" "${peer_flags[@]}")
+          echo "$case,peer installed BLAS,$r,$s" >>"$results" ;;
+        *)
+          coretype=${entry#peer }
+          rm -f "$out/peer.h5"
+          s=$(timed "${peer_env[@]}" "${mpi[@]}" -x LD_LIBRARY_PATH="$openblas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+            -x OPENBLAS_CORETYPE="$coretype" "$python" "$peers/attn_mpi_h5.py" "$input" "$out/peer.h5" "${peer_flags[@]}")
+          echo "$case,peer OpenBLAS $coretype,$r,$s" >>"$results" ;;
+      esac
+      [[ ! -f $out/ours.h5 ]] || bytes=$(stat -c %s "$out/ours.h5")
+      rm -f "$out/ours.h5" "$out/peer.h5"
     done
-    rm -f "$out/peer.h5"
   done
 
   # The kernel's rate for this shape, one thread (batch sized for a stable timing).
@@ -261,7 +273,7 @@ done
 
 read -r cache_rate_end disk_rate_end idle_rate_end <<<"$(disk_rates)"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "mpirun -np 2 ${place[*]}, 1 thread per rank, medians of $repeat, interleaved; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%FT%TZ)"
+echo "mpirun -np 2 ${place[*]}, 1 thread per rank, medians of $repeat, interleaved in turned orders; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%FT%TZ)"
 echo "load average (1, 5, 15 min) at the start $load_start, at the end $load_end"
 echo "disk, 640 MiB from two writers: page cache $cache_rate_start GB/s at the start, $cache_rate_end at the end; durable (conv=fdatasync) $disk_rate_start GB/s at the start, $disk_rate_end at the end"
 echo "page cache after 3 s idle (fresh memory): $idle_rate_start GB/s at the start, $idle_rate_end at the end"
