@@ -10,6 +10,15 @@
 
 #include <mpi.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
 namespace attnbatch::io {
 namespace {
 
@@ -111,6 +120,94 @@ void collective_run(int gzip_level) {
 
 TEST(MpiOutput, CollectiveWritesWithoutCompression) { collective_run(0); }
 TEST(MpiOutput, CollectiveWritesWithGzip) { collective_run(4); }
+
+struct FreeAligned {
+    void operator()(float* p) const { std::free(p); }
+};
+
+// Whether the file system of `directory` takes O_DIRECT (tmpfs does not): there every write
+// must go through HDF5 instead.
+bool takes_direct_io(const std::string& directory) {
+    const std::string probe = directory + "/probe" + std::to_string(rank());
+    const int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
+    ::unlink(probe.c_str());
+    return fd >= 0;
+}
+
+// Independent writes of whole chunks, in the durable mode and without it: with fsync on, /output
+// and /attention go to the disk around HDF5 (OutputFile::direct_bytes), and the file reads back
+// the same either way. Ranks 0-2 write two sequences each (one /output chunk, two /attention
+// chunks, all page-sized), from page-aligned buffers.
+void independent_run(bool fsync) {
+    std::unique_ptr<testing::TempDir> owner;
+    const std::string directory = shared_directory(owner);
+    const std::string path = directory + "/out.h5";
+    OutputLayout layout;
+    layout.n = 6;
+    layout.len = 32;
+    layout.heads = 2;
+    layout.d_out = 32;
+    layout.chunk_bytes = 8192;  // /output: two sequences (4 KiB each) per chunk; /attention: one
+    Provenance provenance;
+    provenance.creation_time = "2024-01-01T00:00:00Z";
+    provenance.ranks = ranks();
+    if (rank() == 0) prepare_output_path(path, false);
+    MPI_Barrier(MPI_COMM_WORLD);
+    OutputOptions options;
+    options.paths_prepared = true;
+    options.access = mpi_io_access(MPI_COMM_WORLD);
+    options.fsync = fsync;
+    OutputFile out = OutputFile::create(path, layout, provenance, options);
+
+    const std::int64_t first = std::min<std::int64_t>(2 * rank(), 6), last = std::min<std::int64_t>(first + 2, 6);
+    const std::size_t output_floats = 2 * 32 * 32, map_floats = 2 * 2 * 32 * 32;
+    std::unique_ptr<float[], FreeAligned> output(static_cast<float*>(std::aligned_alloc(4096, output_floats * 4)));
+    std::unique_ptr<float[], FreeAligned> maps(static_cast<float*>(std::aligned_alloc(4096, map_floats * 4)));
+    for (std::size_t i = 0; i < output_floats; ++i) output[i] = static_cast<float>(first * 100000 + static_cast<std::int64_t>(i));
+    for (std::size_t i = 0; i < map_floats; ++i) maps[i] = -static_cast<float>(first * 100000 + static_cast<std::int64_t>(i));
+    std::vector<float> lse(2 * 2 * 32, 1.0f);
+    std::vector<std::int32_t> lengths(2, 32);
+    OutputBlock block;
+    block.output = output.get();
+    block.lse = lse.data();
+    block.lengths = lengths.data();
+    block.attention_f32 = maps.get();
+    out.write_block(first, last, block, Transfer::independent);
+    const bool direct = fsync && takes_direct_io(directory);
+    const std::uint64_t expected = last > first ? (output_floats + map_floats) * sizeof(float) : 0;
+    EXPECT_EQ(out.direct_bytes(), direct ? expected : 0u) << "rank " << rank() << ", fsync " << fsync;
+    out.close_complete();
+    EXPECT_EQ(out.direct_bytes(), direct ? expected : 0u) << "counted after closing too";
+    if (rank() == 0) publish_output(path, false, fsync);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    if (rank() == 0) {
+        const File file = File::open(path, FileMode::read_only);
+        const std::vector<float> all_output = read_all<float>(Dataset::open(file, "/output"));
+        const std::vector<float> all_maps = read_all<float>(Dataset::open(file, "/attention"));
+        // Counted, not asserted one by one: rank 0 must reach the barrier below whatever it finds.
+        std::size_t wrong_output = all_output.size() == 3 * output_floats ? 0 : 1;
+        std::size_t wrong_maps = all_maps.size() == 3 * map_floats ? 0 : 1;
+        for (std::int64_t writer = 0; writer < 3 && wrong_output + wrong_maps == 0; ++writer) {
+            for (std::size_t i = 0; i < output_floats; ++i) {
+                wrong_output += all_output[static_cast<std::size_t>(writer) * output_floats + i] !=
+                                static_cast<float>(2 * writer * 100000 + static_cast<std::int64_t>(i));
+            }
+            for (std::size_t i = 0; i < map_floats; ++i) {
+                wrong_maps += all_maps[static_cast<std::size_t>(writer) * map_floats + i] !=
+                              -static_cast<float>(2 * writer * 100000 + static_cast<std::int64_t>(i));
+            }
+        }
+        EXPECT_EQ(wrong_output, 0u) << "elements of /output not as written (or its size)";
+        EXPECT_EQ(wrong_maps, 0u) << "elements of /attention not as written (or its size)";
+        EXPECT_EQ(read_all<std::int32_t>(Dataset::open(file, "/lengths")), (std::vector<std::int32_t>(6, 32)));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(MpiOutput, DurableWholeChunksGoStraightToTheDisk) { independent_run(true); }
+TEST(MpiOutput, ScratchWritesStayInThePageCache) { independent_run(false); }
 
 }  // namespace
 }  // namespace attnbatch::io

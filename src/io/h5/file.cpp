@@ -20,10 +20,11 @@ PropertyListHandle file_access_list(const FileAccess& access, const Where& where
 
 }  // namespace
 
-File File::create(const std::string& path, const FileAccess& access) {
+File File::create(const std::string& path, const FileAccess& access, std::uint64_t alignment) {
     detail::quiet_hdf5_errors();
     const Where where{path, "/"};
     const PropertyListHandle fapl = file_access_list(access, where);
+    if (alignment > 0) H5_CALL(H5Pset_alignment, where, fapl.id(), alignment, alignment);
     return File(H5_CALL(H5Fcreate, where, path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.id()), path);
 }
 

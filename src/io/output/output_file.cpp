@@ -6,6 +6,7 @@
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/io/h5/file_paths.hpp"
 #include "output/attention_record.hpp"
+#include "output/direct_chunks.hpp"
 #include "output/output_handles.hpp"
 #include "output/write_turns.hpp"
 #include "output/writeback.hpp"
@@ -23,6 +24,7 @@
 #include <ctime>
 #include <limits>
 #include <stdexcept>
+#include <system_error>
 
 namespace attnbatch::io {
 namespace {
@@ -166,6 +168,10 @@ OutputFile::~OutputFile() = default;
 
 File& OutputFile::file() noexcept { return h5_->file; }
 
+std::uint64_t OutputFile::direct_bytes() const noexcept {
+    return direct_bytes_closed_ + (direct_output_ ? direct_output_->written() : 0) + (direct_maps_ ? direct_maps_->written() : 0);
+}
+
 OutputFile OutputFile::create(const std::string& output_path, const OutputLayout& layout,
                               const Provenance& provenance, const OutputOptions& options) {
     check_layout(layout, output_path);
@@ -179,7 +185,8 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
     out.force_ = options.force;
     out.fsync_ = options.fsync;
     try {
-        out.h5_->file = File::create(staging, options.access);
+        // Pages: chunks of a page-multiple size then lie on page bounds (direct_chunks.hpp).
+        out.h5_->file = File::create(staging, options.access, 4096);
         if (layout.packed) {
             out.create_packed(options);
             write_provenance(out.h5_->file, layout, provenance);
@@ -264,6 +271,18 @@ void OutputFile::create_packed(const OutputOptions& options) {
 
 namespace {
 
+// Rows [first, first + count) of `dataset` (`elements` of them, each row whole) from `data`: as
+// whole chunks straight to the disk where `direct` takes them, else through HDF5.
+template <class T>
+void write_rows_to(const Dataset& dataset, DirectChunks* direct, hsize_t first, hsize_t count, const T* data,
+                   std::size_t elements, Transfer transfer) {
+    if (direct != nullptr && count > 0) {
+        const std::uint64_t row = elements / count;
+        if (direct->write(first * row, count * row, data)) return;
+    }
+    write_rows(dataset, first, count, data, elements, transfer);
+}
+
 // Maps are written and hashed in pieces of about this many bytes (whole journal units, at
 // least one), so that the hash reads a piece while the write's copy has left it in the cache.
 // A step's maps are tens of MiB: hashed after one write of them all, they came back from memory.
@@ -295,12 +314,16 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
                                 maps_end > maps_begin;
     try {
         const WriteTurns::Turn turn(write_turns(transfer));
-        write_rows(*h5_->output, rows(first), rows(count), block.output, size(count) * len * size(layout_.d_out), transfer);
+        write_rows_to(*h5_->output, direct_chunks(direct_output_, h5_->output, sizeof(float), transfer), rows(first), rows(count),
+                      block.output, size(count) * len * size(layout_.d_out), transfer);
         write_rows(*h5_->lse, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
         // Called even when empty: collective writes need every rank.
         if (h5_->attention && !maps_in_pieces) write_maps(maps_begin, first, last, block, transfer);
         write_rows(*h5_->lengths, rows(first), rows(count), block.lengths, size(count), transfer);
     } catch (const H5Error& error) {
+        throw Error(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
+                                       std::to_string(last) + "): " + error.what());
+    } catch (const std::system_error& error) {
         throw Error(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
                                        std::to_string(last) + "): " + error.what());
     }
@@ -323,6 +346,9 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
         } catch (const H5Error& error) {
             throw Error(exit_io, partial_path() + ": cannot write the attention maps of sequences [" +
                                      std::to_string(begin) + ", " + std::to_string(end) + "): " + error.what());
+        } catch (const std::system_error& error) {
+            throw Error(exit_io, partial_path() + ": cannot write the attention maps of sequences [" +
+                                     std::to_string(begin) + ", " + std::to_string(end) + "): " + error.what());
         }
         remember_checksums(first, begin, end, block);
     }
@@ -337,11 +363,20 @@ void OutputFile::write_maps(std::int64_t block_maps_first, std::int64_t first, s
     const std::size_t skip = maps_count > 0 ? static_cast<std::size_t>(maps_begin - block_maps_first) * row : 0;
     const hsize_t offset = maps_count > 0 ? static_cast<hsize_t>(maps_begin - layout_.weights_first) : 0;
     const std::size_t elements = static_cast<std::size_t>(maps_count) * row;
-    if (layout_.weights_dtype == WeightsDtype::f16) {
-        write_rows(*h5_->attention, offset, static_cast<hsize_t>(maps_count), block.attention_f16 + skip, elements, transfer);
+    const bool half = layout_.weights_dtype == WeightsDtype::f16;
+    DirectChunks* direct = direct_chunks(direct_maps_, h5_->attention, half ? sizeof(std::uint16_t) : sizeof(float), transfer);
+    if (half) {
+        write_rows_to(*h5_->attention, direct, offset, static_cast<hsize_t>(maps_count), block.attention_f16 + skip, elements, transfer);
     } else {
-        write_rows(*h5_->attention, offset, static_cast<hsize_t>(maps_count), block.attention_f32 + skip, elements, transfer);
+        write_rows_to(*h5_->attention, direct, offset, static_cast<hsize_t>(maps_count), block.attention_f32 + skip, elements, transfer);
     }
+}
+
+DirectChunks* OutputFile::direct_chunks(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
+                                        std::size_t element_size, Transfer transfer) {
+    if (!fsync_ || !mpi_io_ || transfer != Transfer::independent || !dataset) return nullptr;
+    if (!slot) slot = std::make_unique<DirectChunks>(partial_path(), dataset->id(), element_size);
+    return slot->usable() ? slot.get() : nullptr;
 }
 
 const WriteTurns* OutputFile::write_turns(Transfer transfer) {
@@ -360,6 +395,9 @@ void OutputFile::flush() {
 
 void OutputFile::flush_and_close(const char* what, bool sync) {
     writeback_.reset();
+    direct_bytes_closed_ = direct_bytes();
+    direct_output_.reset();
+    direct_maps_.reset();
     try {
         // Under MPI-IO a flush is MPI_File_sync on every rank; closing writes the same
         // metadata without it.

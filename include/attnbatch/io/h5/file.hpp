@@ -9,6 +9,7 @@
 #include "attnbatch/io/h5/file_access.hpp"
 #include "attnbatch/io/h5/handle.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,9 @@ class File {
 public:
     File() noexcept = default;  // closed; a moved-from File is too
     // Fails (H5Error from H5Fcreate) when `path` exists: H5F_ACC_EXCL.
-    static File create(const std::string& path, const FileAccess& access = {});
+    // alignment > 0: every object of at least that many bytes starts on a multiple of it
+    // (H5Pset_alignment), so that whole chunks can be written to the disk directly.
+    static File create(const std::string& path, const FileAccess& access = {}, std::uint64_t alignment = 0);
     static File open(const std::string& path, FileMode mode, const FileAccess& access = {});
 
     hid_t id() const noexcept { return handle_.id(); }

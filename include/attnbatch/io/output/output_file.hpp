@@ -50,6 +50,8 @@ namespace attnbatch::io {
 class File;  // h5/file.hpp
 class Writeback;  // output/writeback.hpp
 class WriteTurns;  // output/write_turns.hpp
+class DirectChunks;  // output/direct_chunks.hpp
+class Dataset;  // attnbatch/io/h5/dataset.hpp
 
 struct OutputOptions {
     bool force = false;  // replace an existing OUTPUT at the final rename; discard a stale .partial
@@ -93,6 +95,10 @@ public:
     // Sequences per /output chunk: work units that are multiples of it write whole chunks.
     std::int64_t sequences_per_chunk() const noexcept { return sequences_per_chunk_; }
     File& file() noexcept;  // the HDF5 file itself, for io's tests
+    // Bytes of /output and /attention this rank wrote straight to the disk: with fsync on
+    // under MPI-IO, independent writes of whole chunks skip the page cache (O_DIRECT), as their
+    // bytes must reach the disk before publication anyway; the rest goes through HDF5.
+    std::uint64_t direct_bytes() const noexcept;
 
     // Writes sequences [first, last) of every dataset (lengths last). Collective under
     // MPI-IO: every rank calls it the same number of times, with an empty range if need be.
@@ -151,6 +157,12 @@ private:
     bool mpi_io_ = false;  // written through MPI-IO (set after create or reopen)
     // The turns an independent write under MPI-IO takes (write_turns.hpp); nullptr: none.
     const WriteTurns* write_turns(Transfer transfer);
+    // With fsync_ under MPI-IO, /output and /attention go to the disk in whole chunks
+    // (direct_chunks.hpp), made at their first independent write; nullptr: through HDF5.
+    std::unique_ptr<DirectChunks> direct_output_, direct_maps_;
+    std::uint64_t direct_bytes_closed_ = 0;  // by direct writers already closed
+    DirectChunks* direct_chunks(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
+                                std::size_t element_size, Transfer transfer);
     std::int64_t sequences_per_chunk_ = 1;
     void create_journal(const JournalPlan& plan);
     // The checksums of the units [first, last) of a block that starts at block_first.

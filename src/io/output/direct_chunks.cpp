@@ -1,0 +1,105 @@
+#include "output/direct_chunks.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+namespace attnbatch::io {
+namespace {
+
+// File offsets, lengths and buffer addresses of O_DIRECT writes are multiples of the device's
+// logical block; a page covers every block size in use, and the output's large objects are
+// placed on such bounds (File::create's alignment).
+constexpr std::uint64_t kDirectAlign = 4096;
+
+bool aligned(std::uint64_t value) { return value % kDirectAlign == 0; }
+
+}  // namespace
+
+DirectChunks::DirectChunks(const std::string& path, hid_t dataset, std::size_t element_size)
+    : dataset_(dataset), element_size_(element_size) {
+    const hid_t dcpl = H5Dget_create_plist(dataset);
+    if (dcpl < 0) return;
+    bool chunked = H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_nfilters(dcpl) == 0;
+    std::vector<hsize_t> chunk;
+    const hid_t space = H5Dget_space(dataset);
+    const int axes = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+    if (axes > 0) {
+        dims_.resize(static_cast<std::size_t>(axes));
+        chunk.resize(static_cast<std::size_t>(axes));
+        chunked = chunked && H5Sget_simple_extent_dims(space, dims_.data(), nullptr) == axes &&
+                  H5Pget_chunk(dcpl, axes, chunk.data()) == axes;
+    } else {
+        chunked = false;
+    }
+    if (space >= 0) H5Sclose(space);
+    H5Pclose(dcpl);
+    if (!chunked) return;
+    // A chunk is one row-major run when the axes outside its cut axis are 1 and those inside
+    // are whole; with the cut axis divided evenly (or the cut on the leading axis), chunk i
+    // holds elements [i * S, (i + 1) * S).
+    std::size_t cut = 0;
+    while (cut < chunk.size() && chunk[cut] == 1 && cut + 1 < chunk.size()) ++cut;
+    for (std::size_t axis = cut + 1; axis < chunk.size(); ++axis) {
+        if (chunk[axis] != dims_[axis]) return;
+    }
+    if (cut > 0 && dims_[cut] % chunk[cut] != 0) return;
+    chunk_elements_ = 1;
+    for (const hsize_t extent : chunk) chunk_elements_ *= extent;
+    if (!aligned(chunk_elements_ * element_size_)) return;
+    fd_ = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+}
+
+DirectChunks::~DirectChunks() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+bool DirectChunks::plan(std::uint64_t first, std::uint64_t count, const char* data, std::vector<Run>& runs) const {
+    if (fd_ < 0 || count == 0 || first % chunk_elements_ != 0 || count % chunk_elements_ != 0) return false;
+    if (!aligned(reinterpret_cast<std::uintptr_t>(data))) return false;
+    const std::size_t chunk_bytes = chunk_elements_ * element_size_;
+    std::vector<hsize_t> origin(dims_.size());
+    for (std::uint64_t element = first; element < first + count; element += chunk_elements_) {
+        std::uint64_t rest = element;
+        for (std::size_t axis = dims_.size(); axis-- > 0;) {
+            origin[axis] = rest % dims_[axis];
+            rest /= dims_[axis];
+        }
+        if (rest != 0) return false;  // past the dataset
+        unsigned filters = 0;
+        haddr_t address = HADDR_UNDEF;
+        hsize_t stored = 0;
+        if (H5Dget_chunk_info_by_coord(dataset_, origin.data(), &filters, &address, &stored) < 0) return false;
+        if (address == HADDR_UNDEF || stored != chunk_bytes || !aligned(address)) return false;
+        const char* source = data + (element - first) * element_size_;
+        if (!runs.empty() && runs.back().address + runs.back().bytes == address) {
+            runs.back().bytes += chunk_bytes;
+        } else {
+            runs.push_back(Run{address, source, chunk_bytes});
+        }
+    }
+    return true;
+}
+
+bool DirectChunks::write(std::uint64_t first, std::uint64_t count, const void* data) {
+    std::vector<Run> runs;
+    if (!plan(first, count, static_cast<const char*>(data), runs)) return false;
+    for (const Run& run : runs) {
+        std::size_t done = 0;
+        while (done < run.bytes) {
+            const ssize_t wrote = ::pwrite(fd_, run.data + done, run.bytes - done, static_cast<off_t>(run.address + done));
+            if (wrote < 0 && errno == EINTR) continue;
+            if (wrote <= 0 || !aligned(static_cast<std::uint64_t>(wrote))) {
+                throw std::system_error(wrote < 0 ? errno : EIO, std::generic_category(), "direct write");
+            }
+            done += static_cast<std::size_t>(wrote);
+        }
+        written_ += run.bytes;
+    }
+    return true;
+}
+
+}  // namespace attnbatch::io

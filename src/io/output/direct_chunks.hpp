@@ -1,0 +1,54 @@
+// Writing whole chunks of the output's large datasets straight to the disk (O_DIRECT), around
+// HDF5, in the durable mode: bytes that must reach the disk before publication anyway then skip
+// the page cache, its copy on the compute cores, its lock and its writeback.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnbatch::io {
+
+// Whole chunks of one dataset, written with pwrite on a descriptor of the file opened with
+// O_DIRECT. Only for datasets without filters whose chunks are placed at creation (their
+// addresses never change) and whose every chunk is a contiguous run of the dataset in row-major
+// order (chunk_shape() makes no other kind). HDF5 caches no raw data under MPI-IO, so bytes
+// written here and bytes HDF5 writes elsewhere in the file do not overwrite each other.
+class DirectChunks {
+public:
+    // Unusable (write() always declines) when the dataset does not qualify or the file system
+    // refuses O_DIRECT (tmpfs, some network file systems).
+    DirectChunks(const std::string& path, hid_t dataset, std::size_t element_size);
+    ~DirectChunks();
+    DirectChunks(const DirectChunks&) = delete;
+    DirectChunks& operator=(const DirectChunks&) = delete;
+
+    bool usable() const noexcept { return fd_ >= 0; }
+
+    // Writes the dataset's elements [first, first + count) (row-major numbering) from `data`,
+    // or writes nothing and returns false when they are not whole chunks placed on aligned file
+    // offsets, or `data` is not aligned: the caller then writes them through HDF5. Throws
+    // std::system_error when the file system fails the write.
+    bool write(std::uint64_t first, std::uint64_t count, const void* data);
+    std::uint64_t written() const noexcept { return written_; }  // bytes, by write()
+
+private:
+    struct Run {
+        std::uint64_t address;
+        const char* data;
+        std::size_t bytes;
+    };
+    bool plan(std::uint64_t first, std::uint64_t count, const char* data, std::vector<Run>& runs) const;
+
+    int fd_ = -1;
+    hid_t dataset_ = H5I_INVALID_HID;
+    std::vector<hsize_t> dims_;
+    std::uint64_t chunk_elements_ = 0;
+    std::size_t element_size_ = 0;
+    std::uint64_t written_ = 0;
+};
+
+}  // namespace attnbatch::io

@@ -1,0 +1,129 @@
+// Whole chunks written around HDF5 with O_DIRECT (src/io/output/direct_chunks.hpp): what it
+// writes reads back through HDF5 at the right elements, and it declines (writing nothing)
+// whatever is not whole chunks on page bounds, in memory and in the file.
+#include "output/direct_chunks.hpp"
+#include "support/h5_files.hpp"
+#include "support/temp_dir.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+namespace attnbatch::io {
+namespace {
+
+using testing::TempDir;
+
+// [8, 2, 32, 32] floats in chunks of one leading index: 8 KiB, two pages each.
+const Dims kDims{8, 2, 32, 32};
+constexpr std::uint64_t kChunk = 2 * 32 * 32;
+constexpr std::uint64_t kElements = 8 * kChunk;
+
+struct FreeAligned {
+    void operator()(float* p) const { std::free(p); }
+};
+using AlignedFloats = std::unique_ptr<float[], FreeAligned>;
+
+AlignedFloats page_aligned(std::size_t count) {
+    return AlignedFloats(static_cast<float*>(std::aligned_alloc(4096, (count * sizeof(float) + 4095) / 4096 * 4096)));
+}
+
+// Whether the file system of `directory` takes O_DIRECT at all (tmpfs does not): where it does
+// not, DirectChunks must decline everything.
+bool takes_direct_io(const std::string& directory) {
+    const std::string probe = directory + "/probe";
+    const int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
+    ::unlink(probe.c_str());
+    return fd >= 0;
+}
+
+Dataset make(const File& file, const std::string& path, Dims chunk, int gzip = 0) {
+    DatasetCreation creation;
+    creation.chunk = std::move(chunk);
+    creation.gzip_level = gzip;
+    creation.allocate_early = gzip == 0;
+    creation.fill_never = gzip == 0;
+    return Dataset::create(file, path, Datatype::float32(), kDims, creation);
+}
+
+TEST(DirectChunks, WholeChunksReadBackThroughHdf5) {
+    TempDir dir;
+    const std::string path = dir.file("direct.h5");
+    AlignedFloats values = page_aligned(kElements);
+    std::iota(values.get(), values.get() + kElements, 1.0f);
+    const bool direct = takes_direct_io(dir.path());
+    {
+        File file = File::create(path, {}, 4096);
+        Dataset dataset = make(file, "/d", {1, 2, 32, 32});
+        file.flush();  // the chunks' places are in the file before anything writes them
+        DirectChunks chunks(path, dataset.id(), sizeof(float));
+        EXPECT_EQ(chunks.usable(), direct);
+        // Chunks 2-4 around HDF5, the others through it.
+        EXPECT_EQ(chunks.write(2 * kChunk, 3 * kChunk, values.get() + 2 * kChunk), direct);
+        EXPECT_EQ(chunks.written(), direct ? 3 * kChunk * sizeof(float) : 0u);
+        if (direct) {
+            write_rows(dataset, 0, 2, values.get(), 2 * kChunk);
+            write_rows(dataset, 5, 3, values.get() + 5 * kChunk, 3 * kChunk);
+        } else {
+            write_rows(dataset, 0, 8, values.get(), kElements);
+        }
+        dataset.close();
+    }
+    const std::vector<float> back = read_all<float>(Dataset::open(File::open(path, FileMode::read_only), "/d"));
+    ASSERT_EQ(back.size(), kElements);
+    for (std::uint64_t i = 0; i < kElements; ++i) ASSERT_EQ(back[i], values[i]) << "element " << i;
+}
+
+TEST(DirectChunks, DeclinesWhatIsNotWholeAlignedChunks) {
+    TempDir dir;
+    if (!takes_direct_io(dir.path())) {
+        // Nothing to decline on this file system: everything is declined (see above).
+        SUCCEED() << dir.path() << " refuses O_DIRECT";
+        return;
+    }
+    const std::string path = dir.file("declines.h5");
+    AlignedFloats values = page_aligned(kElements + 1024);
+    std::iota(values.get(), values.get() + kElements + 1024, 1.0f);
+    File file = File::create(path, {}, 4096);
+    Dataset whole = make(file, "/whole", {1, 2, 32, 32});
+    Dataset rows = make(file, "/rows", {1, 1, 16, 32});  // cut inside a leading index: still runs of 2 KiB
+    Dataset gzip = make(file, "/gzip", {1, 2, 32, 32}, 4);
+    Dataset across = make(file, "/across", {2, 1, 32, 32});  // 2 x 1 x 32 x 32: not one run
+    file.flush();
+
+    DirectChunks chunks(path, whole.id(), sizeof(float));
+    ASSERT_TRUE(chunks.usable());
+    EXPECT_FALSE(chunks.write(kChunk / 2, kChunk, values.get())) << "starts inside a chunk";
+    EXPECT_FALSE(chunks.write(0, kChunk + 1, values.get())) << "ends inside a chunk";
+    EXPECT_FALSE(chunks.write(0, kChunk, values.get() + 1)) << "memory off a page bound";
+    EXPECT_FALSE(chunks.write(7 * kChunk, 2 * kChunk, values.get())) << "past the dataset";
+    EXPECT_FALSE(chunks.write(0, 0, values.get())) << "nothing";
+    EXPECT_EQ(chunks.written(), 0u);
+
+    EXPECT_FALSE(DirectChunks(path, rows.id(), sizeof(float)).usable()) << "chunks of 2 KiB: not whole pages";
+    EXPECT_FALSE(DirectChunks(path, gzip.id(), sizeof(float)).usable()) << "filtered chunks change size";
+    EXPECT_FALSE(DirectChunks(path, across.id(), sizeof(float)).usable()) << "a chunk in two runs";
+
+    // Without the file's alignment, chunks lie anywhere: declined at the first such chunk.
+    const std::string unaligned_path = dir.file("unaligned.h5");
+    File unaligned = File::create(unaligned_path);
+    Dataset small = make(unaligned, "/small", {1, 1, 1, 32});  // a 128-byte object first
+    Dataset placed = make(unaligned, "/placed", {1, 2, 32, 32});
+    unaligned.flush();
+    DirectChunks anywhere(unaligned_path, placed.id(), sizeof(float));
+    ASSERT_TRUE(anywhere.usable());
+    bool any_declined = false;
+    for (std::uint64_t chunk = 0; chunk < 8; ++chunk) {
+        any_declined = any_declined || !anywhere.write(chunk * kChunk, kChunk, values.get());
+    }
+    EXPECT_TRUE(any_declined) << "every chunk of an unaligned file on a page bound";
+}
+
+}  // namespace
+}  // namespace attnbatch::io
