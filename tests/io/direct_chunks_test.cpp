@@ -59,7 +59,7 @@ TEST(DirectChunks, WholeChunksReadBackThroughHdf5) {
     std::iota(values.get(), values.get() + kElements, 1.0f);
     const bool direct = takes_direct_io(dir.path());
     {
-        File file = File::create(path, {}, 4096);
+        File file = File::create(path, {}, FileTuning{4096, false});
         Dataset dataset = make(file, "/d", {1, 2, 32, 32});
         file.flush();  // the chunks' places are in the file before anything writes them
         DirectChunks chunks(path, dataset.id(), sizeof(float));
@@ -90,7 +90,7 @@ TEST(DirectChunks, DeclinesWhatIsNotWholeAlignedChunks) {
     const std::string path = dir.file("declines.h5");
     AlignedFloats values = page_aligned(kElements + 1024);
     std::iota(values.get(), values.get() + kElements + 1024, 1.0f);
-    File file = File::create(path, {}, 4096);
+    File file = File::create(path, {}, FileTuning{4096, false});
     Dataset whole = make(file, "/whole", {1, 2, 32, 32});
     Dataset rows = make(file, "/rows", {1, 1, 16, 32});  // cut inside a leading index: still runs of 2 KiB
     Dataset gzip = make(file, "/gzip", {1, 2, 32, 32}, 4);

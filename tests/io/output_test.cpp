@@ -12,9 +12,13 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <utility>
 #include <filesystem>
 
 namespace attnbatch::io {
@@ -112,6 +116,58 @@ print('ok')
 )",
                                                     {path});
     EXPECT_EQ(result.status, 0) << result.out;
+}
+
+// Whether the file system of `directory` takes O_DIRECT (tmpfs does not).
+bool takes_direct_io(const std::string& directory) {
+    const std::string probe = directory + "/probe";
+    const int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
+    ::unlink(probe.c_str());
+    return fd >= 0;
+}
+
+// One process, whole page-sized chunks from page-aligned memory: durable and uncompressed, they
+// go to the disk around HDF5 (its chunk cache is off for this file), and the file reads back
+// as written in every mode.
+TEST_F(Output, DurableWholeChunksGoStraightToTheDiskWithoutMpi) {
+    struct FreeAligned {
+        void operator()(float* p) const { std::free(p); }
+    };
+    const std::size_t output_floats = 4 * 32 * 32, map_floats = 4 * 2 * 32 * 32;
+    std::unique_ptr<float[], FreeAligned> output(static_cast<float*>(std::aligned_alloc(4096, output_floats * 4)));
+    std::unique_ptr<float[], FreeAligned> maps(static_cast<float*>(std::aligned_alloc(4096, map_floats * 4)));
+    for (std::size_t i = 0; i < output_floats; ++i) output[i] = static_cast<float>(i);
+    for (std::size_t i = 0; i < map_floats; ++i) maps[i] = -static_cast<float>(i);
+    std::vector<float> lse(4 * 2 * 32, 1.0f);
+    std::vector<std::int32_t> lengths(4, 32);
+    const bool direct_io = takes_direct_io(dir.path());
+    for (const auto& [fsync, gzip] : {std::pair{true, 0}, std::pair{false, 0}, std::pair{true, 1}}) {
+        OutputLayout layout;
+        layout.n = 4;
+        layout.len = 32;
+        layout.heads = 2;
+        layout.d_out = 32;
+        layout.gzip_level = gzip;
+        layout.chunk_bytes = 8192;  // /output: two sequences per chunk; /attention: one
+        OutputOptions options;
+        options.force = true;
+        options.fsync = fsync;
+        OutputFile out = OutputFile::create(path, layout, provenance(), options);
+        OutputBlock block;
+        block.output = output.get();
+        block.lse = lse.data();
+        block.lengths = lengths.data();
+        block.attention_f32 = maps.get();
+        out.write_block(0, 4, block);
+        const bool direct = direct_io && fsync && gzip == 0;
+        EXPECT_EQ(out.direct_bytes(), direct ? (output_floats + map_floats) * sizeof(float) : 0u)
+            << "fsync " << fsync << ", gzip " << gzip;
+        out.finalize();
+        const File file = File::open(path, FileMode::read_only);
+        EXPECT_EQ(read_all<float>(Dataset::open(file, "/output")), std::vector<float>(output.get(), output.get() + output_floats));
+        EXPECT_EQ(read_all<float>(Dataset::open(file, "/attention")), std::vector<float>(maps.get(), maps.get() + map_floats));
+    }
 }
 
 TEST_F(Output, CompleteIsZeroUntilFinalizeThenTheFileIsRenamed) {

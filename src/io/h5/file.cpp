@@ -12,26 +12,33 @@
 namespace attnbatch::io {
 namespace {
 
-PropertyListHandle file_access_list(const FileAccess& access, const Where& where) {
+PropertyListHandle file_access_list(const FileAccess& access, const FileTuning& tuning, const Where& where) {
     PropertyListHandle fapl(H5_CALL(H5Pcreate, where, H5P_FILE_ACCESS));
     if (access.setup()) access.setup()->configure(fapl.id());
+    if (tuning.alignment > 0) H5_CALL(H5Pset_alignment, where, fapl.id(), tuning.alignment, tuning.alignment);
+    if (!tuning.chunk_cache) {
+        int metadata_elements = 0;  // unused since HDF5 1.8, kept as it is
+        size_t slots = 0, bytes = 0;
+        double preemption = 0.0;
+        H5_CALL(H5Pget_cache, where, fapl.id(), &metadata_elements, &slots, &bytes, &preemption);
+        H5_CALL(H5Pset_cache, where, fapl.id(), metadata_elements, 0, 0, preemption);
+    }
     return fapl;
 }
 
 }  // namespace
 
-File File::create(const std::string& path, const FileAccess& access, std::uint64_t alignment) {
+File File::create(const std::string& path, const FileAccess& access, const FileTuning& tuning) {
     detail::quiet_hdf5_errors();
     const Where where{path, "/"};
-    const PropertyListHandle fapl = file_access_list(access, where);
-    if (alignment > 0) H5_CALL(H5Pset_alignment, where, fapl.id(), alignment, alignment);
+    const PropertyListHandle fapl = file_access_list(access, tuning, where);
     return File(H5_CALL(H5Fcreate, where, path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.id()), path);
 }
 
-File File::open(const std::string& path, FileMode mode, const FileAccess& access) {
+File File::open(const std::string& path, FileMode mode, const FileAccess& access, const FileTuning& tuning) {
     detail::quiet_hdf5_errors();
     const Where where{path, "/"};
-    const PropertyListHandle fapl = file_access_list(access, where);
+    const PropertyListHandle fapl = file_access_list(access, tuning, where);
     const unsigned flags = mode == FileMode::read_write ? H5F_ACC_RDWR : H5F_ACC_RDONLY;
     return File(H5_CALL(H5Fopen, where, path.c_str(), flags, fapl.id()), path);
 }

@@ -185,8 +185,7 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
     out.force_ = options.force;
     out.fsync_ = options.fsync;
     try {
-        // Pages: chunks of a page-multiple size then lie on page bounds (direct_chunks.hpp).
-        out.h5_->file = File::create(staging, options.access, 4096);
+        out.h5_->file = File::create(staging, options.access, output_file_tuning(layout));
         if (layout.packed) {
             out.create_packed(options);
             write_provenance(out.h5_->file, layout, provenance);
@@ -374,7 +373,9 @@ void OutputFile::write_maps(std::int64_t block_maps_first, std::int64_t first, s
 
 DirectChunks* OutputFile::direct_chunks(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
                                         std::size_t element_size, Transfer transfer) {
-    if (!fsync_ || !mpi_io_ || transfer != Transfer::independent || !dataset) return nullptr;
+    // Serial HDF5 keeps chunks in its cache unless the file was opened without one.
+    const bool uncached = mpi_io_ || !output_file_tuning(layout_).chunk_cache;
+    if (!fsync_ || !uncached || transfer != Transfer::independent || !dataset) return nullptr;
     if (!slot) slot = std::make_unique<DirectChunks>(partial_path(), dataset->id(), element_size);
     return slot->usable() ? slot.get() : nullptr;
 }

@@ -10,6 +10,17 @@
 
 namespace attnbatch::io {
 
+// How the output file is placed and cached: objects on page bounds (whole chunks can then be
+// written around HDF5: direct_chunks.hpp), and, where nothing is compressed, no chunk cache,
+// so that HDF5 holds no raw data that such writes would leave stale (under MPI-IO it holds none
+// anyway).
+inline FileTuning output_file_tuning(const OutputLayout& layout) {
+    FileTuning tuning;
+    tuning.alignment = 4096;
+    tuning.chunk_cache = layout.gzip_level != 0;
+    return tuning;
+}
+
 struct OutputFile::Handles {
     File file;
     std::optional<Dataset> output, attention, lse, lengths, offsets;

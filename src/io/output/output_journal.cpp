@@ -110,7 +110,7 @@ OutputFile OutputFile::reopen(const std::string& output_path, const OutputLayout
     out.path_ = output_path;
     const std::string partial = partial_path_for(output_path);
     try {
-        out.h5_->file = File::open(partial, mode, access);
+        out.h5_->file = File::open(partial, mode, access, output_file_tuning(layout));
         const auto expect = [&](Dataset dataset, const Dims& dims) {
             if (dataset.dims() != dims) {
                 throw std::invalid_argument(dataset.path() + " has shape " + shape_text(dataset.dims()) + ", expected " +

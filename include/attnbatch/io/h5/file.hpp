@@ -15,14 +15,23 @@
 
 namespace attnbatch::io {
 
+// How HDF5 places and caches the data of a file this process writes, beside how the file is
+// reached (FileAccess).
+struct FileTuning {
+    // > 0: every object of at least that many bytes starts on a multiple of it
+    // (H5Pset_alignment), so that whole chunks can be written to the disk directly.
+    std::uint64_t alignment = 0;
+    // false: no cache of raw chunks (H5Pset_cache), as under MPI-IO: a write is in the file when
+    // H5Dwrite returns, and HDF5 reads what was written to the file around it.
+    bool chunk_cache = true;
+};
+
 class File {
 public:
     File() noexcept = default;  // closed; a moved-from File is too
     // Fails (H5Error from H5Fcreate) when `path` exists: H5F_ACC_EXCL.
-    // alignment > 0: every object of at least that many bytes starts on a multiple of it
-    // (H5Pset_alignment), so that whole chunks can be written to the disk directly.
-    static File create(const std::string& path, const FileAccess& access = {}, std::uint64_t alignment = 0);
-    static File open(const std::string& path, FileMode mode, const FileAccess& access = {});
+    static File create(const std::string& path, const FileAccess& access = {}, const FileTuning& tuning = {});
+    static File open(const std::string& path, FileMode mode, const FileAccess& access = {}, const FileTuning& tuning = {});
 
     hid_t id() const noexcept { return handle_.id(); }
     bool is_open() const noexcept { return handle_.valid(); }

@@ -95,9 +95,10 @@ public:
     // Sequences per /output chunk: work units that are multiples of it write whole chunks.
     std::int64_t sequences_per_chunk() const noexcept { return sequences_per_chunk_; }
     File& file() noexcept;  // the HDF5 file itself, for io's tests
-    // Bytes of /output and /attention this rank wrote straight to the disk: with fsync on
-    // under MPI-IO, independent writes of whole chunks skip the page cache (O_DIRECT), as their
-    // bytes must reach the disk before publication anyway; the rest goes through HDF5.
+    // Bytes of /output and /attention this rank wrote straight to the disk: with fsync on,
+    // independent writes of whole chunks of an uncompressed output skip the page cache
+    // (O_DIRECT), as their bytes must reach the disk before publication anyway; the rest goes
+    // through HDF5.
     std::uint64_t direct_bytes() const noexcept;
 
     // Writes sequences [first, last) of every dataset (lengths last). Collective under
@@ -157,8 +158,8 @@ private:
     bool mpi_io_ = false;  // written through MPI-IO (set after create or reopen)
     // The turns an independent write under MPI-IO takes (write_turns.hpp); nullptr: none.
     const WriteTurns* write_turns(Transfer transfer);
-    // With fsync_ under MPI-IO, /output and /attention go to the disk in whole chunks
-    // (direct_chunks.hpp), made at their first independent write; nullptr: through HDF5.
+    // With fsync_, /output and /attention go to the disk in whole chunks (direct_chunks.hpp),
+    // made at their first independent write; nullptr: through HDF5.
     std::unique_ptr<DirectChunks> direct_output_, direct_maps_;
     std::uint64_t direct_bytes_closed_ = 0;  // by direct writers already closed
     DirectChunks* direct_chunks(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
