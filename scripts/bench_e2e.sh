@@ -62,7 +62,8 @@
 # The peer's command runs without the machine's pinned OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
 # (OpenBLAS then sizes its blocking from the CPU itself); attnbatch's runs keep the environment.
 # A report (run --report) of attnbatch's last run of each case and mode is kept in
-# OUT/report_CASE_MODE.json; the phase table below the results is read from them.
+# OUT/report_CASE_MODE.json; the phase table below the results is read from them (with the
+# bytes the run wrote past the page cache: whole chunks in the durable mode).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -315,8 +316,8 @@ modes = ["no-sync", "durable"] + (["before"] if before else [])
 phases = ["mpi_init", "describe", "lengths", "plan", "preflight", "value_scan", "output_creation", "first_read", "rounds",
           "last_write", "close", "publish"]
 print("phase_seconds of the last run (slowest rank per phase):")
-print("| case | mode | wall | " + " | ".join(phases) + " | compute (sum) | write (sum) |")
-print("| --- " * (len(phases) + 5) + "|")
+print("| case | mode | wall | " + " | ".join(phases) + " | compute (sum) | write (sum) | past the page cache (MiB) |")
+print("| --- " * (len(phases) + 6) + "|")
 for case, _ in peers_table:
     for mode in modes:
         path = os.path.join(out, "report_%s_%s.json" % (case, mode))
@@ -325,8 +326,10 @@ for case, _ in peers_table:
         report = json.load(open(path))
         got = report.get("phase_seconds", {})
         ranks = report.get("per_rank", [])
-        print("| %s | %s | %.3f | %s | %.3f | %.3f |" % (case, mode, report.get("wall_seconds", 0),
+        direct = [r["direct_write_bytes"] for r in ranks if "direct_write_bytes" in r]
+        print("| %s | %s | %.3f | %s | %.3f | %.3f | %s |" % (case, mode, report.get("wall_seconds", 0),
               " | ".join("%.3f" % got[p] if p in got else "-" for p in phases),
-              sum(r.get("compute", 0) for r in ranks), sum(r.get("write", 0) for r in ranks)))
+              sum(r.get("compute", 0) for r in ranks), sum(r.get("write", 0) for r in ranks),
+              "%.0f" % (sum(direct) / 2**20) if direct else "-"))
 EOF
 echo "runs: $results; limits: $limits; reports: $out/report_CASE_MODE.json"

@@ -137,6 +137,7 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
             .key("compute_gflops").value(t.compute > 0 ? flops / t.compute * 1e-9 : 0.0)
             .key("io_exposed").value(t.exposed)
             .key("io_hidden_fraction").value(t.hidden_fraction())
+            .key("direct_write_bytes").value(static_cast<std::int64_t>(t.direct_bytes))
             .end_object();
     }
     json.end_array();

@@ -20,7 +20,8 @@ double RankTimes::hidden_fraction() const {
 
 std::vector<double> RankTimes::pack() const {
     return {wall, read, write, communicate, compute, idle, static_cast<double>(units), static_cast<double>(steps),
-            static_cast<double>(sequences), static_cast<double>(tokens), attention_flops, projection_flops, exposed};
+            static_cast<double>(sequences), static_cast<double>(tokens), attention_flops, projection_flops, exposed,
+            direct_bytes};
 }
 
 RankTimes RankTimes::unpack(const double* v) {
@@ -38,6 +39,7 @@ RankTimes RankTimes::unpack(const double* v) {
     t.attention_flops = v[10];
     t.projection_flops = v[11];
     t.exposed = v[12];
+    t.direct_bytes = v[13];
     return t;
 }
 
@@ -198,6 +200,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     mine.read = io_times.read;
     mine.write = io_times.write;
     mine.communicate = io_times.communicate;
+    mine.direct_bytes = io_times.direct_bytes;
     mine.idle = std::max(0.0, mine.wall - mine.compute);
     for (const Slot& s : slots) {
         mine.sequences += s.tally.sequences;

@@ -164,6 +164,7 @@ public:
         if (!comm_.is_root()) return;
         const double t0 = wall_seconds();
         output_->close_complete();
+        times.direct_bytes = static_cast<double>(output_->direct_bytes());
         const double t1 = wall_seconds();
         io::publish_output(output_->path(), output_->force(), output_->fsync());
         const double t2 = wall_seconds();

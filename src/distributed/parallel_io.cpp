@@ -52,6 +52,7 @@ public:
         double t1 = t0;
         try {
             output_->close_complete();
+            times.direct_bytes = static_cast<double>(output_->direct_bytes());
             comm_.barrier();
             t1 = wall_seconds();
             if (comm_.is_root()) io::publish_output(output_->path(), force_, output_->fsync());

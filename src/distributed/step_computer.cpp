@@ -33,8 +33,10 @@ T* StepOutputs::Buffer<T>::reserve(std::size_t n) {
     // Grown without copying or clearing: each step writes all it uses.
     data_.reset();
     capacity_ = 0;
-    const std::size_t huge = std::size_t{2} << 20;
-    const std::size_t align = n * sizeof(T) >= huge ? huge : 64;
+    // Huge pages for large buffers; page bounds for the others, where the output's direct
+    // writes (io's direct_chunks.hpp) need whole chunks to start.
+    const std::size_t huge = std::size_t{2} << 20, page = 4096;
+    const std::size_t align = n * sizeof(T) >= huge ? huge : (n * sizeof(T) >= page ? page : 64);
     const std::size_t bytes = (n * sizeof(T) + align - 1) / align * align;
     void* p = std::aligned_alloc(align, bytes);
     if (!p) throw std::bad_alloc();

@@ -12,7 +12,9 @@ creation's flush of the staging file OUTPUT.partial.new is not publication). Bot
 byte-identical /output, /lse and /attention, a complete OUTPUT, and record the mode in /config,
 the header, PERFORMANCE and the --report; --dry-run shows it; a bad value exits 2 naming the option.
 A run stopped with --fsync off and resumed without --fsync publishes without syncing (the
-header says the .partial recorded it); given on the resume's command line, --fsync wins.
+header says the .partial recorded it); given on the resume's command line, --fsync wins. With
+whole /attention chunks in every unit, --fsync on writes them past the page cache (the report's
+direct_write_bytes, where the file system takes O_DIRECT) and --fsync off does not.
 Skipped (exit 77) when strace is not installed or cannot trace here.
 """
 import json
@@ -136,6 +138,41 @@ def main():
             if reference is None:
                 reference = data
             check(data == reference, "%s: /output, /lse, /attention differ from the first run's" % label)
+
+    # Sequences whose maps (4 heads x 256 x 256 floats) fill a 1 MiB /attention chunk each, so
+    # that every unit writes whole chunks, which --fsync on writes past the page cache where the
+    # file system takes O_DIRECT (the report counts them); --fsync off never does. /output's
+    # chunks hold 32 sequences: written past the page cache too where a step holds them whole.
+    probe = os.path.join(work, "direct.probe")
+    try:
+        os.close(os.open(probe, os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o600))
+        direct_io = True
+    except OSError:
+        direct_io = False
+    if os.path.exists(probe):
+        os.unlink(probe)
+    # Every sequence whole (no --min-len), and enough of them that the plan cuts none into pieces
+    # of query rows (whose maps are parts of chunks).
+    subprocess.run([binary, "generate", "--output", os.path.join(work, "whole.h5"), "--num-seqs", "64", "--seq-len", "256",
+                    "--dim", "32", "--seed", "3"], check=True, capture_output=True)
+    whole_maps, whole_output = 64 * 4 * 256 * 256 * 4, 64 * 256 * 32 * 4
+    whole_data = None
+    for mode in ("on", "off"):
+        label = "whole chunks, --fsync %s" % mode
+        name = "whole_%s.h5" % mode
+        report = os.path.join(work, name + ".json")
+        args = (["run", "--input", "whole.h5", "--heads", "4", "--threads", "1", "--save-weights", "all", "--output", name,
+                 "--io", "parallel", "--report", report] + (["--fsync", "off"] if mode == "off" else []))
+        if run(binary, mpiexec, work, 2, args, label=label) is None:
+            continue
+        direct = sum(rank["direct_write_bytes"] for rank in json.load(open(report))["per_rank"])
+        low, high = (whole_maps, whole_maps + whole_output) if mode == "on" and direct_io else (0, 0)
+        print("%s: %d bytes past the page cache (O_DIRECT %s here)" % (label, direct, "taken" if direct_io else "refused"),
+              flush=True)
+        check(low <= direct <= high, "%s: %d bytes written past the page cache, expected %d-%d" % (label, direct, low, high))
+        data = datasets(os.path.join(work, name))[0]
+        whole_data = data if whole_data is None else whole_data
+        check(data == whole_data, "%s: /output, /lse, /attention differ from --fsync on's" % label)
 
     # Resumed: the .partial's recorded mode is kept unless the resume names one.
     for started_with, resumed_with, expect_sync in (("off", None, False), ("on", "off", False), ("off", "on", True)):

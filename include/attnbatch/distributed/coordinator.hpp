@@ -28,9 +28,10 @@ struct RankTimes {
     std::int64_t units = 0, steps = 0, sequences = 0, tokens = 0;
     double attention_flops = 0, projection_flops = 0;
     double exposed = 0;       // of read + write + communicate, the time compute did not hide
+    double direct_bytes = 0;  // of its output bytes, those written past the page cache
     // Of read + write + communicate, the fraction done while the compute thread was busy.
     double hidden_fraction() const;
-    static constexpr int fields = 13;
+    static constexpr int fields = 14;
     std::vector<double> pack() const;
     static RankTimes unpack(const double* values);
 };

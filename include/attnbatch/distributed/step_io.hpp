@@ -23,6 +23,9 @@ struct IoTimes {
     double read = 0, write = 0, communicate = 0;
     // Of `write`, finish()'s two parts: complete = 1 and close; fsync and rename (rank 0).
     double close = 0, publish = 0;
+    // Bytes of the output this process wrote past the page cache (OutputFile::direct_bytes),
+    // known after finish().
+    double direct_bytes = 0;
 };
 
 // What a step writes: its sequences, or its piece's rows.
