@@ -2,46 +2,25 @@
 // writes reads back through HDF5 at the right elements, and it declines (writing nothing)
 // whatever is not whole chunks on page bounds, in memory and in the file.
 #include "output/direct_chunks.hpp"
+#include "support/direct_io.hpp"
 #include "support/h5_files.hpp"
 #include "support/temp_dir.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
 #include <numeric>
 #include <vector>
 
 namespace attnbatch::io {
 namespace {
 
+using testing::page_aligned_floats;
+using testing::takes_direct_io;
 using testing::TempDir;
 
 // [8, 2, 32, 32] floats in chunks of one leading index: 8 KiB, two pages each.
 const Dims kDims{8, 2, 32, 32};
 constexpr std::uint64_t kChunk = 2 * 32 * 32;
 constexpr std::uint64_t kElements = 8 * kChunk;
-
-struct FreeAligned {
-    void operator()(float* p) const { std::free(p); }
-};
-using AlignedFloats = std::unique_ptr<float[], FreeAligned>;
-
-AlignedFloats page_aligned(std::size_t count) {
-    return AlignedFloats(static_cast<float*>(std::aligned_alloc(4096, (count * sizeof(float) + 4095) / 4096 * 4096)));
-}
-
-// Whether the file system of `directory` takes O_DIRECT at all (tmpfs does not): where it does
-// not, DirectChunks must decline everything.
-bool takes_direct_io(const std::string& directory) {
-    const std::string probe = directory + "/probe";
-    const int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
-    if (fd >= 0) ::close(fd);
-    ::unlink(probe.c_str());
-    return fd >= 0;
-}
 
 Dataset make(const File& file, const std::string& path, Dims chunk, int gzip = 0) {
     DatasetCreation creation;
@@ -55,7 +34,7 @@ Dataset make(const File& file, const std::string& path, Dims chunk, int gzip = 0
 TEST(DirectChunks, WholeChunksReadBackThroughHdf5) {
     TempDir dir;
     const std::string path = dir.file("direct.h5");
-    AlignedFloats values = page_aligned(kElements);
+    const testing::PageAlignedFloats values = page_aligned_floats(kElements);
     std::iota(values.get(), values.get() + kElements, 1.0f);
     const bool direct = takes_direct_io(dir.path());
     {
@@ -88,7 +67,7 @@ TEST(DirectChunks, DeclinesWhatIsNotWholeAlignedChunks) {
         return;
     }
     const std::string path = dir.file("declines.h5");
-    AlignedFloats values = page_aligned(kElements + 1024);
+    const testing::PageAlignedFloats values = page_aligned_floats(kElements + 1024);
     std::iota(values.get(), values.get() + kElements + 1024, 1.0f);
     File file = File::create(path, {}, FileTuning{4096, false});
     Dataset whole = make(file, "/whole", {1, 2, 32, 32});

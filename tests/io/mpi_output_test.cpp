@@ -4,17 +4,15 @@
 #include "attnbatch/io/h5/h5.hpp"
 #include "attnbatch/io/h5/mpi_io.hpp"
 #include "attnbatch/io/output/output_file.hpp"
+#include "support/direct_io.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
 #include <mpi.h>
 
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -121,20 +119,6 @@ void collective_run(int gzip_level) {
 TEST(MpiOutput, CollectiveWritesWithoutCompression) { collective_run(0); }
 TEST(MpiOutput, CollectiveWritesWithGzip) { collective_run(4); }
 
-struct FreeAligned {
-    void operator()(float* p) const { std::free(p); }
-};
-
-// Whether the file system of `directory` takes O_DIRECT (tmpfs does not): there every write
-// must go through HDF5 instead.
-bool takes_direct_io(const std::string& directory) {
-    const std::string probe = directory + "/probe" + std::to_string(rank());
-    const int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
-    if (fd >= 0) ::close(fd);
-    ::unlink(probe.c_str());
-    return fd >= 0;
-}
-
 // Independent writes of whole chunks, in the durable mode and without it: with fsync on, /output
 // and /attention go to the disk around HDF5 (OutputFile::direct_bytes), and the file reads back
 // the same either way. Ranks 0-2 write two sequences each (one /output chunk, two /attention
@@ -162,8 +146,8 @@ void independent_run(bool fsync) {
 
     const std::int64_t first = std::min<std::int64_t>(2 * rank(), 6), last = std::min<std::int64_t>(first + 2, 6);
     const std::size_t output_floats = 2 * 32 * 32, map_floats = 2 * 2 * 32 * 32;
-    std::unique_ptr<float[], FreeAligned> output(static_cast<float*>(std::aligned_alloc(4096, output_floats * 4)));
-    std::unique_ptr<float[], FreeAligned> maps(static_cast<float*>(std::aligned_alloc(4096, map_floats * 4)));
+    const testing::PageAlignedFloats output = testing::page_aligned_floats(output_floats);
+    const testing::PageAlignedFloats maps = testing::page_aligned_floats(map_floats);
     for (std::size_t i = 0; i < output_floats; ++i) output[i] = static_cast<float>(first * 100000 + static_cast<std::int64_t>(i));
     for (std::size_t i = 0; i < map_floats; ++i) maps[i] = -static_cast<float>(first * 100000 + static_cast<std::int64_t>(i));
     std::vector<float> lse(2 * 2 * 32, 1.0f);
@@ -174,7 +158,7 @@ void independent_run(bool fsync) {
     block.lengths = lengths.data();
     block.attention_f32 = maps.get();
     out.write_block(first, last, block, Transfer::independent);
-    const bool direct = fsync && takes_direct_io(directory);
+    const bool direct = fsync && testing::takes_direct_io(directory);
     const std::uint64_t expected = last > first ? (output_floats + map_floats) * sizeof(float) : 0;
     EXPECT_EQ(out.direct_bytes(), direct ? expected : 0u) << "rank " << rank() << ", fsync " << fsync;
     out.close_complete();

@@ -6,18 +6,16 @@
 #include "attnbatch/io/output/output_size.hpp"
 #include "attnbatch/kernels/half.hpp"
 #include "support/child_process.hpp"
+#include "support/direct_io.hpp"
 #include "support/file_bytes.hpp"
 #include "support/output_fixtures.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <memory>
 #include <utility>
 #include <filesystem>
 
@@ -118,30 +116,18 @@ print('ok')
     EXPECT_EQ(result.status, 0) << result.out;
 }
 
-// Whether the file system of `directory` takes O_DIRECT (tmpfs does not).
-bool takes_direct_io(const std::string& directory) {
-    const std::string probe = directory + "/probe";
-    const int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
-    if (fd >= 0) ::close(fd);
-    ::unlink(probe.c_str());
-    return fd >= 0;
-}
-
 // One process, whole page-sized chunks from page-aligned memory: durable and uncompressed, they
 // go to the disk around HDF5 (its chunk cache is off for this file), and the file reads back
 // as written in every mode.
 TEST_F(Output, DurableWholeChunksGoStraightToTheDiskWithoutMpi) {
-    struct FreeAligned {
-        void operator()(float* p) const { std::free(p); }
-    };
     const std::size_t output_floats = 4 * 32 * 32, map_floats = 4 * 2 * 32 * 32;
-    std::unique_ptr<float[], FreeAligned> output(static_cast<float*>(std::aligned_alloc(4096, output_floats * 4)));
-    std::unique_ptr<float[], FreeAligned> maps(static_cast<float*>(std::aligned_alloc(4096, map_floats * 4)));
+    const testing::PageAlignedFloats output = testing::page_aligned_floats(output_floats);
+    const testing::PageAlignedFloats maps = testing::page_aligned_floats(map_floats);
     for (std::size_t i = 0; i < output_floats; ++i) output[i] = static_cast<float>(i);
     for (std::size_t i = 0; i < map_floats; ++i) maps[i] = -static_cast<float>(i);
     std::vector<float> lse(4 * 2 * 32, 1.0f);
     std::vector<std::int32_t> lengths(4, 32);
-    const bool direct_io = takes_direct_io(dir.path());
+    const bool direct_io = testing::takes_direct_io(dir.path());
     for (const auto& [fsync, gzip] : {std::pair{true, 0}, std::pair{false, 0}, std::pair{true, 1}}) {
         OutputLayout layout;
         layout.n = 4;
