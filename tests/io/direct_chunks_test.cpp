@@ -41,7 +41,7 @@ TEST(DirectChunks, WholeChunksReadBackThroughHdf5) {
         File file = File::create(path, {}, FileTuning{4096, false});
         Dataset dataset = make(file, "/d", {1, 2, 32, 32});
         file.flush();  // the chunks' places are in the file before anything writes them
-        DirectChunks chunks(path, dataset.id(), sizeof(float));
+        DirectChunks chunks(path, dataset);
         EXPECT_EQ(chunks.usable(), direct);
         // Chunks 2-4 around HDF5, the others through it.
         EXPECT_EQ(chunks.write(2 * kChunk, 3 * kChunk, values.get() + 2 * kChunk), direct);
@@ -76,7 +76,7 @@ TEST(DirectChunks, DeclinesWhatIsNotWholeAlignedChunks) {
     Dataset across = make(file, "/across", {2, 1, 32, 32});  // 2 x 1 x 32 x 32: not one run
     file.flush();
 
-    DirectChunks chunks(path, whole.id(), sizeof(float));
+    DirectChunks chunks(path, whole);
     ASSERT_TRUE(chunks.usable());
     EXPECT_FALSE(chunks.write(kChunk / 2, kChunk, values.get())) << "starts inside a chunk";
     EXPECT_FALSE(chunks.write(0, kChunk + 1, values.get())) << "ends inside a chunk";
@@ -85,9 +85,9 @@ TEST(DirectChunks, DeclinesWhatIsNotWholeAlignedChunks) {
     EXPECT_FALSE(chunks.write(0, 0, values.get())) << "nothing";
     EXPECT_EQ(chunks.written(), 0u);
 
-    EXPECT_FALSE(DirectChunks(path, rows.id(), sizeof(float)).usable()) << "chunks of 2 KiB: not whole pages";
-    EXPECT_FALSE(DirectChunks(path, gzip.id(), sizeof(float)).usable()) << "filtered chunks change size";
-    EXPECT_FALSE(DirectChunks(path, across.id(), sizeof(float)).usable()) << "a chunk in two runs";
+    EXPECT_FALSE(DirectChunks(path, rows).usable()) << "chunks of 2 KiB: not whole pages";
+    EXPECT_FALSE(DirectChunks(path, gzip).usable()) << "filtered chunks change size";
+    EXPECT_FALSE(DirectChunks(path, across).usable()) << "a chunk in two runs";
 
     // Without the file's alignment, chunks lie anywhere: declined at the first such chunk.
     const std::string unaligned_path = dir.file("unaligned.h5");
@@ -95,7 +95,7 @@ TEST(DirectChunks, DeclinesWhatIsNotWholeAlignedChunks) {
     Dataset small = make(unaligned, "/small", {1, 1, 1, 32});  // a 128-byte object first
     Dataset placed = make(unaligned, "/placed", {1, 2, 32, 32});
     unaligned.flush();
-    DirectChunks anywhere(unaligned_path, placed.id(), sizeof(float));
+    DirectChunks anywhere(unaligned_path, placed);
     ASSERT_TRUE(anywhere.usable());
     bool any_declined = false;
     for (std::uint64_t chunk = 0; chunk < 8; ++chunk) {

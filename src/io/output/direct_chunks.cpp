@@ -19,37 +19,22 @@ bool aligned(std::uint64_t value) { return value % kDirectAlign == 0; }
 
 }  // namespace
 
-DirectChunks::DirectChunks(const std::string& path, hid_t dataset, std::size_t element_size)
-    : dataset_(dataset), element_size_(element_size) {
-    const hid_t dcpl = H5Dget_create_plist(dataset);
-    if (dcpl < 0) return;
-    bool chunked = H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_nfilters(dcpl) == 0;
-    std::vector<hsize_t> chunk;
-    const hid_t space = H5Dget_space(dataset);
-    const int axes = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
-    if (axes > 0) {
-        dims_.resize(static_cast<std::size_t>(axes));
-        chunk.resize(static_cast<std::size_t>(axes));
-        chunked = chunked && H5Sget_simple_extent_dims(space, dims_.data(), nullptr) == axes &&
-                  H5Pget_chunk(dcpl, axes, chunk.data()) == axes;
-    } else {
-        chunked = false;
-    }
-    if (space >= 0) H5Sclose(space);
-    H5Pclose(dcpl);
-    if (!chunked) return;
+DirectChunks::DirectChunks(const std::string& path, const Dataset& dataset)
+    : dataset_(dataset.id()), element_size_(dataset.type_info().size) {
+    const Dims dims = dataset.dims(), chunk = dataset.chunk();
+    if (chunk.empty() || !dataset.filters().empty()) return;
     // A chunk is one row-major run when the axes outside its cut axis are 1 and those inside
     // are whole; with the cut axis divided evenly (or the cut on the leading axis), chunk i
     // holds elements [i * S, (i + 1) * S).
     std::size_t cut = 0;
-    while (cut < chunk.size() && chunk[cut] == 1 && cut + 1 < chunk.size()) ++cut;
+    while (chunk[cut] == 1 && cut + 1 < chunk.size()) ++cut;
     for (std::size_t axis = cut + 1; axis < chunk.size(); ++axis) {
-        if (chunk[axis] != dims_[axis]) return;
+        if (chunk[axis] != dims[axis]) return;
     }
-    if (cut > 0 && dims_[cut] % chunk[cut] != 0) return;
-    chunk_elements_ = 1;
-    for (const hsize_t extent : chunk) chunk_elements_ *= extent;
+    if (cut > 0 && dims[cut] % chunk[cut] != 0) return;
+    chunk_elements_ = element_count(chunk);
     if (!aligned(chunk_elements_ * element_size_)) return;
+    dims_.assign(dims.begin(), dims.end());
     fd_ = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
 }
 

@@ -3,6 +3,8 @@
 // the page cache, its copy on the compute cores, its lock and its writeback.
 #pragma once
 
+#include "attnbatch/io/h5/dataset.hpp"
+
 #include <hdf5.h>
 
 #include <cstddef>
@@ -16,12 +18,14 @@ namespace attnbatch::io {
 // O_DIRECT. Only for datasets without filters whose chunks are placed at creation (their
 // addresses never change) and whose every chunk is a contiguous run of the dataset in row-major
 // order (chunk_shape() makes no other kind). HDF5 caches no raw data under MPI-IO, so bytes
-// written here and bytes HDF5 writes elsewhere in the file do not overwrite each other.
+// written here and bytes HDF5 writes elsewhere in the file do not overwrite each other. The
+// caller's memory holds the elements as the file stores them (float32 as float, float16 as
+// its bits): they are copied, not converted.
 class DirectChunks {
 public:
     // Unusable (write() always declines) when the dataset does not qualify or the file system
-    // refuses O_DIRECT (tmpfs, some network file systems).
-    DirectChunks(const std::string& path, hid_t dataset, std::size_t element_size);
+    // refuses O_DIRECT (tmpfs, some network file systems). `dataset` stays open while this is used.
+    DirectChunks(const std::string& path, const Dataset& dataset);
     ~DirectChunks();
     DirectChunks(const DirectChunks&) = delete;
     DirectChunks& operator=(const DirectChunks&) = delete;

@@ -313,7 +313,7 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
                                 maps_end > maps_begin;
     try {
         const WriteTurns::Turn turn(write_turns(transfer));
-        write_rows_to(*h5_->output, direct_chunks(direct_output_, h5_->output, sizeof(float), transfer), rows(first), rows(count),
+        write_rows_to(*h5_->output, direct_chunks(direct_output_, h5_->output, transfer), rows(first), rows(count),
                       block.output, size(count) * len * size(layout_.d_out), transfer);
         write_rows(*h5_->lse, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
         // Called even when empty: collective writes need every rank.
@@ -363,7 +363,7 @@ void OutputFile::write_maps(std::int64_t block_maps_first, std::int64_t first, s
     const hsize_t offset = maps_count > 0 ? static_cast<hsize_t>(maps_begin - layout_.weights_first) : 0;
     const std::size_t elements = static_cast<std::size_t>(maps_count) * row;
     const bool half = layout_.weights_dtype == WeightsDtype::f16;
-    DirectChunks* direct = direct_chunks(direct_maps_, h5_->attention, half ? sizeof(std::uint16_t) : sizeof(float), transfer);
+    DirectChunks* direct = direct_chunks(direct_maps_, h5_->attention, transfer);
     if (half) {
         write_rows_to(*h5_->attention, direct, offset, static_cast<hsize_t>(maps_count), block.attention_f16 + skip, elements, transfer);
     } else {
@@ -372,11 +372,12 @@ void OutputFile::write_maps(std::int64_t block_maps_first, std::int64_t first, s
 }
 
 DirectChunks* OutputFile::direct_chunks(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
-                                        std::size_t element_size, Transfer transfer) {
-    // Serial HDF5 keeps chunks in its cache unless the file was opened without one.
-    const bool uncached = mpi_io_ || !output_file_tuning(layout_).chunk_cache;
-    if (!fsync_ || !uncached || transfer != Transfer::independent || !dataset) return nullptr;
-    if (!slot) slot = std::make_unique<DirectChunks>(partial_path(), dataset->id(), element_size);
+                                        Transfer transfer) {
+    // HDF5 holds no chunk of the file that these writes could leave stale: MPI-IO caches none,
+    // and create() and reopen() open an uncompressed output without a chunk cache
+    // (output_file_tuning); a compressed one has filters, which DirectChunks declines.
+    if (!fsync_ || transfer != Transfer::independent || !dataset) return nullptr;
+    if (!slot) slot = std::make_unique<DirectChunks>(partial_path(), *dataset);
     return slot->usable() ? slot.get() : nullptr;
 }
 

@@ -163,7 +163,7 @@ private:
     std::unique_ptr<DirectChunks> direct_output_, direct_maps_;
     std::uint64_t direct_bytes_closed_ = 0;  // by direct writers already closed
     DirectChunks* direct_chunks(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
-                                std::size_t element_size, Transfer transfer);
+                                Transfer transfer);
     std::int64_t sequences_per_chunk_ = 1;
     void create_journal(const JournalPlan& plan);
     // The checksums of the units [first, last) of a block that starts at block_first.
