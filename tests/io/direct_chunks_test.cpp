@@ -59,6 +59,35 @@ TEST(DirectChunks, WholeChunksReadBackThroughHdf5) {
     for (std::uint64_t i = 0; i < kElements; ++i) ASSERT_EQ(back[i], values[i]) << "element " << i;
 }
 
+TEST(DirectChunks, ThroughThePageCacheTheSameBytesLandAndAreNotCountedAsDirect) {
+    TempDir dir;
+    if (!takes_direct_io(dir.path())) {
+        SUCCEED() << dir.path() << " refuses O_DIRECT: every write declined (WholeChunksReadBackThroughHdf5)";
+        return;
+    }
+    const std::string path = dir.file("mixed.h5");
+    const testing::PageAlignedFloats values = page_aligned_floats(kElements);
+    std::iota(values.get(), values.get() + kElements, -100.0f);
+    {
+        File file = File::create(path, {}, FileTuning{4096, false});
+        Dataset dataset = make(file, "/d", {1, 2, 32, 32});
+        file.flush();
+        DirectChunks chunks(path, dataset);
+        // Alternating ways, chunk by chunk, then the last three in one write through the cache.
+        for (std::uint64_t chunk = 0; chunk < 5; ++chunk) {
+            const WritePath way = chunk % 2 == 0 ? WritePath::page_cache : WritePath::direct;
+            ASSERT_TRUE(chunks.write(chunk * kChunk, kChunk, values.get() + chunk * kChunk, way)) << "chunk " << chunk;
+        }
+        ASSERT_TRUE(chunks.write(5 * kChunk, 3 * kChunk, values.get() + 5 * kChunk, WritePath::page_cache));
+        EXPECT_EQ(chunks.written(), 2 * kChunk * sizeof(float)) << "only chunks 1 and 3 went past the page cache";
+        EXPECT_FALSE(chunks.write(kChunk / 2, kChunk, values.get(), WritePath::page_cache)) << "declined either way";
+        dataset.close();
+    }
+    const std::vector<float> back = read_all<float>(Dataset::open(File::open(path, FileMode::read_only), "/d"));
+    ASSERT_EQ(back.size(), kElements);
+    for (std::uint64_t i = 0; i < kElements; ++i) ASSERT_EQ(back[i], values[i]) << "element " << i;
+}
+
 TEST(DirectChunks, DeclinesWhatIsNotWholeAlignedChunks) {
     TempDir dir;
     if (!takes_direct_io(dir.path())) {

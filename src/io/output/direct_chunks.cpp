@@ -20,7 +20,7 @@ bool aligned(std::uint64_t value) { return value % kDirectAlign == 0; }
 }  // namespace
 
 DirectChunks::DirectChunks(const std::string& path, const Dataset& dataset)
-    : dataset_(dataset.id()), element_size_(dataset.type_info().size) {
+    : path_(path), dataset_(dataset.id()), element_size_(dataset.type_info().size) {
     const Dims dims = dataset.dims(), chunk = dataset.chunk();
     if (chunk.empty() || !dataset.filters().empty()) return;
     // A chunk is one row-major run when the axes outside its cut axis are 1 and those inside
@@ -40,6 +40,7 @@ DirectChunks::DirectChunks(const std::string& path, const Dataset& dataset)
 
 DirectChunks::~DirectChunks() {
     if (fd_ >= 0) ::close(fd_);
+    if (cached_fd_ >= 0) ::close(cached_fd_);
 }
 
 bool DirectChunks::plan(std::uint64_t first, std::uint64_t count, const char* data, std::vector<Run>& runs) const {
@@ -69,20 +70,27 @@ bool DirectChunks::plan(std::uint64_t first, std::uint64_t count, const char* da
     return true;
 }
 
-bool DirectChunks::write(std::uint64_t first, std::uint64_t count, const void* data) {
+bool DirectChunks::write(std::uint64_t first, std::uint64_t count, const void* data, WritePath path) {
     std::vector<Run> runs;
     if (!plan(first, count, static_cast<const char*>(data), runs)) return false;
+    const bool direct = path == WritePath::direct;
+    if (!direct && cached_fd_ < 0) {
+        cached_fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+        if (cached_fd_ < 0) throw std::system_error(errno, std::generic_category(), "open for writing");
+    }
+    const int fd = direct ? fd_ : cached_fd_;
     for (const Run& run : runs) {
         std::size_t done = 0;
         while (done < run.bytes) {
-            const ssize_t wrote = ::pwrite(fd_, run.data + done, run.bytes - done, static_cast<off_t>(run.address + done));
+            const ssize_t wrote = ::pwrite(fd, run.data + done, run.bytes - done, static_cast<off_t>(run.address + done));
             if (wrote < 0 && errno == EINTR) continue;
-            if (wrote <= 0 || !aligned(static_cast<std::uint64_t>(wrote))) {
-                throw std::system_error(wrote < 0 ? errno : EIO, std::generic_category(), "direct write");
+            // A short O_DIRECT write ends off the block bound the next one must start on.
+            if (wrote <= 0 || (direct && !aligned(static_cast<std::uint64_t>(wrote)))) {
+                throw std::system_error(wrote < 0 ? errno : EIO, std::generic_category(), direct ? "direct write" : "write");
             }
             done += static_cast<std::size_t>(wrote);
         }
-        written_ += run.bytes;
+        if (direct) written_ += run.bytes;
     }
     return true;
 }

@@ -1,9 +1,11 @@
-// Writing whole chunks of the output's large datasets straight to the disk (O_DIRECT), around
-// HDF5, in the durable mode: bytes that must reach the disk before publication anyway then skip
-// the page cache, its copy on the compute cores, its lock and its writeback.
+// Writing whole chunks of the output's large datasets around HDF5, at the addresses HDF5 placed
+// them: straight to the disk (O_DIRECT) in the durable mode, where the bytes must reach the disk
+// before publication anyway and then skip the page cache, its copy on the compute cores, its
+// lock and its writeback; in the scratch mode whichever way has cost less (write_path_choice.hpp).
 #pragma once
 
 #include "attnbatch/io/h5/dataset.hpp"
+#include "output/write_path_choice.hpp"
 
 #include <hdf5.h>
 
@@ -15,7 +17,7 @@
 namespace attnbatch::io {
 
 // Whole chunks of one dataset, written with pwrite on a descriptor of the file opened with
-// O_DIRECT. Only for datasets without filters whose chunks are placed at creation (their
+// O_DIRECT, or on one without it. Only for datasets without filters whose chunks are placed at creation (their
 // addresses never change) and whose every chunk is a contiguous run of the dataset in row-major
 // order (chunk_shape() makes no other kind). HDF5 caches no raw data under MPI-IO, so bytes
 // written here and bytes HDF5 writes elsewhere in the file do not overwrite each other. The
@@ -33,11 +35,11 @@ public:
     bool usable() const noexcept { return fd_ >= 0; }
 
     // Writes the dataset's elements [first, first + count) (row-major numbering) from `data`,
-    // or writes nothing and returns false when they are not whole chunks placed on aligned file
-    // offsets, or `data` is not aligned: the caller then writes them through HDF5. Throws
-    // std::system_error when the file system fails the write.
-    bool write(std::uint64_t first, std::uint64_t count, const void* data);
-    std::uint64_t written() const noexcept { return written_; }  // bytes, by write()
+    // past the page cache or through it, or writes nothing and returns false when they are not
+    // whole chunks placed on aligned file offsets, or `data` is not aligned: the caller then
+    // writes them through HDF5. Throws std::system_error when the file system fails the write.
+    bool write(std::uint64_t first, std::uint64_t count, const void* data, WritePath path = WritePath::direct);
+    std::uint64_t written() const noexcept { return written_; }  // bytes, past the page cache
 
 private:
     struct Run {
@@ -47,7 +49,9 @@ private:
     };
     bool plan(std::uint64_t first, std::uint64_t count, const char* data, std::vector<Run>& runs) const;
 
-    int fd_ = -1;
+    int fd_ = -1;  // O_DIRECT
+    int cached_fd_ = -1;  // opened at the first write through the page cache
+    std::string path_;
     hid_t dataset_ = H5I_INVALID_HID;
     std::vector<hsize_t> dims_;
     std::uint64_t chunk_elements_ = 0;

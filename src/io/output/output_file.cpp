@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -270,18 +271,6 @@ void OutputFile::create_packed(const OutputOptions& options) {
 
 namespace {
 
-// Rows [first, first + count) of `dataset` (`elements` of them, each row whole) from `data`: as
-// whole chunks straight to the disk where `direct` takes them, else through HDF5.
-template <class T>
-void write_rows_to(const Dataset& dataset, DirectChunks* direct, hsize_t first, hsize_t count, const T* data,
-                   std::size_t elements, Transfer transfer) {
-    if (direct != nullptr && count > 0) {
-        const std::uint64_t row = elements / count;
-        if (direct->write(first * row, count * row, data)) return;
-    }
-    write_rows(dataset, first, count, data, elements, transfer);
-}
-
 // Maps are written and hashed in pieces of about this many bytes (whole journal units, at
 // least one), so that the hash reads a piece while the write's copy has left it in the cache.
 // A step's maps are tens of MiB: hashed after one write of them all, they came back from memory.
@@ -312,12 +301,15 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
     const bool maps_in_pieces = h5_->attention && h5_->journal_progress && transfer == Transfer::independent &&
                                 maps_end > maps_begin;
     try {
-        const WriteTurns::Turn turn(write_turns(transfer));
-        write_rows_to(*h5_->output, direct_chunks(direct_output_, h5_->output, transfer), rows(first), rows(count),
-                      block.output, size(count) * len * size(layout_.d_out), transfer);
-        write_rows(*h5_->lse, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
+        const std::size_t row = len * size(layout_.d_out);
+        if (!write_whole_chunks(direct_output_, h5_->output, size(first) * row, size(count) * row, block.output, transfer)) {
+            const WriteTurns::Turn turn(write_turns(transfer));
+            write_rows(*h5_->output, rows(first), rows(count), block.output, size(count) * row, transfer);
+        }
         // Called even when empty: collective writes need every rank.
         if (h5_->attention && !maps_in_pieces) write_maps(maps_begin, first, last, block, transfer);
+        const WriteTurns::Turn turn(write_turns(transfer));
+        write_rows(*h5_->lse, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
         write_rows(*h5_->lengths, rows(first), rows(count), block.lengths, size(count), transfer);
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
@@ -340,7 +332,6 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
             end = next == unit_bounds_.end() ? last : std::min(last, *next);
         } while (end < last && piece_bytes(begin, end) < kHashedPieceBytes);
         try {
-            const WriteTurns::Turn turn(write_turns(transfer));
             write_maps(maps_begin, begin, end, block, transfer);
         } catch (const H5Error& error) {
             throw Error(exit_io, partial_path() + ": cannot write the attention maps of sequences [" +
@@ -363,12 +354,32 @@ void OutputFile::write_maps(std::int64_t block_maps_first, std::int64_t first, s
     const hsize_t offset = maps_count > 0 ? static_cast<hsize_t>(maps_begin - layout_.weights_first) : 0;
     const std::size_t elements = static_cast<std::size_t>(maps_count) * row;
     const bool half = layout_.weights_dtype == WeightsDtype::f16;
-    DirectChunks* direct = direct_chunks(direct_maps_, h5_->attention, transfer);
+    const void* maps = half ? static_cast<const void*>(block.attention_f16 + skip) : static_cast<const void*>(block.attention_f32 + skip);
+    if (maps_count > 0 && write_whole_chunks(direct_maps_, h5_->attention, offset * row, elements, maps, transfer)) return;
+    const WriteTurns::Turn turn(write_turns(transfer));
     if (half) {
-        write_rows_to(*h5_->attention, direct, offset, static_cast<hsize_t>(maps_count), block.attention_f16 + skip, elements, transfer);
+        write_rows(*h5_->attention, offset, static_cast<hsize_t>(maps_count), block.attention_f16 + skip, elements, transfer);
     } else {
-        write_rows_to(*h5_->attention, direct, offset, static_cast<hsize_t>(maps_count), block.attention_f32 + skip, elements, transfer);
+        write_rows(*h5_->attention, offset, static_cast<hsize_t>(maps_count), block.attention_f32 + skip, elements, transfer);
     }
+}
+
+bool OutputFile::write_whole_chunks(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
+                                    std::uint64_t first, std::uint64_t count, const void* data, Transfer transfer) {
+    DirectChunks* chunks = count > 0 ? direct_chunks(slot, dataset, transfer) : nullptr;
+    if (chunks == nullptr) return false;
+    if (!write_path_) write_path_ = std::make_unique<WritePathChoice>();
+    const WritePath path = fsync_ ? WritePath::direct : write_path_->next();
+    const auto start = std::chrono::steady_clock::now();
+    {
+        // Buffered writers of one file take turns in the kernel anyway (write_turns.hpp); direct
+        // overwrites of placed chunks do not.
+        const WriteTurns::Turn turn(path == WritePath::page_cache ? write_turns(transfer) : nullptr);
+        if (!chunks->write(first, count, data, path)) return false;
+    }
+    const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+    write_path_->record(path, count * dataset->type_info().size, seconds.count());
+    return true;
 }
 
 DirectChunks* OutputFile::direct_chunks(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
@@ -376,7 +387,7 @@ DirectChunks* OutputFile::direct_chunks(std::unique_ptr<DirectChunks>& slot, con
     // HDF5 holds no chunk of the file that these writes could leave stale: MPI-IO caches none,
     // and create() and reopen() open an uncompressed output without a chunk cache
     // (output_file_tuning); a compressed one has filters, which DirectChunks declines.
-    if (!fsync_ || transfer != Transfer::independent || !dataset) return nullptr;
+    if (transfer != Transfer::independent || !dataset) return nullptr;
     if (!slot) slot = std::make_unique<DirectChunks>(partial_path(), *dataset);
     return slot->usable() ? slot.get() : nullptr;
 }

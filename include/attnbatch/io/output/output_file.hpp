@@ -51,6 +51,7 @@ class File;  // h5/file.hpp
 class Writeback;  // output/writeback.hpp
 class WriteTurns;  // output/write_turns.hpp
 class DirectChunks;  // output/direct_chunks.hpp
+class WritePathChoice;  // output/write_path_choice.hpp
 class Dataset;  // attnbatch/io/h5/dataset.hpp
 
 struct OutputOptions {
@@ -158,12 +159,18 @@ private:
     bool mpi_io_ = false;  // written through MPI-IO (set after create or reopen)
     // The turns an independent write under MPI-IO takes (write_turns.hpp); nullptr: none.
     const WriteTurns* write_turns(Transfer transfer);
-    // With fsync_, /output and /attention go to the disk in whole chunks (direct_chunks.hpp),
-    // made at their first independent write; nullptr: through HDF5.
+    // Independent writes of whole chunks of /output and /attention go around HDF5
+    // (direct_chunks.hpp), made at their first such write; nullptr: through HDF5.
     std::unique_ptr<DirectChunks> direct_output_, direct_maps_;
     std::uint64_t direct_bytes_closed_ = 0;  // by direct writers already closed
     DirectChunks* direct_chunks(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
                                 Transfer transfer);
+    // Without fsync_ the way around HDF5 is chosen by cost; with it, past the page cache.
+    std::unique_ptr<WritePathChoice> write_path_;  // made at the first such write
+    // Elements [first, first + count) of `dataset` (row-major) around HDF5; false: nothing
+    // written, they go through HDF5.
+    bool write_whole_chunks(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
+                            std::uint64_t first, std::uint64_t count, const void* data, Transfer transfer);
     std::int64_t sequences_per_chunk_ = 1;
     void create_journal(const JournalPlan& plan);
     // The checksums of the units [first, last) of a block that starts at block_first.
