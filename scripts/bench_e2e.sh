@@ -6,7 +6,7 @@
 # order turned one step further (no run always follows the same one); medians.
 #
 # attnbatch runs in both of its publication modes, each judged against its own limit:
-#   --fsync off  published from the page cache, as the peer (which never syncs) writes: against
+#   --fsync off  published without syncing, as the peer (which never syncs) writes: against
 #                the fastest peer and the page-cache limit
 #   --fsync on   (the default) published once on the disk: against the durable limit
 # The limits, from quantities measured in the same sitting:
@@ -37,7 +37,7 @@
 #   --cases LIST      comma-separated subset of: plain, proj_weights, long_weights, large (all)
 #   --bin PATH        attnbatch binary (build/attnbatch)
 #   --before PATH     another attnbatch binary (one from before a change), run interleaved in
-#                     its default mode: its times and phases beside this one's
+#                     both modes: its times and phases beside this one's
 #   --openblas DIR    OpenBLAS's libblas.so.3 directory, put first in LD_LIBRARY_PATH for the
 #                     peer (found under /usr/lib/*/openblas-pthread; installed with apt-get
 #                     install libopenblas0-pthread when missing and run as root)
@@ -236,7 +236,7 @@ for case in "${case_list[@]}"; do
   # further on, so that no run always follows the same one: a run pays for what the one before
   # it left (memory freed a moment ago that the host has taken back, pages still dirty).
   entries=(no-sync durable)
-  [[ -z $before ]] || entries+=(before)
+  [[ -z $before ]] || entries+=(before "before no-sync")
   (( installed_blas )) && entries+=("peer installed")
   for coretype in "${coretype_list[@]}"; do entries+=("peer $coretype"); done
   for r in $(seq "$repeat"); do
@@ -246,6 +246,7 @@ for case in "${case_list[@]}"; do
         no-sync) ours_run "$case" no-sync "$bin" "${ours_flags[@]}" --fsync off ;;
         durable) ours_run "$case" durable "$bin" "${ours_flags[@]}" ;;
         before) ours_run "$case" before "$before" "${ours_flags[@]}" ;;
+        "before no-sync") ours_run "$case" before-no-sync "$before" "${ours_flags[@]}" --fsync off ;;
         "peer installed")
           rm -f "$out/peer.h5"
           s=$(timed "${mpi[@]}" "$python" "$peers/attn_mpi_h5.py" "$input" "$out/peer.h5" "${peer_flags[@]}")
@@ -290,8 +291,8 @@ mark = lambda ok: "yes" if ok else "NO"
 print()
 print("| case | attnbatch no-sync s | fastest peer s (core type) | peer / no-sync (>= 2) | page-cache limit s | no-sync / limit (<= 1.3) "
       "| attnbatch durable s | durable limit s | durable / limit (<= 1.3) | start-up s | write s | disk s | compute s (GFLOP/s) "
-      "| start-up+write+compute s |" + (" before s |" if before else ""))
-print("| --- " * (14 + bool(before)) + "|")
+      "| start-up+write+compute s |" + (" before no-sync s | before durable s |" if before else ""))
+print("| --- " * (14 + 2 * bool(before)) + "|")
 peers_table = []
 for lim in csv.DictReader(open(limits)):
     case = lim["case"]
@@ -305,14 +306,14 @@ for lim in csv.DictReader(open(limits)):
         cache_limit, no_sync / cache_limit, mark(no_sync / cache_limit <= 1.3), durable, durable_limit, durable / durable_limit,
         mark(durable / durable_limit <= 1.3), s, w, d, c, lim["rate"], s + w + c)
     if before:
-        row += " %.3f |" % med[(case, "attnbatch before")]
+        row += " %.3f | %.3f |" % (med[(case, "attnbatch before-no-sync")], med[(case, "attnbatch before")])
     print(row)
     peers_table.append((case, peers))
 print()
 print("peer medians per BLAS: " + "; ".join("%s: %s" % (case, ", ".join("%s %.3f s" % (which, t) for t, which in peers))
                                             for case, peers in peers_table))
 print()
-modes = ["no-sync", "durable"] + (["before"] if before else [])
+modes = ["no-sync", "durable"] + (["before-no-sync", "before"] if before else [])
 phases = ["mpi_init", "describe", "lengths", "plan", "preflight", "value_scan", "output_creation", "first_read", "rounds",
           "last_write", "close", "publish"]
 print("phase_seconds of the last run (slowest rank per phase):")

@@ -143,8 +143,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("force", po::bool_switch(), "replace an existing OUTPUT (only once the new one is complete)")
         ("fsync", po::value<std::string>()->default_value("on")->value_name("on|off"),
          "on: OUTPUT appears only once its bytes are on the disk (fsync, rename, fsync of the directory), whole "
-         "even after a crash of the node; off, for scratch file systems: published from the page cache, whole "
-         "unless the node itself crashes before the kernel writes it [on; with --resume, what OUTPUT.partial recorded]")
+         "even after a crash of the node; off, for scratch file systems: published without waiting for the disk, whole "
+         "unless the node itself crashes before its bytes reach the disk [on; with --resume, what OUTPUT.partial recorded]")
         ("dry-run", po::bool_switch(), "every check of the real run but the NaN/inf scan, the plan and sizes; write nothing; exit as the run would")
         ("simulate-ranks", po::value<int>()->default_value(0, "the ranks of this run"), "with --dry-run: plan for this many ranks without starting them")
         ("report", po::value<std::string>(), "write phase times and rates as JSON")

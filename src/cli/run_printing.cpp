@@ -106,7 +106,7 @@ void print_header(const dist::Job& job, const dist::Messaging& messaging) {
               << (job.layout.gzip_level ? " before gzip" : "") << "; " << job.plan_ranks
               << (job.plan_ranks == 1 ? " rank" : " ranks") << (job.plan_ranks != ranks ? " (simulated)" : "") << " x "
               << counted(job.attention.kernel.threads, "thread") << ", io " << dist::name_of(job.io_mode)
-              << (job.fsync ? ", fsync on" : ", fsync off (OUTPUT published from the page cache)")
+              << (job.fsync ? ", fsync on" : ", fsync off (OUTPUT published without waiting for the disk)")
               << (!job.settings.fsync && job.resume.state == dist::ResumeState::partial && job.resume.recorded_fsync >= 0
                       ? ", as OUTPUT.partial recorded"
                       : "")

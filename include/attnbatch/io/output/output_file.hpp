@@ -89,17 +89,17 @@ public:
     bool force() const noexcept { return force_; }  // publishing may replace an existing OUTPUT
     // On (the default): each checkpoint starts the disk write of what it recorded, without
     // waiting for it, and publication waits for the rest (fsync). Off (run --fsync off, for
-    // scratch file systems): the data stays in the page cache for the kernel to write when it
-    // will; neither checkpoints, close_complete() nor publication wait for the disk.
+    // scratch file systems): what goes through the page cache is left for the kernel to write
+    // when it will; neither checkpoints, close_complete() nor publication wait for the disk.
     void set_fsync(bool fsync) noexcept { fsync_ = fsync; }
     bool fsync() const noexcept { return fsync_; }
     // Sequences per /output chunk: work units that are multiples of it write whole chunks.
     std::int64_t sequences_per_chunk() const noexcept { return sequences_per_chunk_; }
     File& file() noexcept;  // the HDF5 file itself, for io's tests
-    // Bytes of /output and /attention this rank wrote straight to the disk: with fsync on,
-    // independent writes of whole chunks of an uncompressed output skip the page cache
-    // (O_DIRECT), as their bytes must reach the disk before publication anyway; the rest goes
-    // through HDF5.
+    // Bytes of /output and /attention this rank wrote straight to the disk: independent writes
+    // of whole chunks of an uncompressed output go around HDF5, with fsync on past the page
+    // cache (O_DIRECT), as their bytes must reach the disk before publication anyway, with it
+    // off whichever way has cost less (write_path_choice.hpp); the rest goes through HDF5.
     std::uint64_t direct_bytes() const noexcept;
 
     // Writes sequences [first, last) of every dataset (lengths last). Collective under
