@@ -120,9 +120,10 @@ TEST(MpiOutput, CollectiveWritesWithoutCompression) { collective_run(0); }
 TEST(MpiOutput, CollectiveWritesWithGzip) { collective_run(4); }
 
 // Independent writes of whole chunks, in the durable mode and without it: with fsync on, /output
-// and /attention go to the disk around HDF5 (OutputFile::direct_bytes); with it off each way is
-// tried once (/output through the page cache, then /attention past it); the file reads back the
-// same either way. Ranks 0-2 write two sequences each (one /output chunk, two /attention
+// and /attention go to the disk around HDF5 (OutputFile::direct_bytes); with it off the first
+// write tries the page cache with a chunk (here /output's only one) and /attention then goes
+// past it, the usual way while the disk's cost is unknown; the file reads back the same either
+// way. Ranks 0-2 write two sequences each (one /output chunk, two /attention
 // chunks, all page-sized), from page-aligned buffers.
 void independent_run(bool fsync) {
     std::unique_ptr<testing::TempDir> owner;

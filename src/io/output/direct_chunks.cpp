@@ -70,6 +70,11 @@ bool DirectChunks::plan(std::uint64_t first, std::uint64_t count, const char* da
     return true;
 }
 
+bool DirectChunks::takes(std::uint64_t first, std::uint64_t count, const void* data) const {
+    std::vector<Run> runs;
+    return plan(first, count, static_cast<const char*>(data), runs);
+}
+
 bool DirectChunks::write(std::uint64_t first, std::uint64_t count, const void* data, WritePath path) {
     std::vector<Run> runs;
     if (!plan(first, count, static_cast<const char*>(data), runs)) return false;

@@ -39,6 +39,9 @@ public:
     // whole chunks placed on aligned file offsets, or `data` is not aligned: the caller then
     // writes them through HDF5. Throws std::system_error when the file system fails the write.
     bool write(std::uint64_t first, std::uint64_t count, const void* data, WritePath path = WritePath::direct);
+    // Whether write() would take these elements (and their parts of whole chunks).
+    bool takes(std::uint64_t first, std::uint64_t count, const void* data) const;
+    std::uint64_t chunk_elements() const noexcept { return chunk_elements_; }
     std::uint64_t written() const noexcept { return written_; }  // bytes, past the page cache
 
 private:

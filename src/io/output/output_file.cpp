@@ -368,17 +368,32 @@ bool OutputFile::write_whole_chunks(std::unique_ptr<DirectChunks>& slot, const s
                                     std::uint64_t first, std::uint64_t count, const void* data, Transfer transfer) {
     DirectChunks* chunks = count > 0 ? direct_chunks(slot, dataset, transfer) : nullptr;
     if (chunks == nullptr) return false;
+    if (fsync_) return chunks->write(first, count, data, WritePath::direct);
+    if (!chunks->takes(first, count, data)) return false;
     if (!write_path_) write_path_ = std::make_unique<WritePathChoice>();
-    const WritePath path = fsync_ ? WritePath::direct : write_path_->next();
-    const auto start = std::chrono::steady_clock::now();
-    {
-        // Buffered writers of one file take turns in the kernel anyway (write_turns.hpp); direct
-        // overwrites of placed chunks do not.
-        const WriteTurns::Turn turn(path == WritePath::page_cache ? write_turns(transfer) : nullptr);
-        if (!chunks->write(first, count, data, path)) return false;
+    const std::size_t element_size = dataset->type_info().size;
+    const auto timed_write = [&](std::uint64_t begin, std::uint64_t elements, WritePath path) {
+        const auto start = std::chrono::steady_clock::now();
+        {
+            // Buffered writers of one file take turns in the kernel anyway (write_turns.hpp);
+            // direct overwrites of placed chunks do not.
+            const WriteTurns::Turn turn(path == WritePath::page_cache ? write_turns(transfer) : nullptr);
+            const char* from = static_cast<const char*>(data) + (begin - first) * element_size;
+            if (!chunks->write(begin, elements, from, path)) {
+                throw std::logic_error("OutputFile::write_whole_chunks: a part of whole chunks declined");
+            }
+        }
+        const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+        write_path_->record(path, elements * element_size, seconds.count());
+    };
+    // A try of the other way takes one chunk of the write (write_path_choice.hpp).
+    const std::uint64_t tried = std::min(count, chunks->chunk_elements());
+    std::uint64_t done = 0;
+    if (write_path_->try_other(tried * element_size)) {
+        timed_write(first, tried, write_path_->other());
+        done = tried;
     }
-    const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-    write_path_->record(path, count * dataset->type_info().size, seconds.count());
+    if (done < count) timed_write(first + done, count - done, write_path_->usual());
     return true;
 }
 

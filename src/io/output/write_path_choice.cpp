@@ -2,28 +2,29 @@
 
 namespace attnbatch::io {
 
-WritePath WritePathChoice::cheaper() const noexcept {
-    const Cost& cached = costs_[static_cast<int>(WritePath::page_cache)];
-    const Cost& direct = costs_[static_cast<int>(WritePath::direct)];
-    return direct.per_byte() < cached.per_byte() ? WritePath::direct : WritePath::page_cache;
+namespace {
+constexpr int index(WritePath path) { return path == WritePath::direct ? 1 : 0; }
+}  // namespace
+
+WritePath WritePathChoice::usual() const noexcept {
+    const Cost& cached = costs_[index(WritePath::page_cache)];
+    const Cost& direct = costs_[index(WritePath::direct)];
+    if (!cached.known() || !direct.known()) return WritePath::direct;
+    return cached.per_byte() < direct.per_byte() ? WritePath::page_cache : WritePath::direct;
 }
 
-WritePath WritePathChoice::next() const noexcept {
-    if (!costs_[static_cast<int>(WritePath::page_cache)].known()) return WritePath::page_cache;
-    if (!costs_[static_cast<int>(WritePath::direct)].known()) return WritePath::direct;
-    const WritePath cheap = cheaper();
-    const WritePath dear = cheap == WritePath::direct ? WritePath::page_cache : WritePath::direct;
-    const bool probe = seconds_since_probe_ * kProbeShare >= costs_[static_cast<int>(dear)].per_byte() * last_bytes_;
-    return probe ? dear : cheap;
+bool WritePathChoice::try_other(std::uint64_t bytes) const noexcept {
+    const Cost& cost = costs_[index(other())];
+    if (!cost.known()) return true;
+    return seconds_since_try_ * kTryShare >= cost.per_byte() * static_cast<double>(bytes);
 }
 
 void WritePathChoice::record(WritePath path, std::uint64_t bytes, double seconds) noexcept {
-    const bool probe = costs_[0].known() && costs_[1].known() && path != cheaper();
-    Cost& cost = costs_[static_cast<int>(path)];
+    const bool tried = path != usual();
+    Cost& cost = costs_[index(path)];
     cost.seconds = cost.seconds / 2 + seconds;
     cost.bytes = cost.bytes / 2 + static_cast<double>(bytes);
-    last_bytes_ = static_cast<double>(bytes);
-    seconds_since_probe_ = probe ? 0 : seconds_since_probe_ + seconds;
+    seconds_since_try_ = tried ? 0 : seconds_since_try_ + seconds;
 }
 
 }  // namespace attnbatch::io

@@ -14,23 +14,28 @@ enum class WritePath { page_cache, direct };
 // host and one file's buffered writers take turns (0.4-0.9 GB/s for two ranks, against 1.6-2
 // for O_DIRECT, docs/performance.md); on a slow or shared disk with warm memory it is the other
 // way round, and once dirty pages pass the kernel's limits a buffered write waits for the disk
-// too. The costs are measured, not guessed: each way is tried once, then the cheaper one is
-// taken, and the other is tried again (so that its cost stays current) once the writes since
-// its last try have taken 1/kProbeShare times what a try is expected to cost. Trying then costs
-// about that share of the time spent writing, however far apart the two ways are (trying every
-// 8th write cost a third of a scratch run's writes here).
+// too. The costs are measured, not guessed. Most bytes go the usual way: past the page cache
+// until both costs are known (it takes no core from compute), then the one that has cost less
+// per byte lately. The other way is tried with a little of a write (a chunk) at the first write
+// and again once the writes since its last try have taken 1/kTryShare times what a try is
+// expected to cost, so trying costs about that share of the writing time however far apart the
+// two ways are. (Trying it with every 8th whole write cost a third of a scratch run's writes
+// here, and 5% of the time with whole writes still made the run 13% slower than writing past
+// the page cache alone: on fresh memory a buffered write is mostly the core's own time, taken
+// from the compute that shares the core.)
 class WritePathChoice {
 public:
-    static constexpr double kProbeShare = 0.05;
+    static constexpr double kTryShare = 0.02;
 
-    WritePath next() const noexcept;
+    WritePath usual() const noexcept;
+    WritePath other() const noexcept { return usual() == WritePath::direct ? WritePath::page_cache : WritePath::direct; }
+    // Whether the next write tries other() with `bytes` of its bytes first.
+    bool try_other(std::uint64_t bytes) const noexcept;
     // A write of `bytes` the way `path` took `seconds` (from asking for the file to the bytes
     // in the kernel's hands).
     void record(WritePath path, std::uint64_t bytes, double seconds) noexcept;
 
 private:
-    WritePath cheaper() const noexcept;  // of two known costs
-
     // Seconds and bytes, each earlier write weighing half the one after it: the cost per byte
     // follows the memory and the disk as they change during a run, and one write is not all.
     struct Cost {
@@ -39,8 +44,7 @@ private:
         double per_byte() const noexcept { return seconds / bytes; }
     };
     Cost costs_[2];
-    double seconds_since_probe_ = 0;  // writing the cheaper way since the other was last tried
-    double last_bytes_ = 0;
+    double seconds_since_try_ = 0;  // writing the usual way since the other was last tried
 };
 
 }  // namespace attnbatch::io
