@@ -17,9 +17,9 @@
 namespace attnbatch::io {
 
 // Whole chunks of one dataset, written with pwrite on a descriptor of the file opened with
-// O_DIRECT, or on one without it. Only for datasets without filters whose chunks are placed at creation (their
-// addresses never change) and whose every chunk is a contiguous run of the dataset in row-major
-// order (chunk_shape() makes no other kind). HDF5 caches no raw data under MPI-IO, so bytes
+// O_DIRECT, or on one without it. Only for datasets without filters whose chunks are placed at
+// creation (their addresses never change) and whose every chunk is a contiguous run of the
+// dataset in row-major order (chunk_shape() makes no other kind). HDF5 caches no raw data under MPI-IO, so bytes
 // written here and bytes HDF5 writes elsewhere in the file do not overwrite each other. The
 // caller's memory holds the elements as the file stores them (float32 as float, float16 as
 // its bits): they are copied, not converted.
