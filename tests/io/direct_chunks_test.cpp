@@ -31,6 +31,13 @@ Dataset make(const File& file, const std::string& path, Dims chunk, int gzip = 0
     return Dataset::create(file, path, Datatype::float32(), kDims, creation);
 }
 
+// Read back through HDF5, /d of `path` holds `values` (kElements of them).
+void expect_holds(const std::string& path, const float* values) {
+    const std::vector<float> back = read_all<float>(Dataset::open(File::open(path, FileMode::read_only), "/d"));
+    ASSERT_EQ(back.size(), kElements);
+    for (std::uint64_t i = 0; i < kElements; ++i) ASSERT_EQ(back[i], values[i]) << "element " << i;
+}
+
 TEST(DirectChunks, WholeChunksReadBackThroughHdf5) {
     TempDir dir;
     const std::string path = dir.file("direct.h5");
@@ -54,9 +61,7 @@ TEST(DirectChunks, WholeChunksReadBackThroughHdf5) {
         }
         dataset.close();
     }
-    const std::vector<float> back = read_all<float>(Dataset::open(File::open(path, FileMode::read_only), "/d"));
-    ASSERT_EQ(back.size(), kElements);
-    for (std::uint64_t i = 0; i < kElements; ++i) ASSERT_EQ(back[i], values[i]) << "element " << i;
+    expect_holds(path, values.get());
 }
 
 TEST(DirectChunks, ThroughThePageCacheTheSameBytesLandAndAreNotCountedAsDirect) {
@@ -83,9 +88,7 @@ TEST(DirectChunks, ThroughThePageCacheTheSameBytesLandAndAreNotCountedAsDirect) 
         EXPECT_FALSE(chunks.write(kChunk / 2, kChunk, values.get(), WritePath::page_cache)) << "declined either way";
         dataset.close();
     }
-    const std::vector<float> back = read_all<float>(Dataset::open(File::open(path, FileMode::read_only), "/d"));
-    ASSERT_EQ(back.size(), kElements);
-    for (std::uint64_t i = 0; i < kElements; ++i) ASSERT_EQ(back[i], values[i]) << "element " << i;
+    expect_holds(path, values.get());
 }
 
 TEST(DirectChunks, DeclinesWhatIsNotWholeAlignedChunks) {
