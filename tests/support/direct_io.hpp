@@ -10,7 +10,7 @@
 namespace attnbatch::testing {
 
 // Opens (and removes) a file of its own in `directory` with O_DIRECT: false where the file
-// system refuses it (tmpfs), and the writes must then go through the page cache.
+// system refuses it (tmpfs before Linux 6.6), and the writes must then go through the page cache.
 bool takes_direct_io(const std::string& directory);
 
 struct FreeAligned {

@@ -26,7 +26,8 @@ namespace attnbatch::io {
 class DirectChunks {
 public:
     // Unusable (write() always declines) when the dataset does not qualify or the file system
-    // refuses O_DIRECT (tmpfs, some network file systems). `dataset` stays open while this is used.
+    // refuses O_DIRECT (tmpfs before Linux 6.6, some network file systems). `dataset` stays open
+    // while this is used.
     DirectChunks(const std::string& path, const Dataset& dataset);
     ~DirectChunks();
     DirectChunks(const DirectChunks&) = delete;
