@@ -5,6 +5,7 @@
 #include "attnbatch/io/h5/mpi_io.hpp"
 #include "attnbatch/io/output/output_file.hpp"
 #include "support/direct_io.hpp"
+#include "support/output_fixtures.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -129,12 +130,7 @@ void independent_run(bool fsync) {
     std::unique_ptr<testing::TempDir> owner;
     const std::string directory = shared_directory(owner);
     const std::string path = directory + "/out.h5";
-    OutputLayout layout;
-    layout.n = 6;
-    layout.len = 32;
-    layout.heads = 2;
-    layout.d_out = 32;
-    layout.chunk_bytes = 8192;  // /output: two sequences (4 KiB each) per chunk; /attention: one
+    const OutputLayout layout = testing::page_chunked_layout(6);
     Provenance provenance;
     provenance.creation_time = "2024-01-01T00:00:00Z";
     provenance.ranks = ranks();

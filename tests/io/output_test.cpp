@@ -129,13 +129,8 @@ TEST_F(Output, DurableWholeChunksGoStraightToTheDiskWithoutMpi) {
     std::vector<std::int32_t> lengths(4, 32);
     const bool direct_io = testing::takes_direct_io(dir.path());
     for (const auto& [fsync, gzip] : {std::pair{true, 0}, std::pair{false, 0}, std::pair{true, 1}}) {
-        OutputLayout layout;
-        layout.n = 4;
-        layout.len = 32;
-        layout.heads = 2;
-        layout.d_out = 32;
+        OutputLayout layout = testing::page_chunked_layout(4);
         layout.gzip_level = gzip;
-        layout.chunk_bytes = 8192;  // /output: two sequences per chunk; /attention: one
         OutputOptions options;
         options.force = true;
         options.fsync = fsync;

@@ -20,6 +20,19 @@ inline io::OutputLayout small_layout() {
     return layout;
 }
 
+// N sequences of 32 rows of 32 floats (4 KiB of /output each) and two heads of 32 x 32 maps
+// (8 KiB), in chunks of 8 KiB: two sequences per /output chunk, one per /attention chunk, every
+// chunk whole pages, as the writes around HDF5 need (src/io/output/direct_chunks.hpp).
+inline io::OutputLayout page_chunked_layout(std::int64_t n) {
+    io::OutputLayout layout;
+    layout.n = n;
+    layout.len = 32;
+    layout.heads = 2;
+    layout.d_out = 32;
+    layout.chunk_bytes = 8192;
+    return layout;
+}
+
 inline io::Provenance provenance() {
     io::Provenance p;
     p.version = "0.1.0";

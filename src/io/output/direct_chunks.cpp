@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <system_error>
@@ -43,9 +44,10 @@ DirectChunks::~DirectChunks() {
     if (cached_fd_ >= 0) ::close(cached_fd_);
 }
 
-bool DirectChunks::plan(std::uint64_t first, std::uint64_t count, const char* data, std::vector<Run>& runs) const {
-    if (fd_ < 0 || count == 0 || first % chunk_elements_ != 0 || count % chunk_elements_ != 0) return false;
-    if (!aligned(reinterpret_cast<std::uintptr_t>(data))) return false;
+std::vector<DirectChunks::Run> DirectChunks::plan(std::uint64_t first, std::uint64_t count, const void* data) const {
+    std::vector<Run> runs;
+    if (fd_ < 0 || count == 0 || first % chunk_elements_ != 0 || count % chunk_elements_ != 0) return runs;
+    if (!aligned(reinterpret_cast<std::uintptr_t>(data))) return runs;
     const std::size_t chunk_bytes = chunk_elements_ * element_size_;
     std::vector<hsize_t> origin(dims_.size());
     for (std::uint64_t element = first; element < first + count; element += chunk_elements_) {
@@ -54,40 +56,36 @@ bool DirectChunks::plan(std::uint64_t first, std::uint64_t count, const char* da
             origin[axis] = rest % dims_[axis];
             rest /= dims_[axis];
         }
-        if (rest != 0) return false;  // past the dataset
         unsigned filters = 0;
         haddr_t address = HADDR_UNDEF;
         hsize_t stored = 0;
-        if (H5Dget_chunk_info_by_coord(dataset_, origin.data(), &filters, &address, &stored) < 0) return false;
-        if (address == HADDR_UNDEF || stored != chunk_bytes || !aligned(address)) return false;
-        const char* source = data + (element - first) * element_size_;
+        const bool placed = rest == 0 &&  // not past the dataset
+                            H5Dget_chunk_info_by_coord(dataset_, origin.data(), &filters, &address, &stored) >= 0 &&
+                            address != HADDR_UNDEF && stored == chunk_bytes && aligned(address);
+        if (!placed) return {};
+        const char* source = static_cast<const char*>(data) + (element - first) * element_size_;
         if (!runs.empty() && runs.back().address + runs.back().bytes == address) {
             runs.back().bytes += chunk_bytes;
         } else {
             runs.push_back(Run{address, source, chunk_bytes});
         }
     }
-    return true;
+    return runs;
 }
 
-bool DirectChunks::takes(std::uint64_t first, std::uint64_t count, const void* data) const {
-    std::vector<Run> runs;
-    return plan(first, count, static_cast<const char*>(data), runs);
-}
-
-bool DirectChunks::write(std::uint64_t first, std::uint64_t count, const void* data, WritePath path) {
-    std::vector<Run> runs;
-    if (!plan(first, count, static_cast<const char*>(data), runs)) return false;
+void DirectChunks::write(const std::vector<Run>& runs, std::size_t begin, std::size_t end, WritePath path) {
     const bool direct = path == WritePath::direct;
     if (!direct && cached_fd_ < 0) {
         cached_fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
         if (cached_fd_ < 0) throw std::system_error(errno, std::generic_category(), "open for writing");
     }
     const int fd = direct ? fd_ : cached_fd_;
+    std::size_t run_start = 0;  // of the current run, in the bytes all runs hold
     for (const Run& run : runs) {
-        std::size_t done = 0;
-        while (done < run.bytes) {
-            const ssize_t wrote = ::pwrite(fd, run.data + done, run.bytes - done, static_cast<off_t>(run.address + done));
+        const std::size_t from = std::max(begin, run_start), to = std::min(end, run_start + run.bytes);
+        for (std::size_t done = from; done < to;) {
+            const std::size_t offset = done - run_start;
+            const ssize_t wrote = ::pwrite(fd, run.data + offset, to - done, static_cast<off_t>(run.address + offset));
             if (wrote < 0 && errno == EINTR) continue;
             // A short O_DIRECT write ends off the block bound the next one must start on.
             if (wrote <= 0 || (direct && !aligned(static_cast<std::uint64_t>(wrote)))) {
@@ -95,8 +93,15 @@ bool DirectChunks::write(std::uint64_t first, std::uint64_t count, const void* d
             }
             done += static_cast<std::size_t>(wrote);
         }
-        if (direct) written_ += run.bytes;
+        if (direct && to > from) written_ += to - from;
+        run_start += run.bytes;
     }
+}
+
+bool DirectChunks::write(std::uint64_t first, std::uint64_t count, const void* data, WritePath path) {
+    const std::vector<Run> runs = plan(first, count, data);
+    if (runs.empty()) return false;
+    write(runs, 0, count * element_size_, path);
     return true;
 }
 

@@ -35,24 +35,24 @@ public:
 
     bool usable() const noexcept { return fd_ >= 0; }
 
-    // Writes the dataset's elements [first, first + count) (row-major numbering) from `data`,
-    // past the page cache or through it, or writes nothing and returns false when they are not
-    // whole chunks placed on aligned file offsets, or `data` is not aligned: the caller then
-    // writes them through HDF5. Throws std::system_error when the file system fails the write.
-    bool write(std::uint64_t first, std::uint64_t count, const void* data, WritePath path = WritePath::direct);
-    // Whether write() would take these elements (and their parts of whole chunks).
-    bool takes(std::uint64_t first, std::uint64_t count, const void* data) const;
-    std::uint64_t chunk_elements() const noexcept { return chunk_elements_; }
-    std::uint64_t written() const noexcept { return written_; }  // bytes, past the page cache
-
-private:
+    // The file's runs holding the dataset's elements [first, first + count) (row-major
+    // numbering) from `data`: whole chunks placed on aligned file offsets, from aligned memory.
+    // Empty when they do not qualify: the caller then writes them through HDF5.
     struct Run {
         std::uint64_t address;
         const char* data;
         std::size_t bytes;
     };
-    bool plan(std::uint64_t first, std::uint64_t count, const char* data, std::vector<Run>& runs) const;
+    std::vector<Run> plan(std::uint64_t first, std::uint64_t count, const void* data) const;
+    // Bytes [begin, end) of what `runs` hold, past the page cache or through it; the bounds fall
+    // on chunk bounds. Throws std::system_error when the file system fails the write.
+    void write(const std::vector<Run>& runs, std::size_t begin, std::size_t end, WritePath path);
+    // plan(), then all of it written `path`'s way; false (nothing written) when it is empty.
+    bool write(std::uint64_t first, std::uint64_t count, const void* data, WritePath path = WritePath::direct);
+    std::size_t chunk_bytes() const noexcept { return chunk_elements_ * element_size_; }
+    std::uint64_t written() const noexcept { return written_; }  // bytes, past the page cache
 
+private:
     int fd_ = -1;  // O_DIRECT
     int cached_fd_ = -1;  // opened at the first write through the page cache
     std::string path_;

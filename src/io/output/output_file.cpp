@@ -300,6 +300,11 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
     // when independent.
     const bool maps_in_pieces = h5_->attention && h5_->journal_progress && transfer == Transfer::independent &&
                                 maps_end > maps_begin;
+    // HDF5's errors and those of the writes around it (direct_chunks.hpp) say the same to the user.
+    const auto cannot_write = [&](const std::string& what, std::int64_t begin, std::int64_t end, const std::exception& error) {
+        return Error(exit_io, partial_path() + ": cannot write " + what + "sequences [" + std::to_string(begin) + ", " +
+                                  std::to_string(end) + "): " + error.what());
+    };
     try {
         const std::size_t row = len * size(layout_.d_out);
         if (!write_whole_chunks(direct_output_, h5_->output, size(first) * row, size(count) * row, block.output, transfer)) {
@@ -312,11 +317,9 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
         write_rows(*h5_->lse, rows(first), rows(count), block.lse, size(count) * size(layout_.heads) * len, transfer);
         write_rows(*h5_->lengths, rows(first), rows(count), block.lengths, size(count), transfer);
     } catch (const H5Error& error) {
-        throw Error(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
-                                       std::to_string(last) + "): " + error.what());
+        throw cannot_write("", first, last, error);
     } catch (const std::system_error& error) {
-        throw Error(exit_io, partial_path() + ": cannot write sequences [" + std::to_string(first) + ", " +
-                                       std::to_string(last) + "): " + error.what());
+        throw cannot_write("", first, last, error);
     }
     if (!h5_->journal_progress) return;
     if (!maps_in_pieces) return remember_checksums(first, first, last, block);
@@ -334,11 +337,9 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
         try {
             write_maps(maps_begin, begin, end, block, transfer);
         } catch (const H5Error& error) {
-            throw Error(exit_io, partial_path() + ": cannot write the attention maps of sequences [" +
-                                     std::to_string(begin) + ", " + std::to_string(end) + "): " + error.what());
+            throw cannot_write("the attention maps of ", begin, end, error);
         } catch (const std::system_error& error) {
-            throw Error(exit_io, partial_path() + ": cannot write the attention maps of sequences [" +
-                                     std::to_string(begin) + ", " + std::to_string(end) + "): " + error.what());
+            throw cannot_write("the attention maps of ", begin, end, error);
         }
         remember_checksums(first, begin, end, block);
     }
@@ -369,31 +370,30 @@ bool OutputFile::write_whole_chunks(std::unique_ptr<DirectChunks>& slot, const s
     DirectChunks* chunks = count > 0 ? direct_chunks(slot, dataset, transfer) : nullptr;
     if (chunks == nullptr) return false;
     if (fsync_) return chunks->write(first, count, data, WritePath::direct);
-    if (!chunks->takes(first, count, data)) return false;
+    const std::vector<DirectChunks::Run> runs = chunks->plan(first, count, data);
+    if (runs.empty()) return false;
     if (!write_path_) write_path_ = std::make_unique<WritePathChoice>();
-    const std::size_t element_size = dataset->type_info().size;
-    const auto timed_write = [&](std::uint64_t begin, std::uint64_t elements, WritePath path) {
+    const auto timed_write = [&](std::size_t begin, std::size_t end, WritePath path) {
         const auto start = std::chrono::steady_clock::now();
         {
             // Buffered writers of one file take turns in the kernel anyway (write_turns.hpp);
             // direct overwrites of placed chunks do not.
             const WriteTurns::Turn turn(path == WritePath::page_cache ? write_turns(transfer) : nullptr);
-            const char* from = static_cast<const char*>(data) + (begin - first) * element_size;
-            if (!chunks->write(begin, elements, from, path)) {
-                throw std::logic_error("OutputFile::write_whole_chunks: a part of whole chunks declined");
-            }
+            chunks->write(runs, begin, end, path);
         }
         const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-        write_path_->record(path, elements * element_size, seconds.count());
+        write_path_->record(path, end - begin, seconds.count());
     };
     // A try of the other way takes one chunk of the write (write_path_choice.hpp).
-    const std::uint64_t tried = std::min(count, chunks->chunk_elements());
-    std::uint64_t done = 0;
-    if (write_path_->try_other(tried * element_size)) {
-        timed_write(first, tried, write_path_->other());
+    std::size_t bytes = 0;
+    for (const DirectChunks::Run& run : runs) bytes += run.bytes;
+    const std::size_t tried = std::min(bytes, chunks->chunk_bytes());
+    std::size_t done = 0;
+    if (write_path_->try_other(tried)) {
+        timed_write(0, tried, write_path_->other());
         done = tried;
     }
-    if (done < count) timed_write(first + done, count - done, write_path_->usual());
+    if (done < bytes) timed_write(done, bytes, write_path_->usual());
     return true;
 }
 
