@@ -12,12 +12,16 @@
 # The limits, from quantities measured in the same sitting:
 #   start-up   attnbatch run on a tiny input under mpirun -np 2 (process start, MPI_Init,
 #              HDF5, exit: what every run pays)
-#   write      the case's output bytes over the page-cache rate of two dd writers (one per
-#              rank) into the same directory
+#   write      the case's output bytes written through the page cache by two dd writers (one
+#              per rank) into the same directory, timed as one more entry of the rounds below
+#              (after the run before it, as each run is): the page cache as the runs meet it
+#   back-to-back write  the same bytes by the same writers, three times in a row, each landing
+#              on the pages the one before freed a moment ago: the page cache at its warmest
 #   disk       the same with conv=fdatasync: until the bytes are on the disk
 #   compute    the case's attention (and projection) GFLOP over two cores at the rate
 #              `attnbatch bench` measures for that shape on one thread
-#   page-cache limit  start-up + max(write, compute)
+#   page-cache limit  start-up + max(write, compute), and beside it the same with the
+#                     back-to-back write
 #   durable limit     start-up + max(disk, compute)
 # On 2 cores both ranks compute, so the copy into the page cache cannot hide behind compute:
 # start-up + write + compute is printed too. The sitting's disk rates (GB/s, 640 MiB from two
@@ -211,7 +215,15 @@ startup=$(printf '%s\n' "${startups[@]}" | median)
 
 results=$out/results.csv limits=$out/limits.csv
 echo "case,tool,run,seconds" >"$results"
-echo "case,n,len,bytes,startup,write,disk,compute,rate" >"$limits"
+echo "case,n,len,bytes,startup,write,back_to_back,disk,compute,rate" >"$limits"
+# Two writers (one per rank) of BYTES through the page cache, as an entry of the rounds; the
+# files are removed after the entry, with the runs' outputs.
+two_writers() {  # bytes
+  local half=$(( ($1 / 2 + 1048575) / 1048576 ))
+  dd if=/dev/zero of="$out/dd0.tmp" bs=1M count="$half" status=none &
+  dd if=/dev/zero of="$out/dd1.tmp" bs=1M count="$half" status=none
+  wait
+}
 ours_run() {  # case mode binary [flags...]: one timed attnbatch run, its report kept
   local case=$1 mode=$2 binary=$3 s
   shift 3
@@ -225,7 +237,7 @@ for case in "${case_list[@]}"; do
   read -r n len <<<"$(shape_of "$case")"
   input=$out/in_${n}_${len}.h5
   [[ -f $input ]] || "$python" "$peers/gen_input.py" "$input" "$n" "$len" "$dim" >/dev/null
-  peer_flags=() ours_flags=(--save-weights none) bench_flags=() proj_gflop=0
+  peer_flags=() ours_flags=(--save-weights none) bench_flags=() proj_gflop=0 bytes=""
   case $case in
     proj_weights)
       peer_flags=(--proj --weights) ours_flags=(--weights "$input" --save-weights all) bench_flags=(--save-weights all)
@@ -239,6 +251,9 @@ for case in "${case_list[@]}"; do
   [[ -z $before ]] || entries+=(before "before no-sync")
   (( installed_blas )) && entries+=("peer installed")
   for coretype in "${coretype_list[@]}"; do entries+=("peer $coretype"); done
+  # The page cache as the runs meet it; it needs the case's output bytes, which the first
+  # round's first entry (no-sync) has written.
+  entries+=("page cache")
   for r in $(seq "$repeat"); do
     for ((e = 0; e < ${#entries[@]}; e++)); do
       entry=${entries[(e + r - 1) % ${#entries[@]}]}
@@ -247,6 +262,9 @@ for case in "${case_list[@]}"; do
         durable) ours_run "$case" durable "$bin" "${ours_flags[@]}" ;;
         before) ours_run "$case" before "$before" "${ours_flags[@]}" ;;
         "before no-sync") ours_run "$case" before-no-sync "$before" "${ours_flags[@]}" --fsync off ;;
+        "page cache")
+          s=$(timed two_writers "$bytes")
+          echo "$case,page cache (two dd writers),$r,$s" >>"$results" ;;
         "peer installed")
           rm -f "$out/peer.h5"
           s=$(timed "${mpi[@]}" "$python" "$peers/attn_mpi_h5.py" "$input" "$out/peer.h5" "${peer_flags[@]}")
@@ -259,7 +277,7 @@ for case in "${case_list[@]}"; do
           echo "$case,peer OpenBLAS $coretype,$r,$s" >>"$results" ;;
       esac
       [[ ! -f $out/ours.h5 ]] || bytes=$(stat -c %s "$out/ours.h5")
-      rm -f "$out/ours.h5" "$out/peer.h5"
+      rm -f "$out/ours.h5" "$out/peer.h5" "$out/dd0.tmp" "$out/dd1.tmp"
     done
   done
 
@@ -269,7 +287,8 @@ for case in "${case_list[@]}"; do
     "${bench_flags[@]}" | sed -n 's/.*"gflops": \([0-9.e+-]*\).*/\1/p')
   compute=$(awk -v n="$n" -v l="$len" -v d="$dim" -v p="$proj_gflop" -v r="$rate" \
     'BEGIN { printf "%.3f\n", (4 * n * l * l * d / 1e9 + p) / (2 * r) }')
-  echo "$case,$n,$len,$bytes,$startup,$(write_seconds "$bytes"),$(write_seconds "$bytes" fdatasync),$compute,$rate" >>"$limits"
+  write=$(grep "^$case,page cache (two dd writers)," "$results" | cut -d, -f4 | median)
+  echo "$case,$n,$len,$bytes,$startup,$write,$(write_seconds "$bytes"),$(write_seconds "$bytes" fdatasync),$compute,$rate" >>"$limits"
   echo "bench_e2e.sh: $case done" >&2
 done
 
@@ -290,21 +309,23 @@ med = {key: statistics.median(v) for key, v in runs.items()}
 mark = lambda ok: "yes" if ok else "NO"
 print()
 print("| case | attnbatch no-sync s | fastest peer s (core type) | peer / no-sync (>= 2) | page-cache limit s | no-sync / limit (<= 1.3) "
-      "| attnbatch durable s | durable limit s | durable / limit (<= 1.3) | start-up s | write s | disk s | compute s (GFLOP/s) "
-      "| start-up+write+compute s |" + (" before no-sync s | before durable s |" if before else ""))
-print("| --- " * (14 + 2 * bool(before)) + "|")
+      "| back-to-back limit s | no-sync / back-to-back limit "
+      "| attnbatch durable s | durable limit s | durable / limit (<= 1.3) | start-up s | write s | back-to-back write s | disk s "
+      "| compute s (GFLOP/s) | start-up+write+compute s |" + (" before no-sync s | before durable s |" if before else ""))
+print("| --- " * (17 + 2 * bool(before)) + "|")
 peers_table = []
 for lim in csv.DictReader(open(limits)):
     case = lim["case"]
-    s, w, d, c = (float(lim[k]) for k in ("startup", "write", "disk", "compute"))
-    cache_limit, durable_limit = s + max(w, c), s + max(d, c)
+    s, w, b, d, c = (float(lim[k]) for k in ("startup", "write", "back_to_back", "disk", "compute"))
+    cache_limit, warm_limit, durable_limit = s + max(w, c), s + max(b, c), s + max(d, c)
     peers = sorted((t, tool[len("peer "):]) for (k, tool), t in med.items() if k == case and tool.startswith("peer "))
     fastest, which = peers[0]
     no_sync, durable = med[(case, "attnbatch no-sync")], med[(case, "attnbatch durable")]
-    row = "| %s N=%s L=%s (%.0f MiB) | %.3f | %.3f (%s) | %.2fx %s | %.3f | %.2f %s | %.3f | %.3f | %.2f %s | %.3f | %.3f | %.3f | %.3f (%s) | %.3f |" % (
+    row = ("| %s N=%s L=%s (%.0f MiB) | %.3f | %.3f (%s) | %.2fx %s | %.3f | %.2f %s | %.3f | %.2f | %.3f | %.3f | %.2f %s "
+           "| %.3f | %.3f | %.3f | %.3f | %.3f (%s) | %.3f |") % (
         case, lim["n"], lim["len"], int(lim["bytes"]) / 2**20, no_sync, fastest, which, fastest / no_sync, mark(fastest / no_sync >= 2),
-        cache_limit, no_sync / cache_limit, mark(no_sync / cache_limit <= 1.3), durable, durable_limit, durable / durable_limit,
-        mark(durable / durable_limit <= 1.3), s, w, d, c, lim["rate"], s + w + c)
+        cache_limit, no_sync / cache_limit, mark(no_sync / cache_limit <= 1.3), warm_limit, no_sync / warm_limit,
+        durable, durable_limit, durable / durable_limit, mark(durable / durable_limit <= 1.3), s, w, b, d, c, lim["rate"], s + w + c)
     if before:
         row += " %.3f | %.3f |" % (med[(case, "attnbatch before-no-sync")], med[(case, "attnbatch before")])
     print(row)
