@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "attnbatch/distributed/step_computer.hpp"
+#include "attnbatch/distributed/step_memory.hpp"
 #include "attnbatch/kernels/attention.hpp"
 #include "attnbatch/kernels/fma_peak.hpp"
 #include "attnbatch/kernels/threads.hpp"
@@ -36,11 +37,8 @@ struct FreeDeleter {
 };
 using Buffer = std::unique_ptr<void, FreeDeleter>;
 
-Buffer allocate(std::size_t bytes) {
-    void* p = std::aligned_alloc(64, std::max<std::size_t>(64, (bytes + 63) / 64 * 64));
-    if (!p) throw std::bad_alloc();
-    return Buffer(p);
-}
+// As a run's step buffers: huge pages for the large ones, as the kernel meets them in a run.
+Buffer allocate(std::size_t bytes) { return Buffer(distributed::allocate_step_memory(bytes)); }
 
 k::WeightsMode parse_weights_mode(const std::string& s) {
     if (s == "none") return k::WeightsMode::none;
@@ -286,7 +284,7 @@ int bench_command(const std::vector<std::string>& args) {
         p.weights_type = dtype_text == "f16" ? k::WeightsType::f16 : k::WeightsType::f32;
     }
     const std::size_t workspace_bytes = k::attention_workspace_bytes(p, kopt);
-    Buffer workspace = allocate(workspace_bytes);
+    std::vector<unsigned char> workspace(workspace_bytes);  // as a run's (step_computer.cpp)
     std::optional<ProjectedStep> step;
     if (projections) {
         step.emplace(batch, heads, len, dim_k, dim_v, model_dim, causal, weights_mode, dtype_text == "f16", kopt,
@@ -297,7 +295,7 @@ int bench_command(const std::vector<std::string>& args) {
     // neighbours. So every timed run is paired with a short peak burst just before it, on all of
     // the kernel's threads at once (two vCPUs here have run 10-15% apart), and the fraction of
     // peak is the median of those paired ratios. One untimed run first faults in every page.
-    k::attention_forward(p, kopt, workspace.get(), workspace_bytes);
+    k::attention_forward(p, kopt, workspace.data(), workspace_bytes);
     const double flops = 2.0 * batch * heads * static_cast<double>(len) * len * (dim_k + dim_v) * (causal ? 0.5 : 1.0);
     // The step's first run writes its outputs into fresh memory, as each slot's first step of a run does.
     const auto first_t0 = std::chrono::steady_clock::now();
@@ -321,7 +319,7 @@ int bench_command(const std::vector<std::string>& args) {
         peak_bits = peak.vector_bits;
         const double cpu0 = process_cpu_seconds();
         const auto t0 = std::chrono::steady_clock::now();
-        k::attention_forward(p, kopt, workspace.get(), workspace_bytes);
+        k::attention_forward(p, kopt, workspace.data(), workspace_bytes);
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         on_cpu.push_back(elapsed > 0 ? (process_cpu_seconds() - cpu0) / (elapsed * kopt.threads) : 1.0);
         const double peak_on_cpu = peak.gflops_per_core / std::max(burst_on_cpu, 1e-3);

@@ -14,10 +14,7 @@
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
+#include "attnbatch/distributed/step_memory.hpp"
 #include "attnbatch/kernels/projection.hpp"
 #include "attnbatch/kernels/rope.hpp"
 #include "attnbatch/kernels/threads.hpp"
@@ -33,17 +30,7 @@ T* StepOutputs::Buffer<T>::reserve(std::size_t n) {
     // Grown without copying or clearing: each step writes all it uses.
     data_.reset();
     capacity_ = 0;
-    // Huge pages for large buffers; page bounds for the others, where the output's direct
-    // writes (io's direct_chunks.hpp) need whole chunks to start.
-    const std::size_t huge = std::size_t{2} << 20, page = 4096;
-    const std::size_t align = n * sizeof(T) >= huge ? huge : (n * sizeof(T) >= page ? page : 64);
-    const std::size_t bytes = (n * sizeof(T) + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, bytes);
-    if (!p) throw std::bad_alloc();
-#if defined(__linux__)
-    if (align == huge) ::madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-    data_.reset(static_cast<T*>(p));
+    data_.reset(static_cast<T*>(allocate_step_memory(n * sizeof(T))));
     capacity_ = n;
     return data_.get();
 }
