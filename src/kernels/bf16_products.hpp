@@ -43,6 +43,7 @@ using Operand = std::uint16_t;  // bfloat16 bits
 constexpr int kDepthAlign = 32;  // an A tile's row: 32 bf16
 constexpr bool kPacksQueryTile = true;
 constexpr bool kPacksProbabilities = true;
+constexpr bool kMasksScores = false;  // the tile path's S strip is plain: softmax_row masks
 
 static_assert(kLanes == 16 && kMR == 16 && kNR == 32 && kNRpv == 16,
               "bf16 products: 16-row tiles, key panels of two 16-key C tiles, 16 value columns per C tile");

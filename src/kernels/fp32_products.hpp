@@ -24,6 +24,7 @@ using Operand = float;
 constexpr int kDepthAlign = 1;
 constexpr bool kPacksQueryTile = false;
 constexpr bool kPacksProbabilities = false;
+constexpr bool kMasksScores = true;  // compute_scores masks each row's strip: see there
 
 }  // namespace
 }  // namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE
@@ -143,12 +144,14 @@ QueryBlocks stage_queries(const Task& t, int b, int h, int i0, int /*rows*/, int
     return q;
 }
 
-// The S strip of one row block on micro-tiles of kRows rows. A last panel of which the block
-// needs at most half (the diagonal of a causal mask, or the end of the keys) is computed half
-// wide: the softmax reads no column of it past the block's last visible key.
+// The S strip of one row block on micro-tiles of kRows rows. Panels past the first
+// `full_panels` are masked per row (micro_qk's kMasked; `visible`: each row's visible keys from
+// the tile's start). A last panel of which the block needs at most half (the diagonal of a
+// causal mask, or the end of the keys) is computed half wide: the softmax reads no column of it
+// past the block's last visible key.
 template <int kRows>
 int scores_strip(const Task& t, const float* qb, std::ptrdiff_t ldq, int k0, int block_count, int full_panels,
-                 Vec* row_max) {
+                 const int* visible, Vec* row_max) {
     Scratch& s = t.s;
     const int dk = t.p.dim_k;
     for (int panel = 0; panel * kNR < block_count; ++panel) {
@@ -157,26 +160,32 @@ int scores_strip(const Task& t, const float* qb, std::ptrdiff_t ldq, int k0, int
         s.prefetch.step();
         if (panel < full_panels) {
             micro_qk<true, kRows>(qb, ldq, kp, dk, strip, t.layout.bk, row_max);
-        } else if (kNV % 2 == 0 && block_count - panel * kNR <= kNR / 2) {
-            micro_qk<false, kRows, kNV / 2>(qb, ldq, kp, dk, strip, t.layout.bk);
+            continue;
+        }
+        int in_panel[kRows];
+        for (int m = 0; m < kRows; ++m) in_panel[m] = visible[m] - panel * kNR;
+        if (kNV % 2 == 0 && block_count - panel * kNR <= kNR / 2) {
+            micro_qk<true, kRows, kNV / 2, true>(qb, ldq, kp, dk, strip, t.layout.bk, row_max, in_panel);
         } else {
-            micro_qk<false, kRows>(qb, ldq, kp, dk, strip, t.layout.bk);
+            micro_qk<true, kRows, kNV, true>(qb, ldq, kp, dk, strip, t.layout.bk, row_max, in_panel);
         }
     }
-    return full_panels * kNR;
+    return static_cast<int>(round_up(block_count, kLanes));
 }
 
-// S strip of row block `blk` (MR x block_count, zero-padded to whole panels) against the key
-// tile at k0, over the panels some row of the block can see. Panels every row of the block sees
-// whole (the first `full_panels`) also take the row max on the fly into row_max. Returns the
-// columns row_max covers: softmax_row scans the rest. Only the block's first `block_rows` rows
-// are valid queries: the strip's other rows hold no scores.
+// S strip of row block `blk` against the key tile at k0, over the panels some row of the block
+// can see, each row's max taken on the fly into row_max. A row's columns past its visible keys
+// hold -inf up to the returned width (block_count in whole vectors), so that softmax_row reads
+// that width of every row whole (kMasksScores). Only the block's first `block_rows` rows are
+// valid queries: the strip's other rows hold no scores.
 int compute_scores(const Task& t, const QueryBlocks& q, int blk, int block_rows, int k0, int block_count,
                    int full_panels, Vec* row_max) {
     const float* qb = q.rows(blk);
     const std::ptrdiff_t ldq = q.stride(blk);
-    if (block_rows <= kTailRows) return scores_strip<kTailRows>(t, qb, ldq, k0, block_count, full_panels, row_max);
-    return scores_strip<kMR>(t, qb, ldq, k0, block_count, full_panels, row_max);
+    int visible[kMR];
+    for (int m = 0; m < kMR; ++m) visible[m] = t.s.valid_keys[blk * kMR + m] - k0;
+    if (block_rows <= kTailRows) return scores_strip<kTailRows>(t, qb, ldq, k0, block_count, full_panels, visible, row_max);
+    return scores_strip<kMR>(t, qb, ldq, k0, block_count, full_panels, visible, row_max);
 }
 
 // What a row's O is divided by at the end: the sum of its P, which P V reads unrounded.

@@ -30,10 +30,14 @@ constexpr int kTailRows = kMR - kMR / 3;
 // transposed copy would, and the queries need no transpose. With kRowMax, also
 // row_max[m] = max(row_max[m], c[m][:]) lane-wise while the tile is still in registers.
 // kRows < MR or kCols < NV compute only the first kRows rows or kCols vectors of the tile
-// (each element by the same operations in the same order as the whole tile).
-template <bool kRowMax = false, int kRows = kMR, int kCols = kNV>
+// (each element by the same operations in the same order as the whole tile). With kMasked,
+// row m's columns from visible[m] on (any int; <= 0: the whole row) are stored, and enter
+// row_max, as -inf: a mask's edge (causal diagonal, end of the keys) handled in registers, so
+// that the softmax of every row reads whole vectors and needs no scan or mask of its own.
+template <bool kRowMax = false, int kRows = kMR, int kCols = kNV, bool kMasked = false>
 inline void micro_qk(const float* __restrict a, std::ptrdiff_t lda, const float* __restrict b, int dk,
-                     float* __restrict c, int ldc, Vec* __restrict row_max = nullptr) {
+                     float* __restrict c, int ldc, Vec* __restrict row_max = nullptr,
+                     const int* __restrict visible = nullptr) {
     Vec acc[kRows][kCols];
 #pragma GCC unroll 16
     for (int m = 0; m < kRows; ++m)
@@ -52,6 +56,10 @@ inline void micro_qk(const float* __restrict a, std::ptrdiff_t lda, const float*
     }
 #pragma GCC unroll 16
     for (int m = 0; m < kRows; ++m) {
+        if constexpr (kMasked) {
+#pragma GCC unroll 8
+            for (int n = 0; n < kCols; ++n) acc[m][n] = first_lanes_or(acc[m][n], visible[m] - n * kLanes, splat(kNegInf));
+        }
 #pragma GCC unroll 8
         for (int n = 0; n < kCols; ++n) store(c + m * ldc + n * kLanes, acc[m][n]);
         if constexpr (kRowMax) {

@@ -142,6 +142,44 @@ TEST_P(Masks, StridedLayoutsGiveIdenticalResults) {
     }
 }
 
+// A causal row's shift comes from the keys it sees only. Here each key outscores every earlier
+// one by 300 in the exponent's units (scale * log2(e) * q.k), so a row whose max took in the
+// next key (the diagonal runs through the micro-tiles, where later keys sit beside visible ones)
+// would see all its weights underflow and give zeros or NaN. Row i weighs key i by 1 - 2^-300,
+// so out row i is value row i, up to fp32 roundings and, on the bf16 backends, V's rounding to
+// bf16 (8 significant bits: 2^-8 relative); its own weight is 1 within two fp32 roundings.
+TEST_P(Masks, KeysPastTheDiagonalNeverShiftARow) {
+    Shape s;
+    s.len_q = s.len_k = 70;  // the diagonal crosses several key panels and row blocks
+    s.dim_k = 8;
+    s.dim_v = 16;
+    s.causal = true;
+    Problem problem = make_problem(s, 15);
+    const double per_key = 300.0 / (problem.scale * 1.4426950408889634);
+    for (int i = 0; i < s.len_q; ++i) {
+        for (int c = 0; c < s.dim_k; ++c) {
+            problem.q[static_cast<std::size_t>(i) * s.dim_k + c] = c == 0 ? 1.0f : 0.0f;
+            problem.k[static_cast<std::size_t>(i) * s.dim_k + c] = c == 0 ? static_cast<float>(i * per_key) : 0.0f;
+        }
+    }
+    const Outputs o = run_kernel(problem, options_for(GetParam()), {true, kn::WeightsMode::all, kn::WeightsType::f32});
+    // P of key i is 2^r with r the rounding residue of the shift, not exactly 1, and O / l = (v P)
+    // (1 / P) takes three fp32 roundings: 2^-21 covers them.
+    const double relative = (GetParam().precision == kn::Precision::bf16 ? 1.0 / 256 : 0.0) + std::ldexp(1.0, -21);
+    std::size_t off = 0;
+    for (int i = 0; i < s.len_q; ++i) {
+        for (int c = 0; c < s.dim_v; ++c) {
+            const double want = problem.v[static_cast<std::size_t>(i) * s.dim_v + c];
+            const double got = o.out[static_cast<std::size_t>(i) * s.dim_v + c];
+            if (!(std::fabs(got - want) <= relative * std::fabs(want))) ++off;
+        }
+        // Its own weight is P / l of one P: two fp32 roundings from 1 at most (the reciprocal, the product).
+        const double own = o.weights[static_cast<std::size_t>(i) * s.len_k + i];
+        if (!(std::fabs(own - 1.0) <= 2.5e-7)) ++off;
+    }
+    EXPECT_EQ(off, 0u) << "rows not equal to their own value row (or own weight not 1): a later key moved the shift";
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, Masks, ::testing::ValuesIn(all_variants()), variant_test_name);
 
 }  // namespace
