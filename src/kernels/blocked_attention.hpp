@@ -327,7 +327,8 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
             }
             const int width = static_cast<int>(round_up(block_count, kNR));
             // S = Q K^T over the panels some row of the block can see; panels every row of the
-            // block sees whole may take the row max on the fly, softmax_row scans the rest.
+            // block sees whole take the row max on the fly, and with kMasksScores the others
+            // too, masked; otherwise softmax_row scans the rest.
             const int full_panels = imin(imax(row_keys[r0] - k0, 0), kw) / kNR;
             Vec row_max[kMR];
             for (int m = 0; m < kMR; ++m) row_max[m] = splat(kNegInf);
