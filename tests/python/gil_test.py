@@ -19,8 +19,16 @@ import attnbatch  # noqa: E402
 
 
 def main():
-    x = np.random.default_rng(1).standard_normal((8, 1024, 256), dtype=np.float32)
-    attnbatch.attention(x[:1], heads=4)  # warm: the first call pays the page faults
+    rng = np.random.default_rng(1)
+    one = rng.standard_normal((1, 1024, 256), dtype=np.float32)
+    attnbatch.attention(one, heads=4, return_maps="all", threads=1)  # warm: the first call pays the page faults
+    # Enough sequences for a call of about 0.3 s on this machine, whatever its speed and the
+    # state of its memory (a fixed 8 took 0.056 s on one fast sitting: too short to show anything).
+    start = time.perf_counter()
+    attnbatch.attention(one, heads=4, return_maps="all", threads=1)
+    per_sequence = time.perf_counter() - start
+    n = int(min(64, max(8, np.ceil(0.3 / max(per_sequence, 1e-6)))))
+    x = rng.standard_normal((n, 1024, 256), dtype=np.float32)
     ticks = []
     stop = threading.Event()
 
