@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
-#include <ctime>
 #include <cstdint>
 #include <cstdlib>
 #include <iomanip>
@@ -53,12 +52,6 @@ void require_positive(const po::variables_map& vm, const char* name, long long l
         throw Error(exit_usage, std::string("--") + name + ": " + std::to_string(value) +
                                         " is out of range, expected 1.." + std::to_string(limit));
     }
-}
-
-double process_cpu_seconds() {
-    timespec t{};
-    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 double median(std::vector<double> v) {
@@ -301,8 +294,8 @@ int bench_command(const std::vector<std::string>& args) {
     const auto first_t0 = std::chrono::steady_clock::now();
     const double step_flops = step ? step->run() : 0.0;
     const double step_first_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_t0).count();
-    // The process's CPU time beside the wall time: their ratio says how much of the run its
-    // threads actually had a core (other processes take the rest on a busy host), which is
+    // The kernel's threads' CPU time (each read by its own thread: team_cpu_seconds) beside the
+    // wall time: their ratio says how much of the run its threads actually had a core (other processes take the rest on a busy host), which is
     // what makes wall-time figures on a shared machine spread (docs/performance.md "Measuring on a shared machine").
     // Both divided by their on-CPU shares give rates per second on a core, which time slicing by
     // other processes leaves alone: fraction_on_cpu is steady where fraction_of_peak is not.
@@ -310,18 +303,18 @@ int bench_command(const std::vector<std::string>& args) {
     std::vector<double> step_seconds, step_ratios, step_fractions;  // --projections
     int peak_bits = 0;
     for (int r = 0; r < repeats; ++r) {
-        const double burst_cpu0 = process_cpu_seconds();
+        const double burst_cpu0 = k::team_cpu_seconds(kopt.threads);
         const auto burst_t0 = std::chrono::steady_clock::now();
         const k::FmaPeak peak = k::measure_fma_peak_together(kopt.threads, 0.05);
         const double burst_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - burst_t0).count();
         const double burst_on_cpu =
-            burst_wall > 0 ? (process_cpu_seconds() - burst_cpu0) / (burst_wall * kopt.threads) : 1.0;
+            burst_wall > 0 ? (k::team_cpu_seconds(kopt.threads) - burst_cpu0) / (burst_wall * kopt.threads) : 1.0;
         peak_bits = peak.vector_bits;
-        const double cpu0 = process_cpu_seconds();
+        const double cpu0 = k::team_cpu_seconds(kopt.threads);
         const auto t0 = std::chrono::steady_clock::now();
         k::attention_forward(p, kopt, workspace.data(), workspace_bytes);
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        on_cpu.push_back(elapsed > 0 ? (process_cpu_seconds() - cpu0) / (elapsed * kopt.threads) : 1.0);
+        on_cpu.push_back(elapsed > 0 ? (k::team_cpu_seconds(kopt.threads) - cpu0) / (elapsed * kopt.threads) : 1.0);
         const double peak_on_cpu = peak.gflops_per_core / std::max(burst_on_cpu, 1e-3);
         fractions_on_cpu.push_back(peak_on_cpu > 0 ? flops / elapsed * 1e-9 / std::max(on_cpu.back(), 1e-3) /
                                                          (peak_on_cpu * kopt.threads)

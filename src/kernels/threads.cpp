@@ -1,5 +1,7 @@
 #include "attnbatch/kernels/threads.hpp"
 
+#include <ctime>
+
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -13,6 +15,21 @@ int resolved_threads(int threads) {
     (void)threads;
     return 1;
 #endif
+}
+
+double team_cpu_seconds(int threads) {
+    double seconds = 0.0;
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(resolved_threads(threads)) reduction(+ : seconds)
+#else
+    (void)threads;
+#endif
+    {
+        timespec t{};
+        ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+        seconds += static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+    }
+    return seconds;
 }
 
 }  // namespace attnbatch::kernels

@@ -8,4 +8,10 @@ namespace attnbatch::kernels {
 // build without OpenMP.
 int resolved_threads(int threads);
 
+// CPU seconds that the first `threads` threads of the OpenMP team (the ones a kernel call with
+// that many threads runs on) have had so far, summed. Each thread reads its own clock, which the
+// kernel brings up to date for the reader: a process-wide clock read by one thread counts the
+// others' time only as of their last tick, milliseconds off for a call of a few milliseconds.
+double team_cpu_seconds(int threads);
+
 }  // namespace attnbatch::kernels
