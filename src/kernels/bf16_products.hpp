@@ -138,7 +138,7 @@ inline void store_probabilities(Operand* at, Vec p) {
 }
 // 2^x for finite x <= 0 as exp2_finite, with a degree-3 polynomial for 2^f on [0, 1) (relative
 // error 7.5e-5, fitted on Chebyshev nodes) instead of degree 6: P is rounded to bf16 next, whose
-// relative error is up to 2^-9 = 2e-3, so the three FMAs saved of the exp pass cost no accuracy
+// relative error is up to 2^-8 = 3.9e-3, so the three FMAs saved of the exp pass cost no accuracy
 // that survives the rounding. (The row sums take these values unrounded; their error adds 5e-5
 // rms to each weight's, against 1.1e-3 rms of the rounding.)
 inline Vec exp2_probability(Vec x) {
