@@ -31,6 +31,25 @@ Dataset make(const File& file, const std::string& path, Dims chunk, int gzip = 0
     return Dataset::create(file, path, Datatype::float32(), kDims, creation);
 }
 
+// A file aligned to pages whose /d has its chunks placed in it (flushed) before anything writes
+// them, and the writer of /d's whole chunks around HDF5. Closed at the end of its scope.
+struct PlacedFile {
+    File file;
+    Dataset dataset;
+    DirectChunks chunks;
+    explicit PlacedFile(const std::string& path)
+        : file(File::create(path, {}, FileTuning{4096, false})),
+          dataset(make(file, "/d", {1, 2, 32, 32})),
+          chunks((file.flush(), path), dataset) {}
+};
+
+// n page-aligned floats first, first + 1, ...: each element tells where it belongs.
+testing::PageAlignedFloats counting(std::uint64_t n, float first) {
+    testing::PageAlignedFloats values = page_aligned_floats(n);
+    std::iota(values.get(), values.get() + n, first);
+    return values;
+}
+
 // Read back through HDF5, /d of `path` holds `values` (kElements of them).
 void expect_holds(const std::string& path, const float* values) {
     const std::vector<float> back = read_all<float>(Dataset::open(File::open(path, FileMode::read_only), "/d"));
@@ -41,25 +60,21 @@ void expect_holds(const std::string& path, const float* values) {
 TEST(DirectChunks, WholeChunksReadBackThroughHdf5) {
     TempDir dir;
     const std::string path = dir.file("direct.h5");
-    const testing::PageAlignedFloats values = page_aligned_floats(kElements);
-    std::iota(values.get(), values.get() + kElements, 1.0f);
+    const testing::PageAlignedFloats values = counting(kElements, 1.0f);
     const bool direct = takes_direct_io(dir.path());
     {
-        File file = File::create(path, {}, FileTuning{4096, false});
-        Dataset dataset = make(file, "/d", {1, 2, 32, 32});
-        file.flush();  // the chunks' places are in the file before anything writes them
-        DirectChunks chunks(path, dataset);
-        EXPECT_EQ(chunks.usable(), direct);
+        PlacedFile placed(path);
+        EXPECT_EQ(placed.chunks.usable(), direct);
         // Chunks 2-4 around HDF5, the others through it.
-        EXPECT_EQ(chunks.write(2 * kChunk, 3 * kChunk, values.get() + 2 * kChunk), direct);
-        EXPECT_EQ(chunks.written(), direct ? 3 * kChunk * sizeof(float) : 0u);
+        EXPECT_EQ(placed.chunks.write(2 * kChunk, 3 * kChunk, values.get() + 2 * kChunk), direct);
+        EXPECT_EQ(placed.chunks.written(), direct ? 3 * kChunk * sizeof(float) : 0u);
         if (direct) {
-            write_rows(dataset, 0, 2, values.get(), 2 * kChunk);
-            write_rows(dataset, 5, 3, values.get() + 5 * kChunk, 3 * kChunk);
+            write_rows(placed.dataset, 0, 2, values.get(), 2 * kChunk);
+            write_rows(placed.dataset, 5, 3, values.get() + 5 * kChunk, 3 * kChunk);
         } else {
-            write_rows(dataset, 0, 8, values.get(), kElements);
+            write_rows(placed.dataset, 0, 8, values.get(), kElements);
         }
-        dataset.close();
+        placed.dataset.close();
     }
     expect_holds(path, values.get());
 }
@@ -71,13 +86,10 @@ TEST(DirectChunks, ThroughThePageCacheTheSameBytesLandAndAreNotCountedAsDirect) 
         return;
     }
     const std::string path = dir.file("mixed.h5");
-    const testing::PageAlignedFloats values = page_aligned_floats(kElements);
-    std::iota(values.get(), values.get() + kElements, -100.0f);
+    const testing::PageAlignedFloats values = counting(kElements, -100.0f);
     {
-        File file = File::create(path, {}, FileTuning{4096, false});
-        Dataset dataset = make(file, "/d", {1, 2, 32, 32});
-        file.flush();
-        DirectChunks chunks(path, dataset);
+        PlacedFile placed(path);
+        DirectChunks& chunks = placed.chunks;
         // Alternating ways, chunk by chunk, then the last three in one write through the cache.
         for (std::uint64_t chunk = 0; chunk < 5; ++chunk) {
             const WritePath way = chunk % 2 == 0 ? WritePath::page_cache : WritePath::direct;
@@ -86,7 +98,7 @@ TEST(DirectChunks, ThroughThePageCacheTheSameBytesLandAndAreNotCountedAsDirect) 
         ASSERT_TRUE(chunks.write(5 * kChunk, 3 * kChunk, values.get() + 5 * kChunk, WritePath::page_cache));
         EXPECT_EQ(chunks.written(), 2 * kChunk * sizeof(float)) << "only chunks 1 and 3 went past the page cache";
         EXPECT_FALSE(chunks.write(kChunk / 2, kChunk, values.get(), WritePath::page_cache)) << "declined either way";
-        dataset.close();
+        placed.dataset.close();
     }
     expect_holds(path, values.get());
 }
@@ -100,13 +112,10 @@ TEST(DirectChunks, APlanWrittenInPartsTwoWays) {
         return;
     }
     const std::string path = dir.file("parts.h5");
-    const testing::PageAlignedFloats values = page_aligned_floats(kElements);
-    std::iota(values.get(), values.get() + kElements, 7.0f);
+    const testing::PageAlignedFloats values = counting(kElements, 7.0f);
     {
-        File file = File::create(path, {}, FileTuning{4096, false});
-        Dataset dataset = make(file, "/d", {1, 2, 32, 32});
-        file.flush();
-        DirectChunks chunks(path, dataset);
+        PlacedFile placed(path);
+        DirectChunks& chunks = placed.chunks;
         EXPECT_TRUE(chunks.plan(kChunk / 2, kChunk, values.get()).empty()) << "starts inside a chunk";
         const std::vector<DirectChunks::Run> runs = chunks.plan(0, kElements, values.get());
         ASSERT_FALSE(runs.empty());
@@ -115,7 +124,7 @@ TEST(DirectChunks, APlanWrittenInPartsTwoWays) {
         chunks.write(runs, 0, chunks.chunk_bytes(), WritePath::page_cache);
         chunks.write(runs, chunks.chunk_bytes(), bytes, WritePath::direct);
         EXPECT_EQ(chunks.written(), bytes - chunks.chunk_bytes()) << "all but the first chunk past the page cache";
-        dataset.close();
+        placed.dataset.close();
     }
     expect_holds(path, values.get());
 }
@@ -128,8 +137,7 @@ TEST(DirectChunks, DeclinesWhatIsNotWholeAlignedChunks) {
         return;
     }
     const std::string path = dir.file("declines.h5");
-    const testing::PageAlignedFloats values = page_aligned_floats(kElements + 1024);
-    std::iota(values.get(), values.get() + kElements + 1024, 1.0f);
+    const testing::PageAlignedFloats values = counting(kElements + 1024, 1.0f);
     File file = File::create(path, {}, FileTuning{4096, false});
     Dataset whole = make(file, "/whole", {1, 2, 32, 32});
     Dataset rows = make(file, "/rows", {1, 1, 16, 32});  // cut inside a leading index: still runs of 2 KiB
