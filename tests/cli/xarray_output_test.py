@@ -2,7 +2,8 @@
 """Outputs that netCDF readers open with names (docs/formats.md "dimension scales"): xarray's h5netcdf
 engine opens a run's output without phony_dims and shows the dims N, L, D_out of /output, N,
 H, L of /lse, N, H, L, L_k of /attention (N_w and H_mean for a subset or the mean), N of
-/lengths, with the values h5py reads; the provenance attributes d_k, d_v, kv_heads,
+/lengths, with the values h5py reads (a packed output: T, D_out of /output, H, T of /lse, N+1 of
+/offsets); the provenance attributes d_k, d_v, kv_heads,
 weights_file and the absolute input path; h5py's dimension labels and `inspect` still work.
 Also for an output written collectively by two ranks (--io parallel).
 
@@ -54,6 +55,24 @@ def check_output(path, weights_dims, weights_sizes, label):
         check(ds.attrs["heads"] == 4, "%s: xarray shows attribute heads %r" % (label, ds.attrs.get("heads")))
 
 
+def check_packed(path, label):
+    with xarray.open_dataset(path, engine="h5netcdf") as ds, h5py.File(path, "r") as f:
+        expected = {"output": ("T", "D_out"), "lse": ("H", "T"), "offsets": ("N+1",), "lengths": ("N",)}
+        if "attention" in f:
+            expected["attention"] = ("N", "H", "L", "L_k")
+        for name, dims in expected.items():
+            check(ds[name].dims == dims, "%s: /%s has dims %r, expected %r" % (label, name, ds[name].dims, dims))
+            check(np.array_equal(ds[name].values, f[name][()], equal_nan=True), "%s: xarray and h5py read different /%s" % (label, name))
+        tokens, n = f["output"].shape[0], f["lengths"].shape[0]
+        sizes = {"T": tokens, "N": n, "N+1": n + 1, "D_out": f["output"].shape[1], "H": f["lse"].shape[0]}
+        for dim, size in sizes.items():
+            check(ds.sizes.get(dim) == size, "%s: dim %s has size %r, expected %d" % (label, dim, ds.sizes.get(dim), size))
+        check(int(f["offsets"][-1]) == tokens, "%s: /offsets ends at %d, not at T = %d" % (label, int(f["offsets"][-1]), tokens))
+        check(set(ds.data_vars) == set(expected) | {"config"},
+              "%s: variables %s (the scales must be dimensions, not variables)" % (label, sorted(ds.data_vars)))
+        check([d.label for d in f["output"].dims] == ["T", "D"], "%s: h5py labels of /output changed" % label)
+
+
 def main():
     if len(sys.argv) != 4:
         print(__doc__)
@@ -71,6 +90,15 @@ def main():
     run(mpirun(mpiexec, 2, [binary, "run", "--input", "in.h5", "--weights", "w.h5", "--causal", "--io", "parallel",
                             "--threads", "1", "--unit-sequences", "2", "--output", "parallel.h5"]))
     check_output("parallel.h5", ("N", "H", "L", "L_k"), {}, "two ranks, --io parallel")
+    # A packed output: /output and /lse measure the tokens T, /offsets N+1.
+    run([binary, "generate", "--output", "packed_in.h5", "--layout", "packed", "--num-seqs", "9", "--seq-len", "17",
+         "--min-len", "1", "--dim", "32", "--seed", "4"])
+    run([binary, "run", "--input", "packed_in.h5", "--weights", "w.h5", "--causal", "--save-weights", "all",
+         "--output", "packed.h5"])
+    check_packed("packed.h5", "serial, packed")
+    run(mpirun(mpiexec, 2, [binary, "run", "--input", "packed_in.h5", "--weights", "w.h5", "--io", "parallel",
+                            "--threads", "1", "--output", "packed_parallel.h5"]))
+    check_packed("packed_parallel.h5", "two ranks, --io parallel, packed")
     inspected = run([binary, "inspect", "parallel.h5"])
     check("dims (N, L, D_out)" in inspected.stdout and "dimension scale" in inspected.stdout,
           "inspect does not show the dims: " + inspected.stdout[:600])

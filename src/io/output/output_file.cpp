@@ -125,20 +125,33 @@ void write_provenance(const File& file, const OutputLayout& layout, const Proven
 
 // The netCDF view of the output: one scale per distinct axis, attached to every axis it
 // measures. /attention's first axis is N only when it holds every sequence, and its head
-// axis H only when it holds every head.
+// axis H only when it holds every head. A packed output's /output and /lse measure the tokens T
+// (and /offsets N+1) where a padded one's measure N and L.
 void attach_dimension_scales(const File& file, const OutputLayout& layout, const Dataset& output, const Dataset& lse,
-                             const Dataset& lengths, const std::optional<Dataset>& attention) {
+                             const Dataset& lengths, const std::optional<Dataset>& attention,
+                             const std::optional<Dataset>& offsets) {
     const auto count = [](std::int64_t value) { return static_cast<hsize_t>(value); };
     const Dataset n = create_dimension_scale(file, dimension::n, count(layout.n));
-    const Dataset len = create_dimension_scale(file, dimension::len, count(layout.len));
     const Dataset d_out = create_dimension_scale(file, dimension::d_out, count(layout.d_out));
     const Dataset heads = create_dimension_scale(file, dimension::heads, count(layout.heads));
-    attach_dimension_scale(output, n, 0);
-    attach_dimension_scale(output, len, 1);
-    attach_dimension_scale(output, d_out, 2);
-    attach_dimension_scale(lse, n, 0);
-    attach_dimension_scale(lse, heads, 1);
-    attach_dimension_scale(lse, len, 2);
+    // The padded layout's row axis, and in both layouts /attention's query axis.
+    std::optional<Dataset> len;
+    if (!offsets || attention) len = create_dimension_scale(file, dimension::len, count(layout.len));
+    if (offsets) {
+        const Dataset tokens = create_dimension_scale(file, dimension::tokens, count(layout.tokens()));
+        attach_dimension_scale(output, tokens, 0);
+        attach_dimension_scale(output, d_out, 1);
+        attach_dimension_scale(lse, heads, 0);
+        attach_dimension_scale(lse, tokens, 1);
+        attach_dimension_scale(*offsets, create_dimension_scale(file, dimension::offsets, count(layout.n + 1)), 0);
+    } else {
+        attach_dimension_scale(output, n, 0);
+        attach_dimension_scale(output, *len, 1);
+        attach_dimension_scale(output, d_out, 2);
+        attach_dimension_scale(lse, n, 0);
+        attach_dimension_scale(lse, heads, 1);
+        attach_dimension_scale(lse, *len, 2);
+    }
     attach_dimension_scale(lengths, n, 0);
     if (!attention) return;
     const Dataset len_k = create_dimension_scale(file, dimension::len_k, count(layout.len));
@@ -150,7 +163,7 @@ void attach_dimension_scales(const File& file, const OutputLayout& layout, const
         mean ? std::optional<Dataset>(create_dimension_scale(file, dimension::head_mean, 1)) : std::nullopt;
     attach_dimension_scale(*attention, n_w ? *n_w : n, 0);
     attach_dimension_scale(*attention, head_mean ? *head_mean : heads, 1);
-    attach_dimension_scale(*attention, len, 2);
+    attach_dimension_scale(*attention, *len, 2);
     attach_dimension_scale(*attention, len_k, 3);
 }
 
@@ -235,7 +248,7 @@ void OutputFile::create_padded(const Provenance& provenance, const OutputOptions
     h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
                         marker(std::numeric_limits<double>::quiet_NaN()));
     h5_->lengths = make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
-    attach_dimension_scales(h5_->file, layout, *h5_->output, *h5_->lse, *h5_->lengths, h5_->attention);
+    attach_dimension_scales(h5_->file, layout, *h5_->output, *h5_->lse, *h5_->lengths, h5_->attention, std::nullopt);
     write_provenance(h5_->file, layout, provenance);
     if (options.journal) create_journal(*options.journal);
     h5_->file.flush();
@@ -261,6 +274,7 @@ void OutputFile::create_packed(const OutputOptions& options) {
                         marker(std::numeric_limits<double>::quiet_NaN()));
     h5_->lengths = make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
     h5_->offsets = make_dataset(h5_->file, dataset::offsets, Datatype::int64(), {n + 1}, 8, layout, {"N+1"});
+    attach_dimension_scales(h5_->file, layout, *h5_->output, *h5_->lse, *h5_->lengths, h5_->attention, h5_->offsets);
     // Each writer its own rows: a collective creation by thousands of ranks writes them once.
     const auto total = static_cast<std::uint64_t>(n + 1);
     const auto writers = static_cast<std::uint64_t>(std::max(1, options.writers));

@@ -134,6 +134,8 @@ inline constexpr const char* heads = "H";      // heads of /lse and /attention
 inline constexpr const char* len_k = "L_k";    // keys of /attention
 inline constexpr const char* n_w = "N_w";      // sequences of /attention when --weights-seqs keeps fewer than N
 inline constexpr const char* head_mean = "H_mean";  // the one "head" of --save-weights mean
+inline constexpr const char* tokens = "T";          // rows of a packed output's /output and /lse
+inline constexpr const char* offsets = "N+1";       // a packed output's /offsets
 }  // namespace dimension
 
 // Values of the root attribute `format`, which say what a file is.
