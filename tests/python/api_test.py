@@ -103,6 +103,21 @@ def main():
         check(ds["output"].dims == ("T", "D_out") and ds.attrs.get("sequence_layout") == "packed", "to_xarray(): packed")
         ds = out.to_xarray()
         check(ds["output"].shape == (3, 32, 64) and "attention" in ds, "to_xarray(): padded")
+        # The dims to_xarray() names are those of the file's dimension scales, as xarray's own
+        # reader (engine h5netcdf) finds them.
+        try:
+            import h5netcdf  # noqa: F401
+        except ImportError:
+            print("h5netcdf is not installed: to_xarray()'s dims not compared with the file's")
+        else:
+            for path in (padded_out, packed_out):
+                with xarray.open_dataset(path, engine="h5netcdf") as from_file:
+                    mine = attnbatch.open(path).to_xarray()
+                    for name in ("output", "lse", "lengths", "offsets", "attention"):
+                        if name in from_file:
+                            check(name in mine and mine[name].dims == from_file[name].dims,
+                                  f"to_xarray() of {os.path.basename(path)}: /{name} dims "
+                                  f"{mine[name].dims if name in mine else None} against the file's {from_file[name].dims}")
     print(repr(out), repr(packed))
     return exit_status()
 

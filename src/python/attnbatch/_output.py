@@ -46,9 +46,11 @@ class Output:
             self.lengths = f["lengths"][()]
             self.offsets = f["offsets"][()] if "offsets" in f else None
             self.attention, self.attention_first = None, None
+            self._attention_mean = False
             if maps and "attention" in f:
                 self.attention = f["attention"][()]
                 self.attention_first = int(f["attention"].attrs.get("first_sequence", 0))
+                self._attention_mean = bool(f["attention"].attrs.get("mean_over_heads", 0))
         self.packed = self.offsets is not None
         if split:
             self.output, self.lse = self._split(self.output, self.lse)
@@ -66,7 +68,8 @@ class Output:
         return outputs, lses
 
     def to_xarray(self):
-        """The output as an xarray.Dataset (dims N, L, D_out, H, N_w, H_w, L_k, T, N+1 as in
+        """The output as an xarray.Dataset with the dims the file's dimension scales name (N, L,
+        D_out, H, L_k; N_w and H_mean for maps of a subset or the mean; T and N+1 when packed:
         docs/formats.md), the provenance as its attrs. Needs xarray (python3-xarray) and an
         Output read without split."""
         import xarray
@@ -80,7 +83,9 @@ class Output:
             data = {"output": (("N", "L", "D_out"), self.output), "lse": (("N", "H", "L"), self.lse)}
         data["lengths"] = (("N",), self.lengths)
         if self.attention is not None:
-            data["attention"] = (("N_w", "H_w", "L_q", "L_k"), self.attention)
+            every_sequence = self.attention.shape[0] == len(self.lengths)
+            data["attention"] = (("N" if every_sequence else "N_w", "H_mean" if self._attention_mean else "H", "L", "L_k"),
+                                 self.attention)
         return xarray.Dataset(data, attrs=dict(self.attrs))
 
     def __repr__(self):
