@@ -153,6 +153,13 @@ public:
         stage_q_ = w_q_ || rope_ || in.piece();
         stage_k_ = w_kv_ || rope_;
         cut_chunks(step);
+        // A piece of the sequence whose keys and values the last step staged finds those rows
+        // still in the scratch of the one lane that computed them: it stages only the rows past
+        // them. A long sequence split into pieces over several steps of a rank (few sequences
+        // per rank) so projects its keys and values once, not once per step.
+        const bool one_piece = in.piece() && stage_k_ && chunks_.size() == 1 && step.ranges.size() == 1;
+        carried_keys_ = one_piece && carry_.sequence == in.first ? std::min(carry_.key_rows, step.ranges[0].key_rows) : 0;
+        carry_ = Carry{};  // until this step's are staged whole
         // Chunks of short ranges one per thread when there are enough to share, the others (and
         // all of them when not) with every thread. A row's bits depend on neither.
         std::size_t narrow = 0;
@@ -179,6 +186,7 @@ public:
             }
             if (failure) std::rethrow_exception(failure);
         }
+        if (one_piece) carry_ = Carry{in.first, step.ranges[0].key_rows};
         count(step, tally);
         block.output = results.output;
         block.lse = results.lse;
@@ -286,10 +294,14 @@ private:
         const auto valid = [queries](const RowRange& r) { return queries ? r.query_rows : r.key_rows; };
         const auto at = [queries](const RowRange& r) { return queries ? r.query_at : r.key_at; };
         const auto to_rows = [&](std::size_t i) { return queries ? q_rows(lane, i - chunk.first) : kv_rows(lane, i - chunk.first); };
+        // Rows already staged by the step before (carried_keys_: keys of a continued piece).
+        const int kept = queries ? 0 : carried_keys_;
+        const auto row = static_cast<std::size_t>(kept);
         if (w) {
             lane.spans.clear();
             for (std::size_t i = chunk.first; i < chunk.last; ++i) {
-                add_spans(lane, view.base + at(step.ranges[i]), valid(step.ranges[i]), to_rows(i), view.row, width);
+                add_spans(lane, view.base + at(step.ranges[i]) + row * static_cast<std::size_t>(view.row), valid(step.ranges[i]) - kept,
+                          to_rows(i) + row * width, view.row, width);
             }
             project(w, lane, view.row, width, threads);
         }
@@ -297,11 +309,11 @@ private:
         for (std::size_t i = chunk.first; i < chunk.last; ++i) {
             const RowRange& r = step.ranges[i];
             float* to = to_rows(i);
-            if (valid(r) > 0 && (rope_ || !w)) {
-                const float* from = w ? to : view.base + at(r);
+            if (valid(r) > kept && (rope_ || !w)) {
+                const float* from = w ? to + row * width : view.base + at(r) + row * static_cast<std::size_t>(view.row);
                 const k::TensorStrides from_strides = w ? staged : k::TensorStrides{0, view.head, view.row};
-                if (rope_) rotate(from, from_strides, to, staged, count_heads, valid(r), queries ? r.q0 : 0, threads);
-                else copy_rows(from, from_strides, to, count_heads, dk_, valid(r));
+                if (rope_) rotate(from, from_strides, to + row * width, staged, count_heads, valid(r) - kept, (queries ? r.q0 : 0) + kept, threads);
+                else copy_rows(from, from_strides, to + row * width, count_heads, dk_, valid(r) - kept);
             }
             const auto reserved = static_cast<std::size_t>(queries ? r.rows : r.keys);
             std::fill(to + static_cast<std::size_t>(valid(r)) * width, to + reserved * width, 0.0f);
@@ -535,8 +547,8 @@ private:
             const double pairs = settings_.spec.causal ? (q1 * (q1 + 1) - q0 * (q0 + 1)) / 2 : static_cast<double>(r.query_rows) * r.length;
             tally.attention_flops += per_pair * pairs;
             if (w_q_) {
-                tally.projection_flops += 2.0 * w_q_.in *
-                                          (static_cast<double>(r.query_rows) * w_q_.out + static_cast<double>(r.key_rows) * w_kv_.out);
+                const double keys_projected = static_cast<double>(r.key_rows - carried_keys_);  // a step has carried keys only with one range
+                tally.projection_flops += 2.0 * w_q_.in * (static_cast<double>(r.query_rows) * w_q_.out + keys_projected * w_kv_.out);
             }
             if (w_o_) tally.projection_flops += 2.0 * r.query_rows * w_o_.in * static_cast<double>(w_o_.out);
             tally.tokens += r.query_rows;
@@ -560,6 +572,14 @@ private:
     bool stage_q_ = false, stage_k_ = false;
     std::vector<Chunk> chunks_;
     std::vector<Lane> lanes_;  // one per thread
+    // The keys (and values) staged in lanes_[0] by the last step when it was one piece: its
+    // sequence (-1: none) and the key rows staged, rows [0, key_rows) of that lane's scratch.
+    struct Carry {
+        std::int64_t sequence = -1;
+        int key_rows = 0;
+    };
+    Carry carry_;
+    int carried_keys_ = 0;  // of this step's key rows, those staged by the step before
 };
 
 StepComputer::StepComputer(const io::InputSpec& spec, const std::optional<io::ProjectionWeights>& weights,

@@ -120,7 +120,7 @@ struct Sequence {
 
 // A padded step of sequences [first, last), each sequence's results taken from the block.
 std::vector<Sequence> padded_step(const Problem& p, StepComputer& computer, StepOutputs& outputs, std::size_t first,
-                                  std::size_t last) {
+                                  std::size_t last, ComputeTally* counted = nullptr) {
     io::InputBlock in;
     in.first = static_cast<std::int64_t>(first);
     in.count = static_cast<std::int64_t>(last - first);
@@ -131,6 +131,7 @@ std::vector<Sequence> padded_step(const Problem& p, StepComputer& computer, Step
     ComputeTally tally;
     computer.compute(in, outputs, block, tally);
     EXPECT_EQ(tally.sequences, static_cast<std::int64_t>(last - first));
+    if (counted) *counted = tally;
     std::vector<Sequence> result;
     std::size_t map_index = 0;
     for (std::size_t s = first; s < last; ++s) {
@@ -185,44 +186,67 @@ std::vector<Sequence> packed_step(const Problem& p, StepComputer& computer, Step
 }
 
 // Sequence s in pieces of `rows` query rows (the last may reach past L's length), each with the
-// keys the plan gives it: causal, those up to its last row; else all. Rows joined back.
-Sequence piece_steps(const Problem& p, StepComputer& computer, StepOutputs& outputs, std::size_t s, int rows) {
+// keys the plan gives it: causal, those up to its last row; else all. The pieces run first to
+// last, or last to first (`backward`), and with `between` >= 0 each piece is followed by the
+// same piece of sequence `between` (whose results are dropped). Rows joined back in order;
+// the steps' tallies of sequence s added to `tally` when given.
+Sequence piece_steps(const Problem& p, StepComputer& computer, StepOutputs& outputs, std::size_t s, int rows,
+                     bool backward = false, int between = -1, ComputeTally* tally = nullptr) {
     Sequence q;
+    q.output.assign(kLen * p.d_out(), 0.0f);
     q.lse.assign(static_cast<std::size_t>(kHeads) * kLen, 0.0f);
-    const std::int32_t length = kLengths[s];
-    std::vector<std::vector<float>> maps_of_head(p.maps_heads());
-    std::vector<std::vector<std::uint16_t>> maps_f16_of_head(p.maps_heads());
-    for (int r0 = 0; r0 < kLen; r0 += rows) {
+    const std::size_t map_rows = p.maps_heads() * kLen * kLen;
+    std::vector<float> maps(p.has_maps(s) ? map_rows : 0);
+    std::vector<std::uint16_t> maps_f16(p.has_maps(s) ? map_rows : 0);
+    bool half = false;
+    std::vector<int> starts;
+    for (int r0 = 0; r0 < kLen; r0 += rows) starts.push_back(r0);
+    if (backward) std::reverse(starts.begin(), starts.end());
+    const auto piece = [&](std::size_t sequence, int r0, io::OutputBlock& block, ComputeTally& counted) {
         const int r1 = std::min(kLen, r0 + rows);
+        const std::int32_t length = kLengths[sequence];
         io::InputBlock in;
-        in.first = static_cast<std::int64_t>(s);
+        in.first = static_cast<std::int64_t>(sequence);
         in.count = 1;
         in.lengths = {length};
         in.row_first = r0;
         in.row_last = r1;
         in.key_rows = p.settings.spec.causal ? std::min(r1, length) : length;
-        in.x.assign(p.x.begin() + static_cast<std::ptrdiff_t>(s * kLen * p.d()),
-                    p.x.begin() + static_cast<std::ptrdiff_t>((s * kLen + static_cast<std::size_t>(in.key_rows)) * p.d()));
+        in.x.assign(p.x.begin() + static_cast<std::ptrdiff_t>(sequence * kLen * p.d()),
+                    p.x.begin() + static_cast<std::ptrdiff_t>((sequence * kLen + static_cast<std::size_t>(in.key_rows)) * p.d()));
+        computer.compute(in, outputs, block, counted);
+        EXPECT_EQ(counted.sequences, r1 == kLen ? 1 : 0);
+    };
+    for (const int r0 : starts) {
         io::OutputBlock block;
-        ComputeTally tally;
-        computer.compute(in, outputs, block, tally);
-        EXPECT_EQ(tally.sequences, r1 == kLen ? 1 : 0);
-        const auto n = static_cast<std::size_t>(r1 - r0);
-        q.output.insert(q.output.end(), block.output, block.output + n * p.d_out());
-        for (std::size_t h = 0; h < kHeads; ++h) std::copy_n(block.lse + h * n, n, q.lse.begin() + static_cast<std::ptrdiff_t>(h * kLen + static_cast<std::size_t>(r0)));
+        ComputeTally counted;
+        piece(s, r0, block, counted);
+        if (tally) {
+            tally->attention_flops += counted.attention_flops;
+            tally->projection_flops += counted.projection_flops;
+            tally->tokens += counted.tokens;
+        }
+        const auto n = static_cast<std::size_t>(std::min(kLen, r0 + rows) - r0);
+        const auto row = static_cast<std::size_t>(r0);
+        std::copy_n(block.output, n * p.d_out(), q.output.begin() + static_cast<std::ptrdiff_t>(row * p.d_out()));
+        for (std::size_t h = 0; h < kHeads; ++h) std::copy_n(block.lse + h * n, n, q.lse.begin() + static_cast<std::ptrdiff_t>(h * kLen + row));
         if (p.has_maps(s)) {
+            half = block.attention_f16 != nullptr;
             for (std::size_t h = 0; h < p.maps_heads(); ++h) {
-                if (block.attention_f16) {
-                    maps_f16_of_head[h].insert(maps_f16_of_head[h].end(), block.attention_f16 + h * n * kLen, block.attention_f16 + (h + 1) * n * kLen);
-                } else {
-                    maps_of_head[h].insert(maps_of_head[h].end(), block.attention_f32 + h * n * kLen, block.attention_f32 + (h + 1) * n * kLen);
-                }
+                const auto to = static_cast<std::ptrdiff_t>((h * kLen + row) * kLen);
+                if (half) std::copy_n(block.attention_f16 + h * n * kLen, n * kLen, maps_f16.begin() + to);
+                else std::copy_n(block.attention_f32 + h * n * kLen, n * kLen, maps.begin() + to);
             }
         }
+        if (between >= 0) {  // another sequence's piece in between: its step stages other keys
+            io::OutputBlock other;
+            ComputeTally ignored;
+            piece(static_cast<std::size_t>(between), r0, other, ignored);
+        }
     }
-    for (std::size_t h = 0; h < p.maps_heads(); ++h) {
-        q.maps.insert(q.maps.end(), maps_of_head[h].begin(), maps_of_head[h].end());
-        q.maps_f16.insert(q.maps_f16.end(), maps_f16_of_head[h].begin(), maps_f16_of_head[h].end());
+    if (p.has_maps(s)) {
+        if (half) q.maps_f16 = maps_f16;
+        else q.maps = maps;
     }
     return q;
 }
@@ -438,6 +462,37 @@ TEST_P(StepComputerTest, SameBytesForEveryLayoutScratchBoundAndThreadCount) {
         for (std::size_t s = 0; s < kLengths.size(); ++s) {
             expect_same(first_rows(p, reference[s], static_cast<std::size_t>(kLengths[s])), got[s],
                         "packed, " + std::to_string(settings.kernel.threads) + " threads, sequence " + std::to_string(s));
+        }
+    }
+}
+
+// A long sequence in pieces over several steps (few sequences per rank) stages its keys and
+// values once: a piece continuing the sequence of the step before reuses the rows that step
+// projected (and rotated), and stages only those past them. Same bytes in every order, and the
+// projection FLOPs of the whole sequence when its pieces follow each other, forward or back.
+TEST_P(StepComputerTest, PiecesOfOneSequenceStageItsKeysOnce) {
+    const Problem p(GetParam());
+    StepComputer whole(p.spec, p.weights, p.settings, p.layout);
+    StepOutputs outputs;
+    for (std::size_t s = 0; s < kLengths.size(); ++s) {
+        ComputeTally alone;
+        const Sequence reference = padded_step(p, whole, outputs, s, s + 1, &alone)[0];
+        for (const bool backward : {false, true}) {
+            StepComputer pieces(p.spec, p.weights, p.settings, p.layout);  // nothing staged before
+            ComputeTally counted;
+            const std::string what = std::string(backward ? "last to first" : "first to last") + ", sequence " + std::to_string(s);
+            expect_same(reference, piece_steps(p, pieces, outputs, s, 5, backward, -1, &counted), "pieces of 5 rows, " + what);
+            EXPECT_EQ(counted.projection_flops, alone.projection_flops) << what << ": keys projected more than once";
+            EXPECT_EQ(counted.tokens, alone.tokens) << what;
+        }
+        const std::size_t other = (s + 3) % kLengths.size();
+        StepComputer pieces(p.spec, p.weights, p.settings, p.layout);
+        ComputeTally interleaved;
+        expect_same(reference, piece_steps(p, pieces, outputs, s, 7, false, static_cast<int>(other), &interleaved),
+                    "pieces of 7 rows with sequence " + std::to_string(other) + "'s in between, sequence " + std::to_string(s));
+        if (p.weights && kLengths[s] > 7 && kLengths[other] > 0) {
+            EXPECT_GT(interleaved.projection_flops, alone.projection_flops)
+                << "sequence " << s << ": pieces with another sequence's in between cannot reuse keys";
         }
     }
 }
