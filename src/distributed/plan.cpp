@@ -27,8 +27,8 @@ double CostModel::sequence_flops(std::int64_t len) const {
     return flops;
 }
 
-double CostModel::piece_flops(std::int64_t len, std::int64_t row_first, std::int64_t row_last,
-                               std::int64_t key_rows) const {
+double CostModel::piece_flops(std::int64_t len, std::int64_t row_first, std::int64_t row_last, std::int64_t key_rows,
+                               std::int64_t keys_projected) const {
     const double n = static_cast<double>(len);
     const double q0 = static_cast<double>(std::clamp<std::int64_t>(row_first, 0, len));
     const double q1 = static_cast<double>(std::clamp<std::int64_t>(row_last, row_first, len));
@@ -36,7 +36,11 @@ double CostModel::piece_flops(std::int64_t len, std::int64_t row_first, std::int
     const double h = static_cast<double>(heads), dk = static_cast<double>(d_k), dv = static_cast<double>(d_v);
     const double pairs = causal ? (q1 * (q1 + 1.0) - q0 * (q0 + 1.0)) / 2.0 : rows * n;
     double flops = 2.0 * pairs * h * (dk + dv);
-    if (d_in > 0) flops += 2.0 * static_cast<double>(d_in) * h * (rows * dk + keys * (dk + dv));
+    if (d_in > 0) {
+        const double g = kv_heads > 0 ? static_cast<double>(kv_heads) : h;
+        const double new_keys = std::max(0.0, keys - static_cast<double>(std::max<std::int64_t>(keys_projected, 0)));
+        flops += 2.0 * static_cast<double>(d_in) * (rows * h * dk + new_keys * g * (dk + dv));
+    }
     if (d_out > 0) flops += 2.0 * rows * h * dv * static_cast<double>(d_out);
     // Read: the keys and values (with the embeddings they hold the queries too) and, for
     // Q/K/V input, the queries; written: the rows' output and lse.
@@ -91,7 +95,10 @@ Unit make_piece(const CostModel& model, const SplitOptions& split, std::int64_t 
     piece.row_first = row_first;
     piece.row_last = row_last;
     piece.key_rows = key_rows_of(model, len, row_last);
-    piece.cost = model.piece_flops(len, row_first, row_last, piece.key_rows);
+    // The piece before (rows up to row_first) left its keys projected on the rank that runs
+    // both, as consecutive units of a share do (StepComputer carries them from step to step).
+    const std::int64_t keys_before = row_first > 0 ? key_rows_of(model, len, row_first) : 0;
+    piece.cost = model.piece_flops(len, row_first, row_last, piece.key_rows, keys_before);
     piece.tokens = std::max<std::int64_t>(0, std::min<std::int64_t>(row_last, len) - row_first);
     piece.ends_sequence = row_last == rows_of(split, len);
     piece.bytes = split.memory.bytes(sequence, row_last - row_first, piece.key_rows);

@@ -599,7 +599,9 @@ void expect_valid_pieces(const std::vector<std::int32_t>& lengths, const CostMod
         ASSERT_LE(unit.row_last, rows);
         EXPECT_EQ(unit.ends_sequence, unit.row_last == rows);
         EXPECT_EQ(unit.key_rows, model.causal ? std::min<std::int64_t>(unit.row_last, len) : len);
-        EXPECT_DOUBLE_EQ(unit.cost, model.piece_flops(len, unit.row_first, unit.row_last, unit.key_rows));
+        // The piece before on its rank projected the keys up to its own last row.
+        const std::int64_t keys_before = unit.row_first > 0 ? (model.causal ? std::min<std::int64_t>(unit.row_first, len) : len) : 0;
+        EXPECT_DOUBLE_EQ(unit.cost, model.piece_flops(len, unit.row_first, unit.row_last, unit.key_rows, keys_before));
         EXPECT_EQ(unit.tokens, std::max<std::int64_t>(0, std::min<std::int64_t>(unit.row_last, len) - unit.row_first));
         if (!memory_forced) {
             EXPECT_EQ(unit.row_first % kPieceRows, 0);
@@ -637,6 +639,15 @@ TEST(CostModel, PiecesAddUpToTheirSequenceAndChargeTheirKeys) {
         const std::int64_t keys_low = model.causal ? 400 : len;
         const double halves = model.piece_flops(len, 0, 400, keys_low) + model.piece_flops(len, 400, len, len);
         EXPECT_GT(halves, model.sequence_flops(len));
+        // The second half on the rank of the first: the keys the first projected are not
+        // projected again (StepComputer carries them), only read.
+        const double carried = model.piece_flops(len, 0, 400, keys_low) + model.piece_flops(len, 400, len, len, keys_low);
+        EXPECT_GT(carried, model.sequence_flops(len));
+        if (model.d_in > 0) {
+            EXPECT_LT(carried, halves);
+        } else {
+            EXPECT_EQ(carried, halves);
+        }
         // Rows past the length cost only their fixed part.
         EXPECT_LT(model.piece_flops(len, len, len + 64, len), model.piece_flops(len, len - 64, len, len));
     }

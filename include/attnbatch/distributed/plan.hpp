@@ -31,11 +31,13 @@ struct CostModel {
     double sequence_flops(std::int64_t len) const;
 
     // Predicted cost of query rows [row_first, row_last) of a sequence of `len` valid tokens
-    // (rows at or past len cost nothing) computed on their own: their attention pairs, the
-    // projections of those rows and of the first `key_rows` keys and values, and the data
-    // moved: the keys and values read (again, for every piece of a split sequence) and the
-    // rows written. A piece covering the whole sequence costs about what the sequence does.
-    double piece_flops(std::int64_t len, std::int64_t row_first, std::int64_t row_last, std::int64_t key_rows) const;
+    // (rows at or past len cost nothing): their attention pairs, the projections of those rows
+    // and of the keys and values among the first `key_rows` past the first `keys_projected`
+    // (those the piece before projected, on the rank that computes both), and the data moved:
+    // the keys and values read (again, for every piece of a split sequence) and the rows
+    // written. A piece covering the whole sequence costs about what the sequence does.
+    double piece_flops(std::int64_t len, std::int64_t row_first, std::int64_t row_last, std::int64_t key_rows,
+                       std::int64_t keys_projected = 0) const;
 };
 
 // Equivalent token count charged to every sequence for its fixed cost.
