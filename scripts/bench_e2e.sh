@@ -170,19 +170,24 @@ shape_of() {
 }
 dim=64
 
-# The write time of BYTES by two writers (one per rank), median of 3; the files are removed
-# afterwards. With a second argument (dd's conv=fdatasync), until the bytes are on the disk.
+# BYTES written by two writers (one per rank) into $out/dd0.tmp and dd1.tmp, which the caller
+# removes. With a second argument (dd's conv=fdatasync), until the bytes are on the disk.
+two_writers() {  # bytes [fdatasync]
+  local half=$(( ($1 / 2 + 1048575) / 1048576 )) sync=${2:+conv=$2}
+  # shellcheck disable=SC2086  # $sync is empty or one operand
+  dd if=/dev/zero of="$out/dd0.tmp" bs=1M count="$half" status=none $sync &
+  # shellcheck disable=SC2086
+  dd if=/dev/zero of="$out/dd1.tmp" bs=1M count="$half" status=none $sync
+  wait
+}
+# The write time of BYTES by two_writers, three times back to back, the median; the files are
+# removed after each write.
 write_seconds() {  # bytes [fdatasync] [idle seconds before each write]
-  local bytes=$1 sync=${2:+conv=$2} idle=${3:-0} half times=() r start end
-  half=$(( (bytes / 2 + 1048575) / 1048576 ))
+  local bytes=$1 sync=${2:-} idle=${3:-0} times=() r start end
   for r in 1 2 3; do
     sleep "$idle"
     start=$EPOCHREALTIME
-    # shellcheck disable=SC2086  # $sync is empty or one operand
-    dd if=/dev/zero of="$out/dd0.tmp" bs=1M count="$half" status=none $sync &
-    # shellcheck disable=SC2086
-    dd if=/dev/zero of="$out/dd1.tmp" bs=1M count="$half" status=none $sync
-    wait
+    two_writers "$bytes" "$sync"
     end=$EPOCHREALTIME
     rm -f "$out/dd0.tmp" "$out/dd1.tmp"
     times+=("$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.4f\n", b - a }')")
@@ -216,14 +221,6 @@ startup=$(printf '%s\n' "${startups[@]}" | median)
 results=$out/results.csv limits=$out/limits.csv
 echo "case,tool,run,seconds" >"$results"
 echo "case,n,len,bytes,startup,write,back_to_back,disk,compute,rate" >"$limits"
-# Two writers (one per rank) of BYTES through the page cache, as an entry of the rounds; the
-# files are removed after the entry, with the runs' outputs.
-two_writers() {  # bytes
-  local half=$(( ($1 / 2 + 1048575) / 1048576 ))
-  dd if=/dev/zero of="$out/dd0.tmp" bs=1M count="$half" status=none &
-  dd if=/dev/zero of="$out/dd1.tmp" bs=1M count="$half" status=none
-  wait
-}
 ours_run() {  # case mode binary [flags...]: one timed attnbatch run, its report kept
   local case=$1 mode=$2 binary=$3 s
   shift 3
@@ -262,7 +259,7 @@ for case in "${case_list[@]}"; do
         durable) ours_run "$case" durable "$bin" "${ours_flags[@]}" ;;
         before) ours_run "$case" before "$before" "${ours_flags[@]}" ;;
         "before no-sync") ours_run "$case" before-no-sync "$before" "${ours_flags[@]}" --fsync off ;;
-        "page cache")
+        "page cache")  # the files go after the entry, with the runs' outputs
           s=$(timed two_writers "$bytes")
           echo "$case,page cache (two dd writers),$r,$s" >>"$results" ;;
         "peer installed")

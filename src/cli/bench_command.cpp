@@ -295,8 +295,9 @@ int bench_command(const std::vector<std::string>& args) {
     const double step_flops = step ? step->run() : 0.0;
     const double step_first_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_t0).count();
     // The kernel's threads' CPU time (each read by its own thread: team_cpu_seconds) beside the
-    // wall time: their ratio says how much of the run its threads actually had a core (other processes take the rest on a busy host), which is
-    // what makes wall-time figures on a shared machine spread (docs/performance.md "Measuring on a shared machine").
+    // wall time: their ratio says how much of the run its threads actually had a core (other
+    // processes take the rest on a busy host), which is what makes wall-time figures on a shared
+    // machine spread (docs/performance.md "Measuring on a shared machine").
     // Both divided by their on-CPU shares give rates per second on a core, which time slicing by
     // other processes leaves alone: fraction_on_cpu is steady where fraction_of_peak is not.
     std::vector<double> seconds, peaks, fractions, on_cpu, fractions_on_cpu;

@@ -14,7 +14,7 @@ double CostModel::sequence_flops(std::int64_t len) const {
     const double n = static_cast<double>(len);
     const double h = static_cast<double>(heads), dk = static_cast<double>(d_k), dv = static_cast<double>(d_v);
     const double pairs = causal ? n * (n + 1.0) / 2.0 : n * n;
-    const double g = kv_heads > 0 ? static_cast<double>(kv_heads) : h;
+    const double g = key_value_heads();
     // Q, K and V widths: H heads of queries, G of keys and values.
     const double qkv_width = h * dk + g * (dk + dv);
     double flops = 2.0 * pairs * h * (dk + dv);
@@ -37,9 +37,8 @@ double CostModel::piece_flops(std::int64_t len, std::int64_t row_first, std::int
     const double pairs = causal ? (q1 * (q1 + 1.0) - q0 * (q0 + 1.0)) / 2.0 : rows * n;
     double flops = 2.0 * pairs * h * (dk + dv);
     if (d_in > 0) {
-        const double g = kv_heads > 0 ? static_cast<double>(kv_heads) : h;
-        const double new_keys = std::max(0.0, keys - static_cast<double>(std::max<std::int64_t>(keys_projected, 0)));
-        flops += 2.0 * static_cast<double>(d_in) * (rows * h * dk + new_keys * g * (dk + dv));
+        const double new_keys = std::max(0.0, keys - static_cast<double>(keys_projected));
+        flops += 2.0 * static_cast<double>(d_in) * (rows * h * dk + new_keys * key_value_heads() * (dk + dv));
     }
     if (d_out > 0) flops += 2.0 * rows * h * dv * static_cast<double>(d_out);
     // Read: the keys and values (with the embeddings they hold the queries too) and, for

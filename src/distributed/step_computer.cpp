@@ -294,14 +294,14 @@ private:
         const auto valid = [queries](const RowRange& r) { return queries ? r.query_rows : r.key_rows; };
         const auto at = [queries](const RowRange& r) { return queries ? r.query_at : r.key_at; };
         const auto to_rows = [&](std::size_t i) { return queries ? q_rows(lane, i - chunk.first) : kv_rows(lane, i - chunk.first); };
-        // Rows already staged by the step before (carried_keys_: keys of a continued piece).
+        // Rows [0, kept) are there already: keys the step before staged (a continued piece).
         const int kept = queries ? 0 : carried_keys_;
-        const auto row = static_cast<std::size_t>(kept);
+        const auto input_from_kept = [&](const RowRange& r) { return view.base + at(r) + static_cast<std::ptrdiff_t>(kept) * view.row; };
+        const auto staged_from_kept = [&](std::size_t i) { return to_rows(i) + static_cast<std::size_t>(kept) * width; };
         if (w) {
             lane.spans.clear();
             for (std::size_t i = chunk.first; i < chunk.last; ++i) {
-                add_spans(lane, view.base + at(step.ranges[i]) + row * static_cast<std::size_t>(view.row), valid(step.ranges[i]) - kept,
-                          to_rows(i) + row * width, view.row, width);
+                add_spans(lane, input_from_kept(step.ranges[i]), valid(step.ranges[i]) - kept, staged_from_kept(i), view.row, width);
             }
             project(w, lane, view.row, width, threads);
         }
@@ -310,10 +310,11 @@ private:
             const RowRange& r = step.ranges[i];
             float* to = to_rows(i);
             if (valid(r) > kept && (rope_ || !w)) {
-                const float* from = w ? to + row * width : view.base + at(r) + row * static_cast<std::size_t>(view.row);
+                const float* from = w ? staged_from_kept(i) : input_from_kept(r);
                 const k::TensorStrides from_strides = w ? staged : k::TensorStrides{0, view.head, view.row};
-                if (rope_) rotate(from, from_strides, to + row * width, staged, count_heads, valid(r) - kept, (queries ? r.q0 : 0) + kept, threads);
-                else copy_rows(from, from_strides, to + row * width, count_heads, dk_, valid(r) - kept);
+                const int rows = valid(r) - kept;
+                if (rope_) rotate(from, from_strides, staged_from_kept(i), staged, count_heads, rows, (queries ? r.q0 : 0) + kept, threads);
+                else copy_rows(from, from_strides, staged_from_kept(i), count_heads, dk_, rows);
             }
             const auto reserved = static_cast<std::size_t>(queries ? r.rows : r.keys);
             std::fill(to + static_cast<std::size_t>(valid(r)) * width, to + reserved * width, 0.0f);

@@ -38,6 +38,8 @@ struct CostModel {
     // written. A piece covering the whole sequence costs about what the sequence does.
     double piece_flops(std::int64_t len, std::int64_t row_first, std::int64_t row_last, std::int64_t key_rows,
                        std::int64_t keys_projected = 0) const;
+
+    double key_value_heads() const { return static_cast<double>(kv_heads > 0 ? kv_heads : heads); }
 };
 
 // Equivalent token count charged to every sequence for its fixed cost.
