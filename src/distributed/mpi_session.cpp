@@ -1,4 +1,5 @@
 #include "attnbatch/distributed/mpi_session.hpp"
+#include "attnbatch/distributed/launcher_sockets.hpp"
 
 #include <link.h>
 #include <mpi.h>
@@ -258,7 +259,10 @@ MpiSession::MpiSession() {
 }
 
 MpiSession::~MpiSession() {
-    if (owned_) MPI_Finalize();
+    if (owned_) {
+        send_launcher_messages_at_once();
+        MPI_Finalize();
+    }
     release_launcher_watchdog(watchdog_);
     if (!private_session_directory_.empty()) {
         std::error_code ignored;  // what Open MPI left there; nothing else uses the directory
