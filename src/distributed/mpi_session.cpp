@@ -1,5 +1,4 @@
 #include "attnbatch/distributed/mpi_session.hpp"
-#include "attnbatch/distributed/launcher_sockets.hpp"
 
 #include <link.h>
 #include <mpi.h>
@@ -18,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "attnbatch/distributed/launcher_sockets.hpp"
 #include "attnbatch/distributed/launcher_watchdog.hpp"
 #include "attnbatch/io/h5/mpi_io.hpp"
 #include "mpi_comm.hpp"
