@@ -2,8 +2,8 @@
 # End to end against the peer at its fastest and against this sitting's limits: whole
 # `mpirun -np 2` wall time (1 thread per rank) of attnbatch and of the mpi4py + h5py + numpy
 # peer script (attn_mpi_h5.py) on the same input, runs interleaved (attnbatch in each mode,
-# the peer per OpenBLAS core type, ...) so that the host's noise hits all alike, each round in an
-# order turned one step further (no run always follows the same one); medians.
+# the peer per OpenBLAS core type, ...) so that the host's noise hits all alike, each round in
+# another order (no run follows the same one twice, where the rounds allow); medians.
 #
 # attnbatch runs in both of its publication modes, each judged against its own limit:
 #   --fsync off  published without syncing, as the peer (which never syncs) writes: against
@@ -241,9 +241,13 @@ for case in "${case_list[@]}"; do
       proj_gflop=$(awk -v n="$n" -v l="$len" -v d="$dim" 'BEGIN { print 6 * n * l * d * d / 1e9 }') ;;
     long_weights) peer_flags=(--weights) ours_flags=(--save-weights all) bench_flags=(--save-weights all) ;;
   esac
-  # The runs of a round, each removing its output as it ends. Every round starts one entry
-  # further on, so that no run always follows the same one: a run pays for what the one before
-  # it left (memory freed a moment ago that the host has taken back, pages still dirty).
+  # The runs of a round, each removing its output as it ends. A run pays for what the one before
+  # it left (memory freed a moment ago that the host has taken back, pages still dirty), so the
+  # order changes from round to round: round r starts at entry r - 1 and walks the list with a
+  # step prime to its length, a different step each round, so that an entry's predecessor
+  # changes too. (Turning one order alone kept each entry behind the same one in all rounds but
+  # one: the no-sync run behind the page-cache writers' 640 MiB just freed, for one.) Round 1
+  # keeps the list's order: its no-sync run gives the page-cache entry its bytes.
   entries=(no-sync durable)
   [[ -z $before ]] || entries+=(before "before no-sync")
   (( installed_blas )) && entries+=("peer installed")
@@ -251,9 +255,16 @@ for case in "${case_list[@]}"; do
   # The page cache as the runs meet it; it needs the case's output bytes, which the first
   # round's first entry (no-sync) has written.
   entries+=("page cache")
+  count=${#entries[@]} steps=()
+  for ((step = 1; step < count || step == 1; step++)); do
+    a=$step b=$count
+    while (( b )); do read -r a b <<<"$b $((a % b))"; done
+    (( a == 1 )) && steps+=("$step")
+  done
   for r in $(seq "$repeat"); do
-    for ((e = 0; e < ${#entries[@]}; e++)); do
-      entry=${entries[(e + r - 1) % ${#entries[@]}]}
+    step=${steps[(r - 1) % ${#steps[@]}]}
+    for ((e = 0; e < count; e++)); do
+      entry=${entries[(r - 1 + e * step) % count]}
       case $entry in
         no-sync) ours_run "$case" no-sync "$bin" "${ours_flags[@]}" --fsync off ;;
         durable) ours_run "$case" durable "$bin" "${ours_flags[@]}" ;;
@@ -291,7 +302,7 @@ done
 
 read -r cache_rate_end disk_rate_end idle_rate_end <<<"$(disk_rates)"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "mpirun -np 2 ${place[*]}, 1 thread per rank, medians of $repeat, interleaved in turned orders; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%FT%TZ)"
+echo "mpirun -np 2 ${place[*]}, 1 thread per rank, medians of $repeat, interleaved in varied orders; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%FT%TZ)"
 echo "load average (1, 5, 15 min) at the start $load_start, at the end $load_end"
 echo "disk, 640 MiB from two writers: page cache $cache_rate_start GB/s at the start, $cache_rate_end at the end; durable (conv=fdatasync) $disk_rate_start GB/s at the start, $disk_rate_end at the end"
 echo "page cache after 3 s idle (fresh memory): $idle_rate_start GB/s at the start, $idle_rate_end at the end"
