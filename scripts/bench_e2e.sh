@@ -256,9 +256,9 @@ for case in "${case_list[@]}"; do
   # round's first entry (no-sync) has written.
   entries+=("page cache")
   count=${#entries[@]} steps=()
-  for ((step = 1; step < count || step == 1; step++)); do
+  for ((step = 1; step <= count; step++)); do
     a=$step b=$count
-    while (( b )); do read -r a b <<<"$b $((a % b))"; done
+    while (( b )); do rest=$((a % b)) a=$b b=$rest; done
     (( a == 1 )) && steps+=("$step")
   done
   for r in $(seq "$repeat"); do
