@@ -15,7 +15,8 @@
 # the new binary's, then each of the new figures over the base's.
 # The one-thread runs of a round are all pinned to one CPU (taskset; bench_cpus.sh says why),
 # the allowed CPUs taking turns by round, and the ratios (bf16 / fp32, causal / full) are
-# medians of the rounds' own ratios: each compares runs on one core in one round.
+# medians of the rounds' own ratios: each compares runs on one core in one round. Their lower and
+# upper quartiles are printed too: how far the rounds spread around those medians.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-11}
@@ -63,10 +64,18 @@ for line in open(path):
     cpus.setdefault(side, {}).setdefault(name, []).append(cpu)
 def med(side, name, key):
     return statistics.median(r[key] for r in runs[side][name])
-def ratio(side, over, under, key, cpu=None):
-    """Median of the rounds' own ratios (round i's `over` run over its `under` run), on `cpu` only if given."""
+def round_ratios(side, over, under, key, cpu=None):
+    """The rounds' own ratios (round i's `over` run over its `under` run), on `cpu` only if given."""
     pairs = zip(runs[side][over], runs[side][under], cpus[side][over])
-    return statistics.median(a[key] / b[key] for a, b, c in pairs if cpu is None or c == cpu)
+    return [a[key] / b[key] for a, b, c in pairs if cpu is None or c == cpu]
+def ratio(side, over, under, key, cpu=None):
+    return statistics.median(round_ratios(side, over, under, key, cpu))
+def quartiles(side, over, under):
+    values = round_ratios(side, over, under, "gflops")
+    if len(values) < 2:
+        return "-"
+    low, _, high = statistics.quantiles(values, n=4)
+    return "%.3f-%.3f" % (low, high)
 def figures(side):
     out = {}
     for basis, rate, fraction in (("wall time", "gflops", "fraction_of_peak"), ("on a core", "gflops_on_cpu", "fraction_on_cpu")):
@@ -91,6 +100,10 @@ for side in sorted(runs):  # base, then new
     print("peak (bench's FMA burst, median): %.1f GFLOP/s per core; on_cpu medians: %s" % (
         med(side, "fp32 1", "peak_gflops_per_core"),
         ", ".join("%s %.2f" % (name, med(side, name, "on_cpu")) for name in runs[side] if name != "check")))
+    # How far the rounds spread: a median a point or two from a bound is within these.
+    print("the rounds' own ratios (wall time), lower to upper quartile: bf16 / fp32 %s on one thread, %s on two; "
+          "causal / full %s and %s" % (quartiles(side, "bf16 1", "fp32 1"), quartiles(side, "bf16 2", "fp32 2"),
+                                       quartiles(side, "causal 1", "fp32 1"), quartiles(side, "causal 2", "fp32 2")))
     for cpu in sorted(set(cpus[side]["fp32 1"])):
         print("one thread on CPU %s (%d rounds): fp32 %.1f GFLOP/s, bf16 / fp32 %.2f, causal / full %.3f" % (
             cpu, cpus[side]["fp32 1"].count(cpu),
