@@ -122,6 +122,15 @@
 //              (loops whose trip counts changed from row to row). Outputs byte-identical (fp32
 //              on AVX-512, AVX2 and portable, causal and ragged). kernel_ab.sh, 21 rounds: fp32
 //              causal x1.017 on 1 thread, x1.021 on 2; full x0.995-1.010.
+//  17          Output rows streamed past the caches (non-temporal stores: simd.hpp stream())
+//              when they are whole vectors on vector bounds, and no longer prefetched for
+//              writing: the kernel never reads them back, so each line is no longer fetched
+//              before it is written nor evicted dirty later. Outputs byte-identical (fp32, bf16,
+//              causal, projections and maps, AVX2, portable). `BASE=<before> bench_precision.sh
+//              11`, three sittings, new / base: two threads fp32 x1.017-1.021, bf16
+//              x1.013-1.030, causal x1.017-1.042; one thread causal x1.013-1.030, bf16
+//              x1.002-1.009, fp32 x0.997-0.998. kernel_ab.sh (its tensors now on 2 MiB bounds, as
+//              runs' are), 21 rounds: one thread x1.004-1.020, two x1.007-1.029.
 #pragma once
 
 #include <cstddef>
@@ -148,6 +157,15 @@ int valid_queries(const AttentionParams& p, int b) {
     return p.lengths ? imax(0, imin(p.lengths[b] - p.q_offset, p.len_q)) : p.len_q;
 }
 int valid_keys(const AttentionParams& p, int b) { return p.lengths ? imin(p.lengths[b], p.len_k) : p.len_k; }
+
+// Whether every output row is whole vectors on vector bounds, so that the rows are streamed out
+// (stream()) rather than stored through the caches.
+bool streams_output(const AttentionParams& p) {
+    constexpr std::size_t kBytes = ATTNBATCH_VECTOR_BYTES;
+    const auto on_bound = [](std::ptrdiff_t floats) { return (static_cast<std::size_t>(floats) * sizeof(float)) % kBytes == 0; };
+    return kStreamStores && p.dim_v % kLanes == 0 && reinterpret_cast<std::uintptr_t>(p.out) % kBytes == 0 &&
+           on_bound(p.out_strides.seq) && on_bound(p.out_strides.head) && on_bound(p.out_strides.row);
+}
 
 // Online softmax of one row of the S tile: turns the row's scores into P over `width`
 // columns (zero past `count` valid ones), written where the products header keeps the P V
@@ -258,8 +276,10 @@ void prefetch_next_task(const AttentionParams& p, const Layout& layout, Prefetch
     if (next.b >= 0) {
         const float* q = p.q + next.b * p.q_strides.seq + next.h * p.q_strides.head + next.i0 * p.q_strides.row;
         pf.add(q, p.q_strides.row, imin(layout.bq, p.len_q - next.i0), p.dim_k);
-        const float* o = p.out + next.b * p.out_strides.seq + next.h * p.out_strides.head + next.i0 * p.out_strides.row;
-        pf.add(o, p.out_strides.row, imin(layout.bq, p.len_q - next.i0), p.dim_v, true);
+        if (!streams_output(p)) {  // streamed rows need no lines in the cache
+            const float* o = p.out + next.b * p.out_strides.seq + next.h * p.out_strides.head + next.i0 * p.out_strides.row;
+            pf.add(o, p.out_strides.row, imin(layout.bq, p.len_q - next.i0), p.dim_v, true);
+        }
     }
     if (next.kv_b >= 0 && !(next.kv_b == b && kv_head_of(p, next.kv_h) == kv_head_of(p, h))) {
         const int next_kv_h = kv_head_of(p, next.kv_h);
@@ -352,6 +372,7 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
             accumulate_values(t, r0, last - r0 + 1, k0, block_count);
         }
     }
+    const bool stream_rows = streams_output(p);
     for (int r = 0; r < bq; ++r) {
         const int i = i0 + r;
         float* orow = out + i * p.out_strides.row;
@@ -366,7 +387,11 @@ void attend_tile(const Task& t, int b, int h, int i0, const NextTask& next) {
         }
         const float inv_l = 1.0f / output_sum(s, r);
         const float* acc = s.o_acc + static_cast<std::size_t>(r) * layout.dvp;
-        for (int c = 0; c < p.dim_v; ++c) orow[c] = acc[c] * inv_l;
+        if (stream_rows) {
+            for (int c = 0; c < p.dim_v; c += kLanes) stream(orow + c, load(acc + c) * splat(inv_l));
+        } else {
+            for (int c = 0; c < p.dim_v; ++c) orow[c] = acc[c] * inv_l;
+        }
         if (lse) lse[i] = static_cast<float>((static_cast<double>(s.m[r]) + __builtin_log2(static_cast<double>(s.l[r]))) * kLn2);
         if (want_weights) finish_row_weights(t, b, h, i, r, row_keys[r], s.m[r], s.l[r]);
     }
@@ -447,6 +472,7 @@ void forward(const AttentionParams& p, int block_q, int block_k, int threads, bo
                 attend_tile(task, static_cast<int>(seq_head / p.heads), static_cast<int>(seq_head % p.heads), i0, next);
             }
         }
+        stream_fence();  // this thread's streamed rows, before the region's end lets others read them
         end_products(scratch);
     }
 }

@@ -19,7 +19,8 @@ namespace attnbatch::kernels::ATTNBATCH_ISA_NAMESPACE {
 namespace {
 
 // Software prefetch (into L2) of rows the thread's next task will read, or write (its output
-// rows, fetched for ownership, so that the stores at its end do not each wait for a read), a
+// rows where they are not streamed past the caches, fetched for ownership, so that the stores
+// at its end do not each wait for a read), a
 // few rows before each micro-kernel call of the current task, so that the next task's packing
 // and first blocks do not wait on memory. Only a hint: a wrong guess of the next task costs
 // bandwidth, not results.

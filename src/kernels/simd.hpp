@@ -32,6 +32,25 @@ typedef std::int32_t IVec __attribute__((vector_size(ATTNBATCH_VECTOR_BYTES), ma
 typedef float UnalignedVec __attribute__((vector_size(ATTNBATCH_VECTOR_BYTES), aligned(4), may_alias));
 inline Vec load(const float* p) { return *reinterpret_cast<const UnalignedVec*>(p); }
 inline void store(float* p, Vec v) { *reinterpret_cast<UnalignedVec*>(p) = v; }
+// A store of a whole vector-aligned vector past the caches (x86's non-temporal stores), for rows
+// written once that this thread does not read again: no read of each line before its write,
+// and no dirty lines for the caches to evict later. Weakly ordered: stream_fence() before others
+// read them. Where there is no such store, a plain one.
+#if defined(__x86_64__) && ((ATTNBATCH_VECTOR_BYTES == 64 && defined(__AVX512F__)) || (ATTNBATCH_VECTOR_BYTES == 32 && defined(__AVX__)))
+constexpr bool kStreamStores = true;
+inline void stream(float* p, Vec v) {
+#if ATTNBATCH_VECTOR_BYTES == 64
+    _mm512_stream_ps(p, reinterpret_cast<__m512>(v));
+#else
+    _mm256_stream_ps(p, reinterpret_cast<__m256>(v));
+#endif
+}
+inline void stream_fence() { _mm_sfence(); }
+#else
+constexpr bool kStreamStores = false;
+inline void stream(float* p, Vec v) { store(p, v); }
+inline void stream_fence() {}
+#endif
 // One broadcast instruction; the generic forms (0 + s, or a loop) compile to extra adds or
 // inserts with GCC 12.
 inline Vec splat(float s) {
