@@ -189,7 +189,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     // The last stop point: from here on the output is published whatever comes.
     settle(nullptr, nullptr);
     result.phases.last_write = wall_seconds() - t_last_write;
-    enter_phase(Phase::publish);
+    pass_last_stop_point();
     step_io.finish(io_times);
     result.phases.close = io_times.close;
     result.phases.publish = io_times.publish;

@@ -60,6 +60,24 @@ TEST_F(StopTest, TheRequestRemembersThePhaseItCameIn) {
     EXPECT_GE(phase_entered_at(Phase::planning), phase_entered_at(Phase::lengths));
 }
 
+TEST_F(StopTest, ASignalDuringTheLastAgreementCountsAsPastIt) {
+    // Every rank voted no stop at the last stop point; this one's signal came during the vote.
+    enter_phase(Phase::final_flush);
+    request_stop(SIGTERM);
+    EXPECT_EQ(stop_phase(), Phase::final_flush);
+    pass_last_stop_point();
+    EXPECT_EQ(current_phase(), Phase::publish);
+    EXPECT_EQ(stop_signal(), SIGTERM);
+    EXPECT_EQ(stop_phase(), Phase::publish);
+}
+
+TEST_F(StopTest, PassingTheLastStopPointWithoutASignalRecordsNone) {
+    enter_phase(Phase::final_flush);
+    pass_last_stop_point();
+    EXPECT_EQ(current_phase(), Phase::publish);
+    EXPECT_EQ(stop_signal(), 0);
+}
+
 // In forked children: what real signals do to the process.
 using StopDeathTest = StopTest;
 

@@ -44,6 +44,10 @@ void install_stop_handlers() noexcept;
 // The run enters `phase` (every rank, in order). Records when, for the --report, and strikes
 // the fault armed for this phase's site, if any (io/output/fault_injection.hpp).
 void enter_phase(Phase phase);
+// enter_phase(Phase::publish) once the last stop point has let every rank on. A signal that
+// came during that agreement, after this rank had voted, could no longer stop the run: it is
+// recorded as arriving in publish, the phase in which a signal interrupts nothing.
+void pass_last_stop_point();
 Phase current_phase() noexcept;
 // Wall-clock time (seconds since the Unix epoch) at which `phase` was last entered, or 0
 // when it was not; start_up is install_stop_handlers()'s first call.
