@@ -11,9 +11,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <random>
 #include <string>
-#include <new>
 #include <vector>
 
 #include <sys/mman.h>
