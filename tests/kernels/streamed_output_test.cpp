@@ -4,9 +4,8 @@
 // without weights, on two threads (each fences its own streamed rows).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <cstring>
-#include <memory>
+#include <algorithm>
+#include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,9 +16,12 @@
 namespace attnbatch::test {
 namespace {
 
-struct FreeDeleter {
-    void operator()(float* p) const noexcept { std::free(p); }
-};
+// `elements` floats in `storage`, starting `offset` floats past a 64-byte bound.
+float* place(std::vector<float>& storage, std::size_t elements, std::size_t offset) {
+    storage.assign(elements + 16 + offset, 0.0f);
+    const std::size_t past = reinterpret_cast<std::uintptr_t>(storage.data()) % 64;
+    return storage.data() + (past ? (64 - past) / sizeof(float) : 0) + offset;
+}
 
 class StreamedOutput : public VariantTest {};
 
@@ -35,13 +37,8 @@ TEST_P(StreamedOutput, RowsOnAndOffVectorBoundsGetTheSameBits) {
         for (float& value : *x) value = uniform(rng);
     }
     const std::vector<std::int32_t> lengths = {len, len * 2 / 3};
-    // One float of slack past the end for the output a float off the bound.
-    const std::size_t bytes = (elements + 16) * sizeof(float);
-    const std::unique_ptr<float, FreeDeleter> storage[2] = {
-        std::unique_ptr<float, FreeDeleter>(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64))),
-        std::unique_ptr<float, FreeDeleter>(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)))};
-    ASSERT_TRUE(storage[0] && storage[1]);
-    float* const outputs[2] = {storage[0].get(), storage[1].get() + 1};
+    std::vector<float> storage[2];
+    float* const outputs[2] = {place(storage[0], elements, 0), place(storage[1], elements, 1)};
     for (const bool causal : {false, true}) {
         for (const kn::WeightsMode mode : {kn::WeightsMode::none, kn::WeightsMode::all}) {
             SCOPED_TRACE("causal=" + std::to_string(causal) + " mode=" + std::to_string(static_cast<int>(mode)));
