@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 namespace attnbatch::io {
@@ -127,6 +128,27 @@ TEST(DirectChunks, APlanWrittenInPartsTwoWays) {
         placed.dataset.close();
     }
     expect_holds(path, values.get());
+}
+
+// A block's bounds need not be chunk bounds: whole_chunks() names the whole chunks inside it,
+// which plan() then takes.
+TEST(DirectChunks, TheWholeChunksInsideABlockOffChunkBounds) {
+    TempDir dir;
+    if (!takes_direct_io(dir.path())) {
+        SUCCEED() << dir.path() << " refuses O_DIRECT: no chunk is whole to it";
+        return;
+    }
+    PlacedFile placed(dir.file("inside.h5"));
+    const DirectChunks& chunks = placed.chunks;
+    using Range = std::pair<std::uint64_t, std::uint64_t>;
+    EXPECT_EQ(chunks.whole_chunks(kChunk / 2, 3 * kChunk), (Range{kChunk, 3 * kChunk})) << "half a chunk at either end";
+    EXPECT_EQ(chunks.whole_chunks(2 * kChunk, 2 * kChunk), (Range{2 * kChunk, 4 * kChunk})) << "on chunk bounds";
+    EXPECT_EQ(chunks.whole_chunks(kChunk + 1, kChunk).first, chunks.whole_chunks(kChunk + 1, kChunk).second) << "none whole";
+    EXPECT_EQ(chunks.whole_chunks(0, 0).first, chunks.whole_chunks(0, 0).second) << "nothing";
+    const testing::PageAlignedFloats values = counting(kElements, 1.0f);
+    const auto [begin, end] = chunks.whole_chunks(kChunk / 2, 3 * kChunk);
+    EXPECT_FALSE(chunks.plan(begin, end - begin, values.get() + begin).empty());
+    placed.dataset.close();
 }
 
 TEST(DirectChunks, DeclinesWhatIsNotWholeAlignedChunks) {

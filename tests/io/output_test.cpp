@@ -160,6 +160,49 @@ TEST_F(Output, DurableWholeChunksGoStraightToTheDiskWithoutMpi) {
     }
 }
 
+// Blocks whose bounds are not chunk bounds (a step of 125 sequences against chunks of 16, say):
+// the whole chunks inside each still go to the disk around HDF5, and only the parts of a chunk at
+// either end through it. Here /output holds two sequences a chunk and /attention one.
+TEST_F(Output, DurableBlocksOffChunkBoundsSendTheirWholeChunksToTheDisk) {
+    constexpr std::size_t kOutputRow = 32 * 32, kMapRow = 2 * 32 * 32;
+    const std::int64_t bounds[] = {0, 3, 8};  // /output chunks [0, 2) [2, 4) ...: both blocks cut one
+    std::vector<float> all_output, all_maps;
+    const bool direct_io = testing::takes_direct_io(dir.path());
+    {
+        OutputLayout layout = testing::page_chunked_layout(8);
+        OutputOptions options;
+        options.fsync = true;
+        OutputFile out = OutputFile::create(path, layout, provenance(), options);
+        for (int b = 0; b < 2; ++b) {
+            const auto first = bounds[b], count = bounds[b + 1] - bounds[b];
+            const auto rows = static_cast<std::size_t>(count);
+            // Each block's memory starts on a page bound, as a run's step buffers do.
+            const testing::PageAlignedFloats output = testing::page_aligned_floats(rows * kOutputRow);
+            const testing::PageAlignedFloats maps = testing::page_aligned_floats(rows * kMapRow);
+            for (std::size_t i = 0; i < rows * kOutputRow; ++i) output[i] = static_cast<float>(first * 10000) + static_cast<float>(i);
+            for (std::size_t i = 0; i < rows * kMapRow; ++i) maps[i] = -static_cast<float>(first * 100000) - static_cast<float>(i);
+            all_output.insert(all_output.end(), output.get(), output.get() + rows * kOutputRow);
+            all_maps.insert(all_maps.end(), maps.get(), maps.get() + rows * kMapRow);
+            std::vector<float> lse(rows * 2 * 32, 1.0f);
+            std::vector<std::int32_t> lengths(rows, 32);
+            OutputBlock block;
+            block.output = output.get();
+            block.lse = lse.data();
+            block.lengths = lengths.data();
+            block.attention_f32 = maps.get();
+            out.write_block(first, bounds[b + 1], block);
+        }
+        // /output: sequences 0-1 and 4-7 (whole chunks), not 2 and 3 (halves of one in each
+        // block); /attention: all eight.
+        const std::size_t expected = (6 * kOutputRow + 8 * kMapRow) * sizeof(float);
+        EXPECT_EQ(out.direct_bytes(), direct_io ? expected : 0u);
+        out.finalize();
+    }
+    const File file = File::open(path, FileMode::read_only);
+    EXPECT_EQ(read_all<float>(Dataset::open(file, "/output")), all_output);
+    EXPECT_EQ(read_all<float>(Dataset::open(file, "/attention")), all_maps);
+}
+
 TEST_F(Output, CompleteIsZeroUntilFinalizeThenTheFileIsRenamed) {
     const OutputLayout layout = small_layout();
     const RunData data(layout);

@@ -73,6 +73,14 @@ std::vector<DirectChunks::Run> DirectChunks::plan(std::uint64_t first, std::uint
     return runs;
 }
 
+std::pair<std::uint64_t, std::uint64_t> DirectChunks::whole_chunks(std::uint64_t first, std::uint64_t count) const {
+    if (fd_ < 0 || count == 0) return {first, first};
+    const std::uint64_t begin = (first + chunk_elements_ - 1) / chunk_elements_ * chunk_elements_;
+    const std::uint64_t end = (first + count) / chunk_elements_ * chunk_elements_;
+    if (begin >= end) return {first, first};
+    return {begin, end};
+}
+
 void DirectChunks::write(const std::vector<Run>& runs, std::size_t begin, std::size_t end, WritePath path) {
     const bool direct = path == WritePath::direct;
     if (!direct && cached_fd_ < 0) {

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnbatch::io {
@@ -44,12 +45,17 @@ public:
         std::size_t bytes;
     };
     std::vector<Run> plan(std::uint64_t first, std::uint64_t count, const void* data) const;
+    // The whole chunks among elements [first, first + count): [begin, end) on chunk bounds, or
+    // begin == end when none is whole (or the dataset does not qualify). A block's bounds need
+    // not fall on chunk bounds: the parts of a chunk at either end are the caller's to write.
+    std::pair<std::uint64_t, std::uint64_t> whole_chunks(std::uint64_t first, std::uint64_t count) const;
     // Bytes [begin, end) of what `runs` hold, past the page cache or through it; the bounds fall
     // on chunk bounds. Throws std::system_error when the file system fails the write.
     void write(const std::vector<Run>& runs, std::size_t begin, std::size_t end, WritePath path);
     // plan(), then all of it written `path`'s way; false (nothing written) when it is empty.
     bool write(std::uint64_t first, std::uint64_t count, const void* data, WritePath path = WritePath::direct);
     std::size_t chunk_bytes() const noexcept { return chunk_elements_ * element_size_; }
+    std::size_t element_size() const noexcept { return element_size_; }
     std::uint64_t written() const noexcept { return written_; }  // bytes, past the page cache
 
 private:

@@ -321,10 +321,7 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
     };
     try {
         const std::size_t row = len * size(layout_.d_out);
-        if (!write_whole_chunks(direct_output_, h5_->output, size(first) * row, size(count) * row, block.output, transfer)) {
-            const WriteTurns::Turn turn(write_turns(transfer));
-            write_rows(*h5_->output, rows(first), rows(count), block.output, size(count) * row, transfer);
-        }
+        write_chunked_rows(direct_output_, h5_->output, rows(first), rows(count), row, block.output, transfer);
         // Called even when empty: collective writes need every rank.
         if (h5_->attention && !maps_in_pieces) write_maps(maps_begin, first, last, block, transfer);
         const WriteTurns::Turn turn(write_turns(transfer));
@@ -343,11 +340,20 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
         const auto [piece_begin, piece_end] = layout_.weights_range(begin, end);
         return size(piece_end - piece_begin) * map_bytes;
     };
+    // A piece ends on a chunk bound of the maps where a unit bound within twice the piece size
+    // falls on one, so that the pieces after a block's first are whole chunks (which go around
+    // HDF5, write_chunked_rows) rather than each losing a part of a chunk at either end.
+    const Dims maps_chunk = h5_->attention->chunk();
+    const std::int64_t maps_per_chunk = maps_chunk.empty() ? 1 : static_cast<std::int64_t>(maps_chunk[0]);
+    const auto on_chunk_bound = [&](std::int64_t end) {
+        return (layout_.weights_range(first, end).second - layout_.weights_first) % maps_per_chunk == 0;
+    };
     for (std::int64_t begin = first, end = first; begin < last; begin = end) {
         do {  // to the next unit bound (every sequence of a whole block is in whole units)
             const auto next = std::upper_bound(unit_bounds_.begin(), unit_bounds_.end(), end);
             end = next == unit_bounds_.end() ? last : std::min(last, *next);
-        } while (end < last && piece_bytes(begin, end) < kHashedPieceBytes);
+        } while (end < last && (piece_bytes(begin, end) < kHashedPieceBytes ||
+                                (!on_chunk_bound(end) && piece_bytes(begin, end) < 2 * kHashedPieceBytes)));
         try {
             write_maps(maps_begin, begin, end, block, transfer);
         } catch (const H5Error& error) {
@@ -367,36 +373,60 @@ void OutputFile::write_maps(std::int64_t block_maps_first, std::int64_t first, s
     const std::size_t row = static_cast<std::size_t>(layout_.weights_heads()) * len * len;
     const std::size_t skip = maps_count > 0 ? static_cast<std::size_t>(maps_begin - block_maps_first) * row : 0;
     const hsize_t offset = maps_count > 0 ? static_cast<hsize_t>(maps_begin - layout_.weights_first) : 0;
-    const std::size_t elements = static_cast<std::size_t>(maps_count) * row;
     const bool half = layout_.weights_dtype == WeightsDtype::f16;
-    const void* maps = half ? static_cast<const void*>(block.attention_f16 + skip) : static_cast<const void*>(block.attention_f32 + skip);
-    if (maps_count > 0 && write_whole_chunks(direct_maps_, h5_->attention, offset * row, elements, maps, transfer)) return;
-    const WriteTurns::Turn turn(write_turns(transfer));
     if (half) {
-        write_rows(*h5_->attention, offset, static_cast<hsize_t>(maps_count), block.attention_f16 + skip, elements, transfer);
+        write_chunked_rows(direct_maps_, h5_->attention, offset, static_cast<hsize_t>(maps_count), row, block.attention_f16 + skip,
+                           transfer);
     } else {
-        write_rows(*h5_->attention, offset, static_cast<hsize_t>(maps_count), block.attention_f32 + skip, elements, transfer);
+        write_chunked_rows(direct_maps_, h5_->attention, offset, static_cast<hsize_t>(maps_count), row, block.attention_f32 + skip,
+                           transfer);
     }
 }
 
-bool OutputFile::write_whole_chunks(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
-                                    std::uint64_t first, std::uint64_t count, const void* data, Transfer transfer) {
+template <class T>
+void OutputFile::write_chunked_rows(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
+                                    std::uint64_t first, std::uint64_t count, std::size_t row, const T* data, Transfer transfer) {
+    const auto [begin, end] = count > 0 ? write_whole_chunks(slot, dataset, first * row, count * row, data, transfer)
+                                        : std::pair<std::uint64_t, std::uint64_t>{0, 0};
+    const WriteTurns::Turn turn(write_turns(transfer));
+    if (begin == end) {  // called even when empty: collective writes need every rank
+        write_rows(*dataset, first, count, data, count * row, transfer);
+        return;
+    }
+    // Chunk bounds are row bounds: a chunk holds whole rows, or a row holds whole chunks (and
+    // then every run of rows is whole chunks).
+    if (begin % row != 0 || end % row != 0) throw std::logic_error("write_chunked_rows: a chunk bound inside a row");
+    const std::uint64_t head_end = begin / row, tail_begin = end / row, last = first + count;
+    if (head_end > first) write_rows(*dataset, first, head_end - first, data, (head_end - first) * row, transfer);
+    if (last > tail_begin) {
+        write_rows(*dataset, tail_begin, last - tail_begin, data + (tail_begin - first) * row, (last - tail_begin) * row, transfer);
+    }
+}
+
+std::pair<std::uint64_t, std::uint64_t> OutputFile::write_whole_chunks(std::unique_ptr<DirectChunks>& slot,
+                                                                       const std::optional<Dataset>& dataset,
+                                                                       std::uint64_t first, std::uint64_t count,
+                                                                       const void* data, Transfer transfer) {
+    const std::pair<std::uint64_t, std::uint64_t> none{first, first};
     DirectChunks* chunks = count > 0 ? direct_chunks(slot, dataset, transfer) : nullptr;
-    if (chunks == nullptr) return false;
-    if (fsync_) return chunks->write(first, count, data, WritePath::direct);
-    const std::vector<DirectChunks::Run> runs = chunks->plan(first, count, data);
-    if (runs.empty()) return false;
+    if (chunks == nullptr) return none;
+    const auto [begin, end] = chunks->whole_chunks(first, count);
+    if (begin == end) return none;
+    const void* inner = static_cast<const char*>(data) + (begin - first) * chunks->element_size();
+    if (fsync_) return chunks->write(begin, end - begin, inner, WritePath::direct) ? std::pair{begin, end} : none;
+    const std::vector<DirectChunks::Run> runs = chunks->plan(begin, end - begin, inner);
+    if (runs.empty()) return none;
     if (!write_path_) write_path_ = std::make_unique<WritePathChoice>();
-    const auto timed_write = [&](std::size_t begin, std::size_t end, WritePath path) {
+    const auto timed_write = [&](std::size_t from, std::size_t to, WritePath path) {
         const auto start = std::chrono::steady_clock::now();
         {
             // Buffered writers of one file take turns in the kernel anyway (write_turns.hpp);
             // direct overwrites of placed chunks do not.
             const WriteTurns::Turn turn(path == WritePath::page_cache ? write_turns(transfer) : nullptr);
-            chunks->write(runs, begin, end, path);
+            chunks->write(runs, from, to, path);
         }
         const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-        write_path_->record(path, end - begin, seconds.count());
+        write_path_->record(path, to - from, seconds.count());
     };
     // A try of the other way takes one chunk of the write (write_path_choice.hpp).
     std::size_t bytes = 0;
@@ -408,7 +438,7 @@ bool OutputFile::write_whole_chunks(std::unique_ptr<DirectChunks>& slot, const s
         done = tried;
     }
     if (done < bytes) timed_write(done, bytes, write_path_->usual());
-    return true;
+    return {begin, end};
 }
 
 DirectChunks* OutputFile::direct_chunks(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,

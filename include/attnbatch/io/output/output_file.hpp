@@ -167,10 +167,17 @@ private:
                                 Transfer transfer);
     // Without fsync_ the way around HDF5 is chosen by cost; with it, past the page cache.
     std::unique_ptr<WritePathChoice> write_path_;  // made at the first such write
-    // Elements [first, first + count) of `dataset` (row-major) around HDF5; false: nothing
-    // written, they go through HDF5.
-    bool write_whole_chunks(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
-                            std::uint64_t first, std::uint64_t count, const void* data, Transfer transfer);
+    // The whole chunks among elements [first, first + count) of `dataset` (row-major) around
+    // HDF5; returns the elements [begin, end) written that way (begin == end: none, all go
+    // through HDF5).
+    std::pair<std::uint64_t, std::uint64_t> write_whole_chunks(std::unique_ptr<DirectChunks>& slot,
+                                                               const std::optional<Dataset>& dataset, std::uint64_t first,
+                                                               std::uint64_t count, const void* data, Transfer transfer);
+    // Rows [first, first + count) of `dataset`, `row` elements each: its whole chunks around
+    // HDF5 (write_whole_chunks), the rest through it.
+    template <class T>
+    void write_chunked_rows(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset, std::uint64_t first,
+                            std::uint64_t count, std::size_t row, const T* data, Transfer transfer);
     std::int64_t sequences_per_chunk_ = 1;
     void create_journal(const JournalPlan& plan);
     // The checksums of the units [first, last) of a block that starts at block_first.
