@@ -15,7 +15,8 @@ A run stopped with --fsync off and resumed without --fsync publishes without syn
 header says the .partial recorded it); given on the resume's command line, --fsync wins. With
 whole /attention chunks in every unit, --fsync on writes them past the page cache (the report's
 direct_write_bytes, where the file system takes O_DIRECT), and --fsync off writes some of them
-each way (it tries both and keeps the cheaper), with the same bytes in the file.
+each way (it tries both and keeps the cheaper), with the same bytes in the file; so does
+--fsync on where steps begin and end inside chunks, for the whole chunks between.
 Skipped (exit 77) when strace is not installed or cannot trace here.
 """
 import json
@@ -183,6 +184,25 @@ def main():
         data = datasets(os.path.join(work, name))[0]
         whole_data = data if whole_data is None else whole_data
         check(data == whole_data, "%s: /output, /lse, /attention differ from --fsync on's" % label)
+
+    # Steps whose bounds are not chunk bounds: 250 sequences on 2 ranks in 8 rounds, about 16 a
+    # step, against /attention chunks of 4 sequences (256 KiB each). --fsync on still writes the
+    # whole chunks inside each step past the page cache, only the parts of a chunk at either end
+    # through it (before, a step off chunk bounds went through the page cache whole).
+    subprocess.run([binary, "generate", "--output", os.path.join(work, "offset.h5"), "--num-seqs", "250", "--seq-len",
+                    "256", "--dim", "32", "--seed", "5"], check=True, capture_output=True)
+    offset_maps = 250 * 256 * 256 * 4
+    report = os.path.join(work, "offset.json")
+    args = ["run", "--input", "offset.h5", "--threads", "1", "--save-weights", "all", "--output", "offset_out.h5",
+            "--io", "parallel", "--report", report]
+    if run(binary, mpiexec, work, 2, args, label="steps off chunk bounds") is not None:
+        direct = sum(rank["direct_write_bytes"] for rank in json.load(open(report))["per_rank"])
+        print("steps off chunk bounds: %d of %d bytes of maps past the page cache" % (direct, offset_maps), flush=True)
+        if direct_io:
+            check(direct >= 0.6 * offset_maps, "steps off chunk bounds: %d bytes past the page cache, expected at least "
+                  "0.6 of the maps' %d" % (direct, offset_maps))
+        else:
+            check(direct == 0, "steps off chunk bounds: %d bytes past the page cache where O_DIRECT is refused" % direct)
 
     # Resumed: the .partial's recorded mode is kept unless the resume names one.
     for started_with, resumed_with, expect_sync in (("off", None, False), ("on", "off", False), ("off", "on", True)):
