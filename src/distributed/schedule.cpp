@@ -33,14 +33,18 @@ RankStep step_of(const std::vector<Unit>& units, std::int64_t first_unit, std::i
 // neighbours in the file; whole sequences and pieces never share a step.
 // A share is contiguous when its units are adjacent; steps never span a gap.
 std::vector<RankStep> split_share(const std::vector<Unit>& units, const std::vector<std::int64_t>& share,
-                                  std::int64_t max_sequences, std::uint64_t max_bytes, int wanted) {
+                                  std::int64_t max_sequences, std::uint64_t max_bytes, int wanted, ChunkGrid chunks) {
     std::vector<RankStep> steps;
     if (share.empty()) return steps;
     double total = 0;
     for (std::int64_t u : share) total += units[static_cast<std::size_t>(u)].cost;
     const double target = total / std::max(1, wanted);
+    std::int64_t sequences = 0;
+    for (std::int64_t u : share) sequences += units[static_cast<std::size_t>(u)].last - units[static_cast<std::size_t>(u)].first;
+    if (chunks.every * 4 > sequences / std::max(1, wanted)) chunks = ChunkGrid{};
     std::size_t begin = 0;
     double done = 0, in_step = 0;
+    std::int64_t reached_at = -1;  // the sequence at which this step reached its share of the cost
     StepLoad load;
     for (std::size_t i = 0; i < share.size(); ++i) {
         const Unit& unit = units[static_cast<std::size_t>(share[i])];
@@ -57,7 +61,11 @@ std::vector<RankStep> split_share(const std::vector<Unit>& units, const std::vec
             // Costly units late in the share would leave too few units for `wanted` steps.
             const bool scarce = static_cast<std::int64_t>(share.size() - i - 1) <=
                                 static_cast<std::int64_t>(wanted) - static_cast<std::int64_t>(steps.size()) - 1;
-            close = cannot_join || reached || scarce;
+            if (reached && reached_at < 0) reached_at = next.first;
+            // Past its cost, a step of whole sequences goes on to a chunk bound within one chunk.
+            const bool to_chunk_bound = reached && !unit.piece() && !next.piece() && !chunks.starts_at(next.first) &&
+                                        next.first - reached_at < chunks.every;
+            close = cannot_join || scarce || (reached && !to_chunk_bound);
         }
         if (close) {
             steps.push_back(step_of(units, share[begin], static_cast<std::int64_t>(i + 1 - begin)));
@@ -65,6 +73,7 @@ std::vector<RankStep> split_share(const std::vector<Unit>& units, const std::vec
             in_step = 0;
             load = StepLoad{};
             begin = i + 1;
+            reached_at = -1;
         }
     }
     return steps;
@@ -172,7 +181,7 @@ private:
 }  // namespace
 
 std::vector<Round> static_rounds(const std::vector<Unit>& units, const Plan& plan, std::int64_t max_sequences,
-                                 int min_rounds, double max_step_cost, std::uint64_t max_bytes) {
+                                 int min_rounds, double max_step_cost, std::uint64_t max_bytes, ChunkGrid chunks) {
     const std::size_t ranks = plan.ranks.size();
     int wanted = 0;
     for (const RankShare& share : plan.ranks) {
@@ -192,7 +201,7 @@ std::vector<Round> static_rounds(const std::vector<Unit>& units, const Plan& pla
     std::vector<std::vector<RankStep>> per_rank(ranks);
     std::size_t rounds = 0;
     for (std::size_t r = 0; r < ranks; ++r) {
-        per_rank[r] = split_share(units, plan.ranks[r].units, max_sequences, max_bytes, wanted);
+        per_rank[r] = split_share(units, plan.ranks[r].units, max_sequences, max_bytes, wanted, chunks);
         rounds = std::max(rounds, per_rank[r].size());
     }
     std::vector<Round> result(rounds, Round(ranks));

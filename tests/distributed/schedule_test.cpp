@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <random>
@@ -129,6 +130,48 @@ TEST(StaticRounds, RaggedLengthsThroughFormUnits) {
         const Plan plan = plan_static(units, ranks, StaticStrategy::contiguous);
         SCOPED_TRACE("trial " + std::to_string(trial));
         expect_valid_static_rounds(units, plan, max_sequences, 8, static_rounds(units, plan, max_sequences, 8));
+        if (HasFailure()) return;
+    }
+}
+
+// With the output's chunk grid, a step past its share of the cost goes on to the next chunk
+// bound within one chunk: 2000 sequences of equal cost on 2 ranks, 8 steps of 125 each without
+// it, end on multiples of 16 with it (but each rank's last, at its share's end), each within
+// one chunk of its share; and every promise of static_rounds still holds. Random units too.
+TEST(StaticRounds, StepsEndOnChunkBoundsWithinOneChunk) {
+    std::vector<Unit> units;
+    for (std::int64_t s = 0; s < 2000; ++s) units.push_back(Unit{s, s + 1, 1.0, 1});
+    const Plan plan = plan_static(units, 2, StaticStrategy::contiguous);
+    const std::vector<Round> plain = static_rounds(units, plan, 2000, 8);
+    const std::vector<Round> rounds = static_rounds(units, plan, 2000, 8, 0, 0, ChunkGrid{0, 16});
+    expect_valid_static_rounds(units, plan, 2000, 8, rounds);
+    ASSERT_EQ(rounds.size(), plain.size());
+    int off_grid_without = 0;
+    for (std::size_t k = 0; k < rounds.size(); ++k) {
+        for (std::size_t r = 0; r < 2; ++r) {
+            const RankStep& step = rounds[k][r];
+            const bool share_end = step.last == units[static_cast<std::size_t>(plan.ranks[r].units.back())].last;
+            if (!share_end) {
+                EXPECT_EQ(step.last % 16, 0) << "round " << k << " rank " << r << " ends at " << step.last;
+            }
+            EXPECT_LT(std::abs(step.last - plain[k][r].last), 16) << "round " << k << " rank " << r;
+            if (!share_end && plain[k][r].last % 16 != 0) ++off_grid_without;
+        }
+    }
+    EXPECT_GT(off_grid_without, 0) << "the case must need the grid";
+    // A grid too coarse for the steps (a chunk more than a quarter of a step) is not followed.
+    const std::vector<Round> coarse = static_rounds(units, plan, 2000, 8, 0, 0, ChunkGrid{0, 64});
+    ASSERT_EQ(coarse.size(), plain.size());
+    for (std::size_t k = 0; k < coarse.size(); ++k) EXPECT_EQ(coarse[k][0].last, plain[k][0].last);
+
+    std::mt19937_64 rng(7);
+    for (int trial = 0; trial < 100; ++trial) {
+        const std::vector<Unit> random = random_units(static_cast<std::int64_t>(rng() % 300), 4, rng);
+        const int ranks = 1 + static_cast<int>(rng() % 5);
+        const Plan random_plan = plan_static(random, ranks, StaticStrategy::contiguous);
+        const ChunkGrid grid{static_cast<std::int64_t>(rng() % 5), 1 + static_cast<std::int64_t>(rng() % 8)};
+        SCOPED_TRACE("trial " + std::to_string(trial));
+        expect_valid_static_rounds(random, random_plan, 40, 8, static_rounds(random, random_plan, 40, 8, 0, 0, grid));
         if (HasFailure()) return;
     }
 }

@@ -232,14 +232,13 @@ void OutputFile::create_padded(const Provenance& provenance, const OutputOptions
     const auto n = static_cast<hsize_t>(layout.n);
     const auto len = static_cast<hsize_t>(layout.len);
     const auto heads = static_cast<hsize_t>(layout.heads);
-    h5_->output = make_dataset(h5_->file, dataset::output, Datatype::float32(), {n, len, static_cast<hsize_t>(layout.d_out)}, 4,
-                           layout, {"N", "L", "D"}, kWrittenWhole);
+    h5_->output = make_dataset(h5_->file, dataset::output, Datatype::float32(), padded_output_dims(layout), 4, layout,
+                               {"N", "L", "D"}, kWrittenWhole);
     sequences_per_chunk_ = static_cast<std::int64_t>(h5_->output->chunk()[0]);
     if (layout.save_weights != SaveWeights::none) {
         const bool half = layout.weights_dtype == WeightsDtype::f16;
         h5_->attention = make_dataset(
-            h5_->file, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
-            {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
+            h5_->file, dataset::attention, half ? Datatype::float16() : Datatype::float32(), padded_maps_dims(layout),
             half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"}, kWrittenWhole);
         set_int_attribute(*h5_->attention, attribute::first_sequence, layout.first_sequence + layout.weights_first);
         set_int_attribute(*h5_->attention, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);

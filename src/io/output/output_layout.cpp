@@ -2,6 +2,7 @@
 #include "attnbatch/io/output/output_layout.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 namespace attnbatch::io {
 
@@ -21,6 +22,28 @@ std::pair<std::int64_t, std::int64_t> OutputLayout::weights_range(std::int64_t f
     const std::int64_t begin = std::max(first, weights_first);
     const std::int64_t end = std::min(last, weights_end());
     return begin < end ? std::pair{begin, end} : std::pair{begin, begin};
+}
+
+Dims padded_output_dims(const OutputLayout& layout) {
+    return {static_cast<std::uint64_t>(layout.n), static_cast<std::uint64_t>(layout.len), static_cast<std::uint64_t>(layout.d_out)};
+}
+
+Dims padded_maps_dims(const OutputLayout& layout) {
+    const auto len = static_cast<std::uint64_t>(layout.len);
+    return {static_cast<std::uint64_t>(layout.weights_count()), static_cast<std::uint64_t>(layout.weights_heads()), len, len};
+}
+
+SequenceChunks sequence_chunks(const OutputLayout& layout) {
+    if (layout.packed || layout.n <= 0 || layout.len <= 0) return {};
+    // A chunk cut inside a sequence (chunk_shape's leading extent 1) starts with every sequence.
+    const auto output_every = static_cast<std::int64_t>(chunk_shape(padded_output_dims(layout), 4, layout.chunk_bytes)[0]);
+    if (layout.weights_count() <= 0) return {0, output_every};
+    const std::size_t map_element = layout.weights_dtype == WeightsDtype::f16 ? 2 : 4;
+    const auto maps_every = static_cast<std::int64_t>(chunk_shape(padded_maps_dims(layout), map_element, layout.chunk_bytes)[0]);
+    // The maps hold most of the bytes: their grid, which with maps from a chunk bound on (the
+    // usual A = 0) meets the output's every lcm sequences.
+    if (layout.weights_first % maps_every == 0) return {0, std::lcm(output_every, maps_every)};
+    return {layout.weights_first, maps_every};
 }
 
 }  // namespace attnbatch::io

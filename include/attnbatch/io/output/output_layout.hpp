@@ -54,6 +54,20 @@ struct OutputLayout {
     std::pair<std::int64_t, std::int64_t> weights_range(std::int64_t first, std::int64_t last) const noexcept;
 };
 
+// The padded layout's /output [N, L, D_out] and /attention [N_w, H or 1, L, L].
+Dims padded_output_dims(const OutputLayout& layout);
+Dims padded_maps_dims(const OutputLayout& layout);
+
+// Where the padded layout's large datasets start their chunks along the sequences: at every
+// `every`-th sequence from `first` (every = 1: at each; so too in the packed layout, whose rows
+// are tokens). A write of whole sequences that starts and ends there covers whole chunks of
+// /attention and /output, which go to the disk around HDF5 (direct_chunks.hpp); one that does
+// not sends the parts of a chunk at its ends through HDF5.
+struct SequenceChunks {
+    std::int64_t first = 0, every = 1;
+};
+SequenceChunks sequence_chunks(const OutputLayout& layout);
+
 // What one write covers: whole sequences [first, last), or a piece, rows [row_first, row_last)
 // of sequence `first` (last = first + 1, 0 <= row_first < row_last <= its rows).
 struct OutputSpan {
