@@ -51,11 +51,6 @@ double max_step_cost(const Job& job) {
     return kMaxStepSeconds * kAssumedFlopsPerThread * job.attention.kernel.threads;
 }
 
-ChunkGrid chunk_grid(const io::OutputLayout& layout) {
-    const io::SequenceChunks chunks = io::sequence_chunks(layout);
-    return ChunkGrid{chunks.first, chunks.every};
-}
-
 CostModel cost_model_for(const io::InputSpec& spec, bool causal) {
     CostModel model;
     model.heads = spec.heads;
@@ -656,7 +651,7 @@ JobResult run_job(Job& job, const RoundCallback& on_round) {
                 ? make_dynamic_scheduler(job.units, comm.size(), job.max_sequences, kMinRounds, step_cost, job.max_step_bytes)
                 : make_static_scheduler(
                       static_rounds(job.units, job.plan, job.max_sequences, kMinRounds, step_cost, job.max_step_bytes,
-                                    chunk_grid(job.layout)));
+                                    io::sequence_chunks(job.layout)));
         RunContext context{job.spec, job.weights, job.attention, job.layout};
         context.on_round = on_round;
         rounds = run_rounds(comm, context, *scheduler, *step_io);

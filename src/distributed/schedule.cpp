@@ -33,7 +33,7 @@ RankStep step_of(const std::vector<Unit>& units, std::int64_t first_unit, std::i
 // neighbours in the file; whole sequences and pieces never share a step.
 // A share is contiguous when its units are adjacent; steps never span a gap.
 std::vector<RankStep> split_share(const std::vector<Unit>& units, const std::vector<std::int64_t>& share,
-                                  std::int64_t max_sequences, std::uint64_t max_bytes, int wanted, ChunkGrid chunks) {
+                                  std::int64_t max_sequences, std::uint64_t max_bytes, int wanted, io::SequenceChunks chunks) {
     std::vector<RankStep> steps;
     if (share.empty()) return steps;
     double total = 0;
@@ -41,7 +41,7 @@ std::vector<RankStep> split_share(const std::vector<Unit>& units, const std::vec
     const double target = total / std::max(1, wanted);
     std::int64_t sequences = 0;
     for (std::int64_t u : share) sequences += units[static_cast<std::size_t>(u)].last - units[static_cast<std::size_t>(u)].first;
-    if (chunks.every * 4 > sequences / std::max(1, wanted)) chunks = ChunkGrid{};
+    if (chunks.every * 4 > sequences / std::max(1, wanted)) chunks = io::SequenceChunks{};
     std::size_t begin = 0;
     double done = 0, in_step = 0;
     std::int64_t reached_at = -1;  // the sequence at which this step reached its share of the cost
@@ -181,7 +181,7 @@ private:
 }  // namespace
 
 std::vector<Round> static_rounds(const std::vector<Unit>& units, const Plan& plan, std::int64_t max_sequences,
-                                 int min_rounds, double max_step_cost, std::uint64_t max_bytes, ChunkGrid chunks) {
+                                 int min_rounds, double max_step_cost, std::uint64_t max_bytes, io::SequenceChunks chunks) {
     const std::size_t ranks = plan.ranks.size();
     int wanted = 0;
     for (const RankShare& share : plan.ranks) {

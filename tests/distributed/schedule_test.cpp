@@ -143,7 +143,7 @@ TEST(StaticRounds, StepsEndOnChunkBoundsWithinOneChunk) {
     for (std::int64_t s = 0; s < 2000; ++s) units.push_back(Unit{s, s + 1, 1.0, 1});
     const Plan plan = plan_static(units, 2, StaticStrategy::contiguous);
     const std::vector<Round> plain = static_rounds(units, plan, 2000, 8);
-    const std::vector<Round> rounds = static_rounds(units, plan, 2000, 8, 0, 0, ChunkGrid{0, 16});
+    const std::vector<Round> rounds = static_rounds(units, plan, 2000, 8, 0, 0, io::SequenceChunks{0, 16});
     expect_valid_static_rounds(units, plan, 2000, 8, rounds);
     ASSERT_EQ(rounds.size(), plain.size());
     int off_grid_without = 0;
@@ -160,7 +160,7 @@ TEST(StaticRounds, StepsEndOnChunkBoundsWithinOneChunk) {
     }
     EXPECT_GT(off_grid_without, 0) << "the case must need the grid";
     // A grid too coarse for the steps (a chunk more than a quarter of a step) is not followed.
-    const std::vector<Round> coarse = static_rounds(units, plan, 2000, 8, 0, 0, ChunkGrid{0, 64});
+    const std::vector<Round> coarse = static_rounds(units, plan, 2000, 8, 0, 0, io::SequenceChunks{0, 64});
     ASSERT_EQ(coarse.size(), plain.size());
     for (std::size_t k = 0; k < coarse.size(); ++k) EXPECT_EQ(coarse[k][0].last, plain[k][0].last);
 
@@ -169,7 +169,7 @@ TEST(StaticRounds, StepsEndOnChunkBoundsWithinOneChunk) {
         const std::vector<Unit> random = random_units(static_cast<std::int64_t>(rng() % 300), 4, rng);
         const int ranks = 1 + static_cast<int>(rng() % 5);
         const Plan random_plan = plan_static(random, ranks, StaticStrategy::contiguous);
-        const ChunkGrid grid{static_cast<std::int64_t>(rng() % 5), 1 + static_cast<std::int64_t>(rng() % 8)};
+        const io::SequenceChunks grid{static_cast<std::int64_t>(rng() % 5), 1 + static_cast<std::int64_t>(rng() % 8)};
         SCOPED_TRACE("trial " + std::to_string(trial));
         expect_valid_static_rounds(random, random_plan, 40, 8, static_rounds(random, random_plan, 40, 8, 0, 0, grid));
         if (HasFailure()) return;

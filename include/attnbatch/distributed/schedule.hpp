@@ -10,6 +10,7 @@
 
 #include "attnbatch/distributed/comm.hpp"
 #include "attnbatch/distributed/plan.hpp"
+#include "attnbatch/io/output/output_layout.hpp"
 
 namespace attnbatch::distributed {
 
@@ -41,19 +42,13 @@ inline bool round_is_empty(const Round& round) {
 // `max_step_cost` > 0 also bounds a step's cost (so that a signal is answered within about
 // one step's compute); a unit costlier than it is a step of its own. `max_bytes` > 0 bounds
 // a step's data (joins() in plan.hpp). A step of whole sequences that has reached its share
-// of the cost goes on to the next of the output's chunk bounds (`chunks`, every `every`-th
-// sequence from `first`) when one comes within `every` sequences and the other bounds allow,
-// so that its writes cover whole chunks (io::sequence_chunks); only where steps are at least
-// four chunks long, so that this moves a step's cost by a quarter at most.
-struct ChunkGrid {
-    std::int64_t first = 0, every = 1;
-    bool starts_at(std::int64_t sequence) const noexcept {
-        return every <= 1 || ((sequence - first) % every + every) % every == 0;
-    }
-};
+// of the cost goes on to the next of the output's chunk bounds (`chunks`,
+// io::sequence_chunks) when one comes within a chunk and the other bounds allow, so that its
+// writes cover whole chunks; only where steps are at least four chunks long, so that this
+// moves a step's cost by a quarter at most.
 std::vector<Round> static_rounds(const std::vector<Unit>& units, const Plan& plan, std::int64_t max_sequences,
                                  int min_rounds, double max_step_cost = 0, std::uint64_t max_bytes = 0,
-                                 ChunkGrid chunks = {});
+                                 io::SequenceChunks chunks = {});
 
 class Scheduler {
 public:

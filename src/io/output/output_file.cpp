@@ -387,8 +387,8 @@ void OutputFile::write_chunked_rows(std::unique_ptr<DirectChunks>& slot, const s
                                     std::uint64_t first, std::uint64_t count, std::size_t row, const T* data, Transfer transfer) {
     const auto [begin, end] = count > 0 ? write_whole_chunks(slot, dataset, first * row, count * row, data, transfer)
                                         : std::pair<std::uint64_t, std::uint64_t>{0, 0};
-    const WriteTurns::Turn turn(write_turns(transfer));
     if (begin == end) {  // called even when empty: collective writes need every rank
+        const WriteTurns::Turn turn(write_turns(transfer));
         write_rows(*dataset, first, count, data, count * row, transfer);
         return;
     }
@@ -396,6 +396,8 @@ void OutputFile::write_chunked_rows(std::unique_ptr<DirectChunks>& slot, const s
     // then every run of rows is whole chunks).
     if (begin % row != 0 || end % row != 0) throw std::logic_error("write_chunked_rows: a chunk bound inside a row");
     const std::uint64_t head_end = begin / row, tail_begin = end / row, last = first + count;
+    if (head_end == first && tail_begin == last) return;  // all of it whole chunks: no turn to wait for
+    const WriteTurns::Turn turn(write_turns(transfer));
     if (head_end > first) write_rows(*dataset, first, head_end - first, data, (head_end - first) * row, transfer);
     if (last > tail_begin) {
         write_rows(*dataset, tail_begin, last - tail_begin, data + (tail_begin - first) * row, (last - tail_begin) * row, transfer);

@@ -34,7 +34,7 @@ Dims padded_maps_dims(const OutputLayout& layout) {
 }
 
 SequenceChunks sequence_chunks(const OutputLayout& layout) {
-    if (layout.packed || layout.n <= 0 || layout.len <= 0) return {};
+    if (layout.packed || layout.n <= 0 || layout.len <= 0 || layout.d_out <= 0) return {};
     // A chunk cut inside a sequence (chunk_shape's leading extent 1) starts with every sequence.
     const auto output_every = static_cast<std::int64_t>(chunk_shape(padded_output_dims(layout), 4, layout.chunk_bytes)[0]);
     if (layout.weights_count() <= 0) return {0, output_every};

@@ -65,6 +65,9 @@ Dims padded_maps_dims(const OutputLayout& layout);
 // not sends the parts of a chunk at its ends through HDF5.
 struct SequenceChunks {
     std::int64_t first = 0, every = 1;
+    bool starts_at(std::int64_t sequence) const noexcept {
+        return every <= 1 || ((sequence - first) % every + every) % every == 0;
+    }
 };
 SequenceChunks sequence_chunks(const OutputLayout& layout);
 
