@@ -33,8 +33,7 @@ MemoryModel memory_model(const io::InputSpec& spec, const io::OutputLayout& layo
     per += heads * len;                                                   // lse
     m.per_sequence = per * kFloat + sizeof(std::int32_t);
     if (layout.save_weights != io::SaveWeights::none) {
-        m.per_weights_sequence = static_cast<std::size_t>(layout.weights_heads()) * len * len *
-                                 (layout.weights_dtype == io::WeightsDtype::f16 ? 2 : 4);
+        m.per_weights_sequence = static_cast<std::size_t>(layout.weights_heads()) * len * len * layout.weights_element_bytes();
     }
     // The kernel's workspace for one sequence bounds it for any batch (it is per thread).
     kernels::AttentionParams probe;
@@ -101,7 +100,7 @@ RowMemory row_memory(const io::InputSpec& spec, const io::OutputLayout& layout, 
     rows.query_row = query * kFloat * copies;
     if (layout.save_weights != io::SaveWeights::none) {
         rows.weights_row = static_cast<std::size_t>(layout.weights_heads()) * static_cast<std::size_t>(spec.len) *
-                           (layout.weights_dtype == io::WeightsDtype::f16 ? 2 : 4) * copies;
+                           layout.weights_element_bytes() * copies;
         rows.weights_first = layout.weights_first;
         rows.weights_last = layout.weights_end();
     }

@@ -99,7 +99,7 @@ bool ResumeInspection::verify_some(std::uint64_t bytes) {
         return rows;
     };
     const std::uint64_t map = static_cast<std::uint64_t>(layout_.weights_heads()) * static_cast<std::uint64_t>(layout_.len) *
-                              static_cast<std::uint64_t>(layout_.len) * (layout_.weights_dtype == io::WeightsDtype::f16 ? 2 : 4);
+                              static_cast<std::uint64_t>(layout_.len) * layout_.weights_element_bytes();
     std::size_t last = next_unit_;
     std::uint64_t taken = 0;
     while (last < units && (last == next_unit_ || taken < bytes)) {

@@ -239,7 +239,7 @@ void OutputFile::create_padded(const Provenance& provenance, const OutputOptions
         const bool half = layout.weights_dtype == WeightsDtype::f16;
         h5_->attention = make_dataset(
             h5_->file, dataset::attention, half ? Datatype::float16() : Datatype::float32(), padded_maps_dims(layout),
-            half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"}, kWrittenWhole);
+            layout.weights_element_bytes(), layout, {"N", "H", "L_q", "L_k"}, kWrittenWhole);
         set_int_attribute(*h5_->attention, attribute::first_sequence, layout.first_sequence + layout.weights_first);
         set_int_attribute(*h5_->attention, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
     }
@@ -333,8 +333,7 @@ void OutputFile::write_block(std::int64_t first, std::int64_t last, const Output
     }
     if (!h5_->journal_progress) return;
     if (!maps_in_pieces) return remember_checksums(first, first, last, block);
-    const std::size_t map_bytes = size(layout_.weights_heads()) * len * len *
-                                  (layout_.weights_dtype == WeightsDtype::f16 ? sizeof(std::uint16_t) : sizeof(float));
+    const std::size_t map_bytes = size(layout_.weights_heads()) * len * len * layout_.weights_element_bytes();
     const auto piece_bytes = [&](std::int64_t begin, std::int64_t end) {
         const auto [piece_begin, piece_end] = layout_.weights_range(begin, end);
         return size(piece_end - piece_begin) * map_bytes;
@@ -385,8 +384,7 @@ void OutputFile::write_maps(std::int64_t block_maps_first, std::int64_t first, s
 template <class T>
 void OutputFile::write_chunked_rows(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset,
                                     std::uint64_t first, std::uint64_t count, std::size_t row, const T* data, Transfer transfer) {
-    const auto [begin, end] = count > 0 ? write_whole_chunks(slot, dataset, first * row, count * row, data, transfer)
-                                        : std::pair<std::uint64_t, std::uint64_t>{0, 0};
+    const auto [begin, end] = write_whole_chunks(slot, dataset, first * row, count * row, data, transfer);
     if (begin == end) {  // called even when empty: collective writes need every rank
         const WriteTurns::Turn turn(write_turns(transfer));
         write_rows(*dataset, first, count, data, count * row, transfer);

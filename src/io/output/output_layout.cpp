@@ -38,8 +38,8 @@ SequenceChunks sequence_chunks(const OutputLayout& layout) {
     // A chunk cut inside a sequence (chunk_shape's leading extent 1) starts with every sequence.
     const auto output_every = static_cast<std::int64_t>(chunk_shape(padded_output_dims(layout), 4, layout.chunk_bytes)[0]);
     if (layout.weights_count() <= 0) return {0, output_every};
-    const std::size_t map_element = layout.weights_dtype == WeightsDtype::f16 ? 2 : 4;
-    const auto maps_every = static_cast<std::int64_t>(chunk_shape(padded_maps_dims(layout), map_element, layout.chunk_bytes)[0]);
+    const auto maps_every =
+        static_cast<std::int64_t>(chunk_shape(padded_maps_dims(layout), layout.weights_element_bytes(), layout.chunk_bytes)[0]);
     // The maps hold most of the bytes: their grid, which with maps from a chunk bound on (the
     // usual A = 0) meets the output's every lcm sequences.
     if (layout.weights_first % maps_every == 0) return {0, std::lcm(output_every, maps_every)};

@@ -21,9 +21,8 @@ OutputSizes estimate_output_bytes(const OutputLayout& layout) {
     sizes.lse = heads * rows * 4;
     sizes.lengths = n * 4;
     if (layout.packed) sizes.offsets = (n + 1) * 8;
-    const std::uint64_t weight_bytes = layout.weights_dtype == WeightsDtype::f16 ? 2 : 4;
     sizes.attention = static_cast<std::uint64_t>(layout.weights_count()) *
-                      static_cast<std::uint64_t>(layout.weights_heads()) * len * len * weight_bytes;
+                      static_cast<std::uint64_t>(layout.weights_heads()) * len * len * layout.weights_element_bytes();
     return sizes;
 }
 

@@ -46,6 +46,7 @@ struct OutputLayout {
 
     std::int64_t weights_end() const noexcept { return weights_last < 0 ? n : weights_last; }
     std::int64_t weights_heads() const noexcept { return save_weights == SaveWeights::mean ? 1 : heads; }
+    std::size_t weights_element_bytes() const noexcept { return weights_dtype == WeightsDtype::f16 ? 2 : 4; }
     std::int64_t weights_count() const noexcept {  // N_w = B - A; 0 without weights
         return save_weights == SaveWeights::none ? 0 : weights_end() - weights_first;
     }
