@@ -10,8 +10,9 @@ namespace attnbatch::distributed {
 
 namespace {
 constexpr std::size_t kFloat = sizeof(float);
-// The process itself: code, MPI and HDF5 libraries, HDF5's chunk cache, the allocator's slack
-// (one arena per thread: the main thread does I/O while the compute thread works).
+// The process itself: code, MPI and HDF5 libraries, HDF5's chunk cache, the output's staging
+// buffer of whole chunks (4 MiB, the packed layout), the allocator's slack (one arena per
+// thread: the main thread does I/O while the compute thread works).
 constexpr std::size_t kProcessMargin = std::size_t{128} << 20;
 }  // namespace
 

@@ -203,6 +203,60 @@ TEST_F(Output, DurableBlocksOffChunkBoundsSendTheirWholeChunksToTheDisk) {
     EXPECT_EQ(read_all<float>(Dataset::open(file, "/attention")), all_maps);
 }
 
+// The packed layout keeps a sequence's map rows only up to its length in memory; the file holds
+// every map L rows long. Uncompressed, the maps have no fill: the writer pads each map with zero
+// rows itself, whole chunks (here one map each) past the page cache, the rest through HDF5.
+TEST_F(Output, PackedMapsArePaddedWithZerosAndTheirWholeChunksGoToTheDisk) {
+    const std::vector<std::int64_t> lengths = {32, 5, 17, 0, 32, 9, 1, 20};
+    auto offsets = std::make_shared<std::vector<std::int64_t>>(1, 0);
+    for (const std::int64_t n : lengths) offsets->push_back(offsets->back() + n);
+    OutputLayout layout = testing::page_chunked_layout(8);  // one 8 KiB map per chunk
+    layout.packed = true;
+    layout.offsets = offsets;
+    const std::size_t len = 32, heads = 2, d_out = 32;
+    const bool direct_io = testing::takes_direct_io(dir.path());
+    std::vector<float> expected_maps(8 * heads * len * len, 0.0f), expected_output;
+    {
+        OutputOptions options;
+        options.fsync = true;
+        OutputFile out = OutputFile::create(path, layout, provenance(), options);
+        const std::int64_t bounds[] = {0, 3, 8};
+        for (int b = 0; b < 2; ++b) {
+            const std::int64_t first = bounds[b], last = bounds[b + 1];
+            const auto rows = static_cast<std::size_t>((*offsets)[static_cast<std::size_t>(last)] - (*offsets)[static_cast<std::size_t>(first)]);
+            std::vector<float> output(rows * d_out), lse(rows * heads, 0.5f), maps(rows * heads * len);
+            for (std::size_t i = 0; i < output.size(); ++i) output[i] = static_cast<float>(first * 100000) + static_cast<float>(i);
+            // Block memory: per sequence [heads][its rows][L]; the file: [heads][L][L].
+            std::size_t at = 0;
+            for (std::int64_t q = first; q < last; ++q) {
+                const auto n = static_cast<std::size_t>(lengths[static_cast<std::size_t>(q)]);
+                for (std::size_t h = 0; h < heads; ++h) {
+                    for (std::size_t r = 0; r < n; ++r) {
+                        for (std::size_t c = 0; c < len; ++c, ++at) {
+                            maps[at] = 1.0f + static_cast<float>(at) + static_cast<float>(q * 1000000);
+                            expected_maps[((static_cast<std::size_t>(q) * heads + h) * len + r) * len + c] = maps[at];
+                        }
+                    }
+                }
+            }
+            expected_output.insert(expected_output.end(), output.begin(), output.end());
+            std::vector<std::int32_t> block_lengths(lengths.begin() + first, lengths.begin() + last);
+            OutputBlock block;
+            block.output = output.data();
+            block.lse = lse.data();
+            block.lengths = block_lengths.data();
+            block.attention_f32 = maps.data();
+            out.write_span(OutputSpan{first, last, 0, 0}, block);
+        }
+        // Every map is a whole chunk of one span: all eight past the page cache.
+        EXPECT_GE(out.direct_bytes(), direct_io ? 8 * heads * len * len * sizeof(float) : 0u);
+        out.finalize();
+    }
+    const File file = File::open(path, FileMode::read_only);
+    EXPECT_EQ(read_all<float>(Dataset::open(file, "/attention")), expected_maps);
+    EXPECT_EQ(read_all<float>(Dataset::open(file, "/output")), expected_output);
+}
+
 TEST_F(Output, CompleteIsZeroUntilFinalizeThenTheFileIsRenamed) {
     const OutputLayout layout = small_layout();
     const RunData data(layout);

@@ -58,8 +58,9 @@ void check_layout(const OutputLayout& layout, const std::string& path) {
 
 // What a dataset's storage holds before the run writes there: a marker of unwritten
 // sequences (NaN in /lse, -1 in /lengths: see the header), zeros where the run leaves some
-// elements unwritten for good (the packed layout's maps past a sequence's length), or nothing
-// at all where the run writes every element (filling it at allocation would write it twice).
+// elements unwritten for good (a compressed packed output's maps past a sequence's length), or
+// nothing at all where the run writes every element (filling it at allocation would write it
+// twice: an uncompressed packed output's maps are written padded, output_spans.cpp).
 struct Fill {
     enum Kind { zeros, marker, none } kind = zeros;
     double value = 0.0;  // the marker
@@ -265,7 +266,7 @@ void OutputFile::create_packed(const OutputOptions& options) {
         h5_->attention = make_dataset(
             h5_->file, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
             {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
-            half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"});
+            half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"}, layout.gzip_level == 0 ? kWrittenWhole : Fill{});
         set_int_attribute(*h5_->attention, attribute::first_sequence, layout.weights_first);
         set_int_attribute(*h5_->attention, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
     }

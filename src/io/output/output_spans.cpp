@@ -4,14 +4,19 @@
 #include "attnbatch/io/output/journal.hpp"
 #include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
+#include "output/direct_chunks.hpp"
 #include "output/output_handles.hpp"
 #include "output/write_turns.hpp"
 
 #include "output/xxh3.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 namespace attnbatch::io {
 namespace {
@@ -155,6 +160,138 @@ std::uint64_t span_checksum(const OutputLayout& layout, const OutputSpan& unit, 
     return hash.digest();
 }
 
+void OutputFile::StagingFree::operator()(char* p) const noexcept { std::free(p); }
+
+char* OutputFile::staging(std::size_t bytes) {
+    if (bytes > staging_bytes_) {
+        constexpr std::size_t kPage = 4096;
+        const std::size_t rounded = (bytes + kPage - 1) / kPage * kPage;
+        staging_.reset(static_cast<char*>(std::aligned_alloc(kPage, rounded)));
+        if (!staging_) throw std::bad_alloc();
+        staging_bytes_ = rounded;
+    }
+    return staging_.get();
+}
+
+template <class Fill, class ThroughHdf5>
+std::pair<std::uint64_t, std::uint64_t> OutputFile::write_staged_chunks(std::unique_ptr<DirectChunks>& slot,
+                                                                        const std::optional<Dataset>& dataset,
+                                                                        std::uint64_t first, std::uint64_t count, Fill fill,
+                                                                        ThroughHdf5 through_hdf5, Transfer transfer) {
+    const std::pair<std::uint64_t, std::uint64_t> none{first, first};
+    DirectChunks* chunks = count > 0 ? direct_chunks(slot, dataset, transfer) : nullptr;
+    if (chunks == nullptr) return none;
+    const auto [begin, end] = chunks->whole_chunks(first, count);
+    if (begin == end) return none;
+    // Batches of whole chunks of about 4 MiB: the copy of one is still in the cache when the
+    // disk's DMA reads it, and the buffer stays small.
+    const std::uint64_t chunk = chunks->chunk_bytes() / chunks->element_size();
+    const std::uint64_t batch = chunk * std::max<std::uint64_t>(1, (std::uint64_t{4} << 20) / chunks->chunk_bytes());
+    for (std::uint64_t at = begin; at < end; at += batch) {
+        const std::uint64_t stop = std::min(end, at + batch);
+        char* buffer = staging(static_cast<std::size_t>(batch) * chunks->element_size());  // through_hdf5 may use it too
+        fill(buffer, at, stop);
+        const auto written = write_whole_chunks(slot, dataset, at, stop - at, buffer, transfer);
+        if (written.first == written.second) through_hdf5(at, stop);
+    }
+    return {begin, end};
+}
+
+void OutputFile::write_packed_rows(std::uint64_t first, std::uint64_t count, const float* rows, Transfer transfer) {
+    const std::uint64_t d = static_cast<std::uint64_t>(layout_.d_out);
+    const auto hdf5_rows = [&](std::uint64_t begin, std::uint64_t end) {  // elements, on row bounds
+        const WriteTurns::Turn turn(write_turns(transfer));
+        write_rows(*h5_->output, begin / d, (end - begin) / d, rows + (begin - first * d), static_cast<std::size_t>(end - begin),
+                   transfer);
+    };
+    const auto copy = [&](char* dst, std::uint64_t begin, std::uint64_t end) {
+        std::memcpy(dst, rows + (begin - first * d), static_cast<std::size_t>(end - begin) * sizeof(float));
+    };
+    // The step's rows straight from its memory when a chunk's start falls on a page there; else
+    // through the staging buffer, a copy, which the page cache's way makes too.
+    DirectChunks* chunks = count > 0 ? direct_chunks(direct_output_, h5_->output, transfer) : nullptr;
+    bool in_place = false;
+    if (chunks != nullptr) {
+        const auto whole = chunks->whole_chunks(first * d, count * d);
+        in_place = whole.first < whole.second && reinterpret_cast<std::uintptr_t>(rows + (whole.first - first * d)) % 4096 == 0;
+    }
+    const auto [begin, end] = in_place ? write_whole_chunks(direct_output_, h5_->output, first * d, count * d, rows, transfer)
+                                       : write_staged_chunks(direct_output_, h5_->output, first * d, count * d, copy, hdf5_rows, transfer);
+    if (begin == end) return hdf5_rows(first * d, (first + count) * d);
+    if (begin > first * d) hdf5_rows(first * d, begin);
+    if (end < (first + count) * d) hdf5_rows(end, (first + count) * d);
+}
+
+void OutputFile::write_packed_maps(const OutputSpan& span, const void* maps, Transfer transfer) {
+    const auto [seq_begin, seq_end] = layout_.weights_range(span.first, span.last);
+    if (seq_end <= seq_begin) return;
+    const auto z = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+    const std::uint64_t heads = z(layout_.weights_heads()), len = z(layout_.len);
+    const std::size_t element = layout_.weights_element_bytes();
+    const MemType type = layout_.weights_dtype == WeightsDtype::f16 ? MemType::f16_bits : MemType::f32;
+    const auto* compact = static_cast<const char*>(maps);
+    // Where each sequence's map starts in the block's memory ([heads, its rows, L], one after
+    // the other), in rows of L elements.
+    std::vector<std::uint64_t> rows_before(z(seq_end - seq_begin) + 1, 0);
+    for (std::int64_t s = seq_begin; s < seq_end; ++s) {
+        rows_before[z(s - seq_begin) + 1] = rows_before[z(s - seq_begin)] + heads * z(layout_.rows_of(s));
+    }
+    // The file's rows R of L elements: map R / (heads L), head R / L % heads, row R % L.
+    const std::uint64_t map_rows = heads * len, first_row = z(seq_begin - layout_.weights_first) * map_rows;
+    const auto locate = [&](std::uint64_t file_row, std::int64_t& s, std::uint64_t& h, std::uint64_t& r) {
+        s = layout_.weights_first + static_cast<std::int64_t>(file_row / map_rows);
+        h = file_row / len % heads;
+        r = file_row % len;
+    };
+    const std::uint64_t row_bytes = len * element;
+    const auto fill = [&](char* dst, std::uint64_t begin, std::uint64_t end) {  // elements, on row bounds
+        for (std::uint64_t row = begin / len; row < end / len; ++row, dst += row_bytes) {
+            std::int64_t s = 0;
+            std::uint64_t h = 0, r = 0;
+            locate(row, s, h, r);
+            const std::uint64_t rows = z(layout_.rows_of(s));
+            if (r < rows) {
+                std::memcpy(dst, compact + (rows_before[z(s - seq_begin)] + h * rows + r) * row_bytes, row_bytes);
+            } else {
+                std::memset(dst, 0, row_bytes);
+            }
+        }
+    };
+    // Through HDF5: for each (map, head) the rows the range holds, those inside the sequence
+    // from the block's memory and those past it as zeros.
+    const auto hdf5_rows = [&](std::uint64_t begin, std::uint64_t end) {  // elements, on row bounds
+        const WriteTurns::Turn turn(write_turns(transfer));
+        for (std::uint64_t row = begin / len; row < end / len;) {
+            std::int64_t s = 0;
+            std::uint64_t h = 0, r = 0;
+            locate(row, s, h, r);
+            const std::uint64_t stop = std::min(end / len, row - r + len), rows = z(layout_.rows_of(s));
+            const hsize_t map = z(s - layout_.weights_first);
+            if (r < rows) {
+                const std::uint64_t n = std::min(stop - row, rows - r);
+                write_boxes(*h5_->attention, {Slab{{map, h, r, 0}, {1, 1, n, len}}}, type,
+                            compact + (rows_before[z(s - seq_begin)] + h * rows + r) * row_bytes, n * len, transfer);
+                row += n;
+                r += n;
+            }
+            if (row < stop) {  // zeros, a staging buffer's worth at a time
+                const std::uint64_t per = std::max<std::uint64_t>(1, (std::uint64_t{1} << 20) / row_bytes);
+                char* zeros = staging(static_cast<std::size_t>(per * row_bytes));
+                std::memset(zeros, 0, static_cast<std::size_t>(per * row_bytes));
+                for (std::uint64_t n = 0; row < stop; row += n, r += n) {
+                    n = std::min(per, stop - row);
+                    write_boxes(*h5_->attention, {Slab{{map, h, r, 0}, {1, 1, n, len}}}, type, zeros, n * len, transfer);
+                }
+            }
+        }
+    };
+    const std::uint64_t first = first_row * len, count = z(seq_end - seq_begin) * map_rows * len;
+    const auto [begin, end] = write_staged_chunks(direct_maps_, h5_->attention, first, count, fill, hdf5_rows, transfer);
+    if (begin == end) return hdf5_rows(first, first + count);
+    if (begin > first) hdf5_rows(first, begin);
+    if (end < first + count) hdf5_rows(end, first + count);
+}
+
 void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Transfer transfer) {
     if (!layout_.packed && !span.piece()) return write_block(span.first, span.last, block, transfer);
     if (!h5_->file.is_open()) throw std::logic_error("OutputFile::write_span after close");
@@ -167,15 +304,32 @@ void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Tr
     need(block.output, "output", sizes.output);
     need(block.lse, "lse", sizes.lse);
     need(block.lengths, "lengths", sizes.lengths);
+    const bool f16 = layout_.weights_dtype == WeightsDtype::f16;
+    const void* maps = f16 ? static_cast<const void*>(block.attention_f16) : static_cast<const void*>(block.attention_f32);
+    if (h5_->attention) need(maps, f16 ? "attention_f16" : "attention_f32", sizes.attention);
+    // An uncompressed packed file's maps have no fill (create_packed): its whole sequences are
+    // written padded (write_packed_maps), and a sequence's last piece writes the rows past its
+    // length as zeros.
+    const bool padded_maps = layout_.packed && layout_.gzip_level == 0;
+    if (padded_maps && h5_->attention && transfer != Transfer::independent) {
+        // Collective writes need one call per dataset on every rank; uncompressed outputs are
+        // written independently (parallel_io.cpp), and these maps have no fill to lean on.
+        throw std::logic_error("OutputFile::write_span: an uncompressed packed output's maps are written independently");
+    }
     try {
+        if (padded_maps && !span.piece()) {
+            const std::int64_t t0 = row_of(layout_, span.first);
+            write_packed_rows(static_cast<std::uint64_t>(t0), static_cast<std::uint64_t>(span_rows(layout_, span)), block.output,
+                              transfer);
+            if (h5_->attention) write_packed_maps(span, maps, transfer);
+        }
         const WriteTurns::Turn turn(write_turns(transfer));
-        write_boxes(*h5_->output, boxes.output, MemType::f32, block.output, sizes.output, transfer);
+        if (!(padded_maps && !span.piece())) {
+            write_boxes(*h5_->output, boxes.output, MemType::f32, block.output, sizes.output, transfer);
+        }
         write_boxes(*h5_->lse, boxes.lse, MemType::f32, block.lse, sizes.lse, transfer);
-        if (h5_->attention) {
-            const bool f16 = layout_.weights_dtype == WeightsDtype::f16;
+        if (h5_->attention && !(padded_maps && !span.piece())) {
             const MemType type = f16 ? MemType::f16_bits : MemType::f32;
-            const void* maps = f16 ? static_cast<const void*>(block.attention_f16) : static_cast<const void*>(block.attention_f32);
-            need(maps, f16 ? "attention_f16" : "attention_f32", sizes.attention);
             if (boxes.attention.size() > 1 && transfer == Transfer::independent) {
                 // Not collective: one write per map, each shaped like its box, many times faster
                 // than a union of boxes from flat memory (which collective writes need: one
@@ -189,9 +343,29 @@ void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Tr
             } else {
                 write_boxes(*h5_->attention, boxes.attention, type, maps, sizes.attention, transfer);
             }
+            const std::int64_t rows = layout_.rows_of(span.first);
+            if (padded_maps && span.row_last == rows && rows < layout_.len && !boxes.attention.empty()) {
+                // The last piece: the rows past the sequence's length, zeros.
+                const hsize_t map = static_cast<hsize_t>(span.first - layout_.weights_first);
+                const auto len = static_cast<hsize_t>(layout_.len), heads = static_cast<hsize_t>(layout_.weights_heads());
+                const std::size_t row_bytes = static_cast<std::size_t>(len) * mem_type_size(type);
+                const std::size_t per = std::max<std::size_t>(1, (std::size_t{1} << 20) / row_bytes);
+                char* zeros = staging(per * row_bytes);
+                std::memset(zeros, 0, per * row_bytes);
+                for (hsize_t h = 0; h < heads; ++h) {
+                    for (auto r = static_cast<hsize_t>(rows); r < len;) {
+                        const hsize_t n = std::min<hsize_t>(per, len - r);
+                        write_boxes(*h5_->attention, {Slab{{map, h, r, 0}, {1, 1, n, len}}}, type, zeros, static_cast<std::size_t>(n * len),
+                                    transfer);
+                        r += n;
+                    }
+                }
+            }
         }
         write_boxes(*h5_->lengths, boxes.lengths, MemType::i32, block.lengths, sizes.lengths, transfer);
     } catch (const H5Error& error) {
+        throw Error(exit_io, partial_path() + ": cannot write " + span_text(span) + ": " + error.what());
+    } catch (const std::system_error& error) {
         throw Error(exit_io, partial_path() + ": cannot write " + span_text(span) + ": " + error.what());
     }
     if (h5_->journal_progress) remember_span_checksums(span, block);
