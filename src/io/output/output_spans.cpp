@@ -183,8 +183,8 @@ std::pair<std::uint64_t, std::uint64_t> OutputFile::write_staged_chunks(std::uni
     if (chunks == nullptr) return none;
     const auto [begin, end] = chunks->whole_chunks(first, count);
     if (begin == end) return none;
-    // Batches of whole chunks of about 4 MiB: the copy of one is still in the cache when the
-    // disk's DMA reads it, and the buffer stays small.
+    // Batches of whole chunks of about 4 MiB: writes large enough for the disk, a buffer small
+    // beside a step's memory (the memory model's process margin holds it).
     const std::uint64_t chunk = chunks->chunk_bytes() / chunks->element_size();
     const std::uint64_t batch = chunk * std::max<std::uint64_t>(1, (std::uint64_t{4} << 20) / chunks->chunk_bytes());
     for (std::uint64_t at = begin; at < end; at += batch) {
