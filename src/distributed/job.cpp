@@ -648,7 +648,8 @@ JobResult run_job(Job& job, const RoundCallback& on_round) {
     try {
         std::unique_ptr<Scheduler> scheduler =
             job.settings.schedule == ScheduleKind::dynamic
-                ? make_dynamic_scheduler(job.units, comm.size(), job.max_sequences, kMinRounds, step_cost, job.max_step_bytes)
+                ? make_dynamic_scheduler(job.units, comm.size(), job.max_sequences, kMinRounds, step_cost, job.max_step_bytes,
+                                         io::sequence_chunks(job.layout))
                 : make_static_scheduler(
                       static_rounds(job.units, job.plan, job.max_sequences, kMinRounds, step_cost, job.max_step_bytes,
                                     io::sequence_chunks(job.layout)));

@@ -111,9 +111,9 @@ private:
 class DynamicScheduler final : public Scheduler {
 public:
     DynamicScheduler(const std::vector<Unit>& units, int ranks, std::int64_t max_sequences, int min_rounds,
-                     double max_step_cost, std::uint64_t max_bytes)
+                     double max_step_cost, std::uint64_t max_bytes, io::SequenceChunks chunks)
         : units_(units), ranks_(ranks), max_sequences_(max_sequences), min_rounds_(std::max(1, min_rounds)),
-          max_step_cost_(max_step_cost), max_bytes_(max_bytes) {
+          max_step_cost_(max_step_cost), max_bytes_(max_bytes), chunks_(chunks) {
         for (const Unit& unit : units_) remaining_ += unit.cost;
         total_ = remaining_;
     }
@@ -152,11 +152,22 @@ private:
             std::int64_t taken = 0;
             StepLoad load;
             double cost = 0;
+            std::int64_t reached_at = -1;  // the sequence at which this step reached its target
             while (cursor + taken < count) {
                 const Unit& unit = units_[static_cast<std::size_t>(cursor + taken)];
-                if (taken > 0 && (cost + 0.5 * unit.cost > target ||
-                                  !joins(units_, cursor + taken - 1, cursor + taken, load, max_sequences_, max_bytes_))) {
-                    break;
+                if (taken > 0) {
+                    if (!joins(units_, cursor + taken - 1, cursor + taken, load, max_sequences_, max_bytes_)) break;
+                    if (cost + 0.5 * unit.cost > target) {
+                        if (reached_at < 0) reached_at = unit.first;
+                        // Past its target a step of whole sequences goes on to a chunk bound within
+                        // one chunk, where it is at least four chunks long, as static steps do
+                        // (split_share): its whole chunks then go around HDF5.
+                        const Unit& previous = units_[static_cast<std::size_t>(cursor + taken - 1)];
+                        const bool to_chunk_bound = !previous.piece() && !unit.piece() && !chunks_.starts_at(unit.first) &&
+                                                    unit.first - reached_at < chunks_.every &&
+                                                    unit.first - units_[static_cast<std::size_t>(cursor)].first >= 4 * chunks_.every;
+                        if (!to_chunk_bound) break;
+                    }
                 }
                 cost += unit.cost;
                 load.add(unit);
@@ -174,6 +185,7 @@ private:
     int min_rounds_;
     double max_step_cost_;
     std::uint64_t max_bytes_;
+    io::SequenceChunks chunks_;
     double total_ = 0, remaining_ = 0;
     std::int64_t cursor_ = 0;
 };
@@ -217,8 +229,8 @@ std::unique_ptr<Scheduler> make_static_scheduler(std::vector<Round> rounds) {
 
 std::unique_ptr<Scheduler> make_dynamic_scheduler(const std::vector<Unit>& units, int ranks,
                                                   std::int64_t max_sequences, int min_rounds, double max_step_cost,
-                                                  std::uint64_t max_bytes) {
-    return std::make_unique<DynamicScheduler>(units, ranks, max_sequences, min_rounds, max_step_cost, max_bytes);
+                                                  std::uint64_t max_bytes, io::SequenceChunks chunks) {
+    return std::make_unique<DynamicScheduler>(units, ranks, max_sequences, min_rounds, max_step_cost, max_bytes, chunks);
 }
 
 }  // namespace attnbatch::distributed

@@ -300,11 +300,11 @@ bool same_round(const Round& a, const Round& b) {
 // Every rank's rounds from a dynamic scheduler, `rate(rank, round)` the rate it reports.
 template <class Rate>
 std::vector<std::vector<Round>> dynamic_rounds(int ranks, const std::vector<Unit>& units, std::int64_t max_sequences,
-                                               int min_rounds, Rate rate) {
+                                               int min_rounds, Rate rate, io::SequenceChunks chunks = {}) {
     std::vector<std::vector<Round>> all(static_cast<std::size_t>(ranks));
     run_ranks(ranks, [&](Comm& comm) {
         const std::vector<Unit> mine = units;  // each rank its own copy, as in a real run
-        auto scheduler = make_dynamic_scheduler(mine, comm.size(), max_sequences, min_rounds);
+        auto scheduler = make_dynamic_scheduler(mine, comm.size(), max_sequences, min_rounds, 0, 0, chunks);
         std::vector<Round>& got = all[static_cast<std::size_t>(comm.rank())];
         for (int k = 0;; ++k) {
             if (k > 100000) throw std::runtime_error("the dynamic scheduler never ends");
@@ -358,9 +358,40 @@ TEST(DynamicScheduler, EveryRankGetsTheSameRoundsAndEveryUnitOnceInOrder) {
             // Rates: unknown in the first round, then different per rank and drifting.
             const auto rate = [](int rank, int k) { return k == 0 ? 0.0 : 1.0 + rank + 0.1 * (k % 3); };
             expect_valid_dynamic_rounds(ranks, units, max_sequences, dynamic_rounds(ranks, units, max_sequences, min_rounds, rate));
+            // With a grid of chunks to end steps on, too.
+            const io::SequenceChunks grid{static_cast<std::int64_t>(rng() % 5), 1 + static_cast<std::int64_t>(rng() % 8)};
+            expect_valid_dynamic_rounds(ranks, units, max_sequences,
+                                        dynamic_rounds(ranks, units, max_sequences, min_rounds, rate, grid));
             if (HasFailure()) return;
         }
     }
+}
+
+// As static steps (StaticRounds.StepsEndOnChunkBoundsWithinOneChunk): a step of whole sequences
+// past its size goes on to the next chunk bound within one chunk, where it is at least four
+// chunks long, so that its whole chunks go around HDF5.
+TEST(DynamicScheduler, StepsEndOnChunkBoundsWithinOneChunk) {
+    std::vector<Unit> units;
+    for (std::int64_t s = 0; s < 2000; ++s) units.push_back(Unit{s, s + 1, 1.0, 1});
+    const auto rate = [](int, int) { return 1.0; };
+    const auto plain = dynamic_rounds(2, units, 2000, 8, rate);
+    const auto all = dynamic_rounds(2, units, 2000, 8, rate, io::SequenceChunks{0, 16});
+    expect_valid_dynamic_rounds(2, units, 2000, all);
+    int long_steps = 0, off_grid_without = 0;
+    for (const Round& round : all[0]) {
+        for (const RankStep& step : round) {
+            if (step.last - step.first < 4 * 16 + 16 || step.last == 2000) continue;  // too short, or the end
+            ++long_steps;
+            EXPECT_EQ(step.last % 16, 0) << "a step of " << step.last - step.first << " ends at " << step.last;
+        }
+    }
+    for (const Round& round : plain[0]) {
+        for (const RankStep& step : round) {
+            if (step.last - step.first >= 4 * 16 + 16 && step.last != 2000 && step.last % 16 != 0) ++off_grid_without;
+        }
+    }
+    EXPECT_GT(long_steps, 4);
+    EXPECT_GT(off_grid_without, 0) << "the case must need the grid";
 }
 
 TEST(DynamicScheduler, UnknownRatesKeepHandingOutWork) {

@@ -63,9 +63,11 @@ std::unique_ptr<Scheduler> make_static_scheduler(std::vector<Round> rounds);
 
 // Dynamic: rank 0 hands out runs of units in order, each rank's run sized by its measured
 // speed (guided self-scheduling: half of the remaining work spread over the ranks, at most
-// 1/(ranks*min_rounds) of the total per rank and round, at most max_sequences sequences).
+// 1/(ranks*min_rounds) of the total per rank and round, at most max_sequences sequences). A run
+// of whole sequences past its size goes on to a bound of `chunks` within one chunk, as static
+// steps do.
 std::unique_ptr<Scheduler> make_dynamic_scheduler(const std::vector<Unit>& units, int ranks,
                                                   std::int64_t max_sequences, int min_rounds, double max_step_cost = 0,
-                                                  std::uint64_t max_bytes = 0);
+                                                  std::uint64_t max_bytes = 0, io::SequenceChunks chunks = {});
 
 }  // namespace attnbatch::distributed
