@@ -28,6 +28,13 @@ RankStep step_of(const std::vector<Unit>& units, std::int64_t first_unit, std::i
     return step;
 }
 
+// Whether a step of whole sequences that reached its cost at sequence `reached_at` goes on past
+// `unit` to `next`: to the next chunk bound, within one chunk, so that its writes cover whole
+// chunks (static and dynamic steps alike).
+bool on_to_chunk_bound(const io::SequenceChunks& chunks, const Unit& unit, const Unit& next, std::int64_t reached_at) {
+    return !unit.piece() && !next.piece() && !chunks.starts_at(next.first) && next.first - reached_at < chunks.every;
+}
+
 // Two units may share a step only when they continue each other (joins() in plan.hpp): a
 // resumed run plans only the units not yet done, so neighbours in `units` need not be
 // neighbours in the file; whole sequences and pieces never share a step.
@@ -62,9 +69,7 @@ std::vector<RankStep> split_share(const std::vector<Unit>& units, const std::vec
             const bool scarce = static_cast<std::int64_t>(share.size() - i - 1) <=
                                 static_cast<std::int64_t>(wanted) - static_cast<std::int64_t>(steps.size()) - 1;
             if (reached && reached_at < 0) reached_at = next.first;
-            // Past its cost, a step of whole sequences goes on to a chunk bound within one chunk.
-            const bool to_chunk_bound = reached && !unit.piece() && !next.piece() && !chunks.starts_at(next.first) &&
-                                        next.first - reached_at < chunks.every;
+            const bool to_chunk_bound = reached && on_to_chunk_bound(chunks, unit, next, reached_at);
             close = cannot_join || scarce || (reached && !to_chunk_bound);
         }
         if (close) {
@@ -159,14 +164,10 @@ private:
                     if (!joins(units_, cursor + taken - 1, cursor + taken, load, max_sequences_, max_bytes_)) break;
                     if (cost + 0.5 * unit.cost > target) {
                         if (reached_at < 0) reached_at = unit.first;
-                        // Past its target a step of whole sequences goes on to a chunk bound within
-                        // one chunk, where it is at least four chunks long, as static steps do
-                        // (split_share): its whole chunks then go around HDF5.
+                        // Only where the step is at least four chunks long, as split_share has it.
                         const Unit& previous = units_[static_cast<std::size_t>(cursor + taken - 1)];
-                        const bool to_chunk_bound = !previous.piece() && !unit.piece() && !chunks_.starts_at(unit.first) &&
-                                                    unit.first - reached_at < chunks_.every &&
-                                                    unit.first - units_[static_cast<std::size_t>(cursor)].first >= 4 * chunks_.every;
-                        if (!to_chunk_bound) break;
+                        const bool long_enough = unit.first - units_[static_cast<std::size_t>(cursor)].first >= 4 * chunks_.every;
+                        if (!long_enough || !on_to_chunk_bound(chunks_, previous, unit, reached_at)) break;
                     }
                 }
                 cost += unit.cost;

@@ -256,7 +256,7 @@ void OutputFile::create_padded(const Provenance& provenance, const OutputOptions
 
 void OutputFile::create_packed(const OutputOptions& options) {
     const OutputLayout& layout = layout_;
-    const auto n = static_cast<hsize_t>(layout.n), len = static_cast<hsize_t>(layout.len);
+    const auto n = static_cast<hsize_t>(layout.n);
     const auto tokens = static_cast<hsize_t>(layout.tokens()), heads = static_cast<hsize_t>(layout.heads);
     h5_->output = make_dataset(h5_->file, dataset::output, Datatype::float32(), {tokens, static_cast<hsize_t>(layout.d_out)}, 4, layout,
                            {"T", "D"}, kWrittenWhole);
@@ -265,8 +265,8 @@ void OutputFile::create_packed(const OutputOptions& options) {
         const bool half = layout.weights_dtype == WeightsDtype::f16;
         h5_->attention = make_dataset(
             h5_->file, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
-            {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len},
-            half ? 2 : 4, layout, {"N", "H", "L_q", "L_k"}, layout.gzip_level == 0 ? kWrittenWhole : Fill{});
+            padded_maps_dims(layout), layout.weights_element_bytes(), layout, {"N", "H", "L_q", "L_k"},
+            layout.gzip_level == 0 ? kWrittenWhole : Fill{});
         set_int_attribute(*h5_->attention, attribute::first_sequence, layout.weights_first);
         set_int_attribute(*h5_->attention, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
     }
@@ -402,6 +402,10 @@ void OutputFile::write_chunked_rows(std::unique_ptr<DirectChunks>& slot, const s
         write_rows(*dataset, tail_begin, last - tail_begin, data + (tail_begin - first) * row, (last - tail_begin) * row, transfer);
     }
 }
+
+// output_spans.cpp writes a packed /output's rows with it too.
+template void OutputFile::write_chunked_rows<float>(std::unique_ptr<DirectChunks>&, const std::optional<Dataset>&, std::uint64_t,
+                                                    std::uint64_t, std::size_t, const float*, Transfer);
 
 std::pair<std::uint64_t, std::uint64_t> OutputFile::write_whole_chunks(std::unique_ptr<DirectChunks>& slot,
                                                                        const std::optional<Dataset>& dataset,

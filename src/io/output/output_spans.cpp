@@ -174,15 +174,12 @@ char* OutputFile::staging(std::size_t bytes) {
 }
 
 template <class Fill, class ThroughHdf5>
-std::pair<std::uint64_t, std::uint64_t> OutputFile::write_staged_chunks(std::unique_ptr<DirectChunks>& slot,
-                                                                        const std::optional<Dataset>& dataset,
-                                                                        std::uint64_t first, std::uint64_t count, Fill fill,
-                                                                        ThroughHdf5 through_hdf5, Transfer transfer) {
-    const std::pair<std::uint64_t, std::uint64_t> none{first, first};
+void OutputFile::write_staged(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset, std::uint64_t first,
+                              std::uint64_t count, Fill fill, ThroughHdf5 through_hdf5, Transfer transfer) {
     DirectChunks* chunks = count > 0 ? direct_chunks(slot, dataset, transfer) : nullptr;
-    if (chunks == nullptr) return none;
-    const auto [begin, end] = chunks->whole_chunks(first, count);
-    if (begin == end) return none;
+    const auto [begin, end] = chunks ? chunks->whole_chunks(first, count) : std::pair<std::uint64_t, std::uint64_t>{first, first};
+    if (begin == end) return through_hdf5(first, first + count);
+    if (begin > first) through_hdf5(first, begin);
     // Batches of whole chunks of about 4 MiB: writes large enough for the disk, a buffer small
     // beside a step's memory (the memory model's process margin holds it).
     const std::uint64_t chunk = chunks->chunk_bytes() / chunks->element_size();
@@ -194,7 +191,7 @@ std::pair<std::uint64_t, std::uint64_t> OutputFile::write_staged_chunks(std::uni
         const auto written = write_whole_chunks(slot, dataset, at, stop - at, buffer, transfer);
         if (written.first == written.second) through_hdf5(at, stop);
     }
-    return {begin, end};
+    if (end < first + count) through_hdf5(end, first + count);
 }
 
 void OutputFile::write_packed_rows(std::uint64_t first, std::uint64_t count, const float* rows, Transfer transfer) {
@@ -210,16 +207,28 @@ void OutputFile::write_packed_rows(std::uint64_t first, std::uint64_t count, con
     // The step's rows straight from its memory when a chunk's start falls on a page there; else
     // through the staging buffer, a copy, which the page cache's way makes too.
     DirectChunks* chunks = count > 0 ? direct_chunks(direct_output_, h5_->output, transfer) : nullptr;
-    bool in_place = false;
     if (chunks != nullptr) {
         const auto whole = chunks->whole_chunks(first * d, count * d);
-        in_place = whole.first < whole.second && reinterpret_cast<std::uintptr_t>(rows + (whole.first - first * d)) % 4096 == 0;
+        if (whole.first < whole.second && reinterpret_cast<std::uintptr_t>(rows + (whole.first - first * d)) % 4096 == 0) {
+            return write_chunked_rows(direct_output_, h5_->output, first, count, static_cast<std::size_t>(d), rows, transfer);
+        }
     }
-    const auto [begin, end] = in_place ? write_whole_chunks(direct_output_, h5_->output, first * d, count * d, rows, transfer)
-                                       : write_staged_chunks(direct_output_, h5_->output, first * d, count * d, copy, hdf5_rows, transfer);
-    if (begin == end) return hdf5_rows(first * d, (first + count) * d);
-    if (begin > first * d) hdf5_rows(first * d, begin);
-    if (end < (first + count) * d) hdf5_rows(end, (first + count) * d);
+    write_staged(direct_output_, h5_->output, first * d, count * d, copy, hdf5_rows, transfer);
+}
+
+void OutputFile::write_zero_map_rows(std::uint64_t map, std::uint64_t head, std::uint64_t row, std::uint64_t end,
+                                     Transfer transfer) {
+    const MemType type = layout_.weights_dtype == WeightsDtype::f16 ? MemType::f16_bits : MemType::f32;
+    const auto len = static_cast<std::uint64_t>(layout_.len);
+    const std::uint64_t row_bytes = len * layout_.weights_element_bytes();
+    const std::uint64_t per = std::max<std::uint64_t>(1, (std::uint64_t{1} << 20) / row_bytes);  // a staging buffer's worth
+    char* zeros = staging(static_cast<std::size_t>(per * row_bytes));
+    std::memset(zeros, 0, static_cast<std::size_t>(per * row_bytes));
+    for (std::uint64_t n = 0; row < end; row += n) {
+        n = std::min(per, end - row);
+        write_boxes(*h5_->attention, {Slab{{map, head, row, 0}, {1, 1, n, len}}}, type, zeros, static_cast<std::size_t>(n * len),
+                    transfer);
+    }
 }
 
 void OutputFile::write_packed_maps(const OutputSpan& span, const void* maps, Transfer transfer) {
@@ -274,22 +283,11 @@ void OutputFile::write_packed_maps(const OutputSpan& span, const void* maps, Tra
                 row += n;
                 r += n;
             }
-            if (row < stop) {  // zeros, a staging buffer's worth at a time
-                const std::uint64_t per = std::max<std::uint64_t>(1, (std::uint64_t{1} << 20) / row_bytes);
-                char* zeros = staging(static_cast<std::size_t>(per * row_bytes));
-                std::memset(zeros, 0, static_cast<std::size_t>(per * row_bytes));
-                for (std::uint64_t n = 0; row < stop; row += n, r += n) {
-                    n = std::min(per, stop - row);
-                    write_boxes(*h5_->attention, {Slab{{map, h, r, 0}, {1, 1, n, len}}}, type, zeros, n * len, transfer);
-                }
-            }
+            if (row < stop) write_zero_map_rows(map, h, r, r + (stop - row), transfer);
+            row = stop;
         }
     };
-    const std::uint64_t first = first_row * len, count = z(seq_end - seq_begin) * map_rows * len;
-    const auto [begin, end] = write_staged_chunks(direct_maps_, h5_->attention, first, count, fill, hdf5_rows, transfer);
-    if (begin == end) return hdf5_rows(first, first + count);
-    if (begin > first) hdf5_rows(first, begin);
-    if (end < first + count) hdf5_rows(end, first + count);
+    write_staged(direct_maps_, h5_->attention, first_row * len, z(seq_end - seq_begin) * map_rows * len, fill, hdf5_rows, transfer);
 }
 
 void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Transfer transfer) {
@@ -311,24 +309,25 @@ void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Tr
     // written padded (write_packed_maps), and a sequence's last piece writes the rows past its
     // length as zeros.
     const bool padded_maps = layout_.packed && layout_.gzip_level == 0;
+    const bool padded_whole = padded_maps && !span.piece();  // whole sequences: write_packed_rows and _maps
     if (padded_maps && h5_->attention && transfer != Transfer::independent) {
         // Collective writes need one call per dataset on every rank; uncompressed outputs are
         // written independently (parallel_io.cpp), and these maps have no fill to lean on.
         throw std::logic_error("OutputFile::write_span: an uncompressed packed output's maps are written independently");
     }
     try {
-        if (padded_maps && !span.piece()) {
+        if (padded_whole) {
             const std::int64_t t0 = row_of(layout_, span.first);
             write_packed_rows(static_cast<std::uint64_t>(t0), static_cast<std::uint64_t>(span_rows(layout_, span)), block.output,
                               transfer);
             if (h5_->attention) write_packed_maps(span, maps, transfer);
         }
         const WriteTurns::Turn turn(write_turns(transfer));
-        if (!(padded_maps && !span.piece())) {
+        if (!padded_whole) {
             write_boxes(*h5_->output, boxes.output, MemType::f32, block.output, sizes.output, transfer);
         }
         write_boxes(*h5_->lse, boxes.lse, MemType::f32, block.lse, sizes.lse, transfer);
-        if (h5_->attention && !(padded_maps && !span.piece())) {
+        if (h5_->attention && !padded_whole) {
             const MemType type = f16 ? MemType::f16_bits : MemType::f32;
             if (boxes.attention.size() > 1 && transfer == Transfer::independent) {
                 // Not collective: one write per map, each shaped like its box, many times faster
@@ -346,19 +345,9 @@ void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Tr
             const std::int64_t rows = layout_.rows_of(span.first);
             if (padded_maps && span.row_last == rows && rows < layout_.len && !boxes.attention.empty()) {
                 // The last piece: the rows past the sequence's length, zeros.
-                const hsize_t map = static_cast<hsize_t>(span.first - layout_.weights_first);
-                const auto len = static_cast<hsize_t>(layout_.len), heads = static_cast<hsize_t>(layout_.weights_heads());
-                const std::size_t row_bytes = static_cast<std::size_t>(len) * mem_type_size(type);
-                const std::size_t per = std::max<std::size_t>(1, (std::size_t{1} << 20) / row_bytes);
-                char* zeros = staging(per * row_bytes);
-                std::memset(zeros, 0, per * row_bytes);
-                for (hsize_t h = 0; h < heads; ++h) {
-                    for (auto r = static_cast<hsize_t>(rows); r < len;) {
-                        const hsize_t n = std::min<hsize_t>(per, len - r);
-                        write_boxes(*h5_->attention, {Slab{{map, h, r, 0}, {1, 1, n, len}}}, type, zeros, static_cast<std::size_t>(n * len),
-                                    transfer);
-                        r += n;
-                    }
+                const auto map = static_cast<std::uint64_t>(span.first - layout_.weights_first);
+                for (std::uint64_t h = 0; h < static_cast<std::uint64_t>(layout_.weights_heads()); ++h) {
+                    write_zero_map_rows(map, h, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(layout_.len), transfer);
                 }
             }
         }

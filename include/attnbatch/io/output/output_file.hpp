@@ -178,15 +178,14 @@ private:
     template <class T>
     void write_chunked_rows(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset, std::uint64_t first,
                             std::uint64_t count, std::size_t row, const T* data, Transfer transfer);
-    // The whole chunks among elements [first, first + count) of `dataset` around HDF5 from a
-    // page-aligned staging buffer, batch by batch: fill(dst, begin, end) puts elements
-    // [begin, end) there as the file stores them, and through_hdf5(begin, end) writes a batch
-    // the way around declined. Returns the elements [begin, end) of the whole chunks.
+    // Elements [first, first + count) of `dataset`: its whole chunks around HDF5 from a
+    // page-aligned staging buffer, batch by batch (fill(dst, begin, end) puts elements
+    // [begin, end) there as the file stores them); the parts of a chunk at either end, a batch
+    // the way around declined, or all of it where no chunk is whole, through
+    // through_hdf5(begin, end).
     template <class Fill, class ThroughHdf5>
-    std::pair<std::uint64_t, std::uint64_t> write_staged_chunks(std::unique_ptr<DirectChunks>& slot,
-                                                                const std::optional<Dataset>& dataset, std::uint64_t first,
-                                                                std::uint64_t count, Fill fill, ThroughHdf5 through_hdf5,
-                                                                Transfer transfer);
+    void write_staged(std::unique_ptr<DirectChunks>& slot, const std::optional<Dataset>& dataset, std::uint64_t first,
+                      std::uint64_t count, Fill fill, ThroughHdf5 through_hdf5, Transfer transfer);
     struct StagingFree {
         void operator()(char* p) const noexcept;
     };
@@ -196,6 +195,8 @@ private:
     // The maps of a packed span as the file stores them: every sequence's map L rows long, zeros
     // past its length (the uncompressed packed file has no fill: every element is written once).
     void write_packed_maps(const OutputSpan& span, const void* maps, Transfer transfer);
+    // Zeros in rows [row, end) of map `map`, head `head` of /attention, through HDF5.
+    void write_zero_map_rows(std::uint64_t map, std::uint64_t head, std::uint64_t row, std::uint64_t end, Transfer transfer);
     // Rows [first, first + count) of a packed /output: whole chunks around HDF5 (through the
     // staging buffer where the step's memory is not on a page bound at a chunk's start).
     void write_packed_rows(std::uint64_t first, std::uint64_t count, const float* rows, Transfer transfer);

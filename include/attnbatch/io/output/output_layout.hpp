@@ -55,7 +55,8 @@ struct OutputLayout {
     std::pair<std::int64_t, std::int64_t> weights_range(std::int64_t first, std::int64_t last) const noexcept;
 };
 
-// The padded layout's /output [N, L, D_out] and /attention [N_w, H or 1, L, L].
+// The padded layout's /output [N, L, D_out], and /attention [N_w, H or 1, L, L] (the packed
+// layout's too: its maps are L rows long).
 Dims padded_output_dims(const OutputLayout& layout);
 Dims padded_maps_dims(const OutputLayout& layout);
 
