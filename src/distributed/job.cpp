@@ -510,6 +510,7 @@ std::unique_ptr<StepIo> open_step_io(Job& job) {
     agreed(comm, true, [&] {
         reader = std::make_unique<io::InputReader>(job.spec);
         reader->check_values(scan_in_reads(job));
+        reader->read_in_place(true);
     });
     return make_parallel_io(comm, std::move(reader), std::move(output), s.force);
 }

@@ -62,7 +62,10 @@ struct StepData {
     const float* q = nullptr;  // Q/K/V mode
     const float* k = nullptr;
     const float* v = nullptr;
-    static StepData of(const io::InputBlock& in) noexcept { return {in.x.data(), in.q.data(), in.k.data(), in.v.data()}; }
+    static StepData of(const io::InputBlock& in) noexcept {
+        const auto at = [](const float* in_place, const std::vector<float>& copy) { return in_place ? in_place : copy.data(); };
+        return {at(in.x_in_place, in.x), at(in.q_in_place, in.q), at(in.k_in_place, in.k), at(in.v_in_place, in.v)};
+    }
 };
 
 // Built once per job: it packs the projection weights once, and its scratch (the rows being

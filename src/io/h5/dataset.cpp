@@ -160,6 +160,22 @@ Dims Dataset::chunk() const {
     return detail::dims_of(chunk);
 }
 
+std::optional<std::uint64_t> Dataset::contiguous_offset() const {
+    const PropertyListHandle dcpl(H5_CALL(H5Dget_create_plist, where_, id()));
+    if (H5_CALL(H5Pget_layout, where_, dcpl.id()) != H5D_CONTIGUOUS) return std::nullopt;
+    if (H5_CALL(H5Pget_external_count, where_, dcpl.id()) != 0) return std::nullopt;
+    // Not an error to ask: HADDR_UNDEF where no storage is allocated (H5Dget_offset adds a
+    // user block's size, so the offset is the file's own).
+    const haddr_t offset = H5Dget_offset(id());
+    if (offset == HADDR_UNDEF) return std::nullopt;
+    return static_cast<std::uint64_t>(offset);
+}
+
+bool Dataset::stored_as_float32le() const {
+    const DatatypeHandle type(H5_CALL(H5Dget_type, where_, id()));
+    return H5_CALL(H5Tequal, where_, type.id(), H5T_IEEE_F32LE) > 0;
+}
+
 std::vector<int> Dataset::filters() const {
     const PropertyListHandle dcpl(H5_CALL(H5Dget_create_plist, where_, id()));
     const int count = H5_CALL(H5Pget_nfilters, where_, dcpl.id());

@@ -7,6 +7,7 @@
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/io/input/npy_shards.hpp"
 #include "h5/open_checked.hpp"
+#include "input/mapped_floats.hpp"
 #include "input/read_buffer.hpp"
 
 #include <algorithm>
@@ -24,6 +25,7 @@ struct InputReader::Files {
     std::optional<Dataset> lengths;
     std::optional<NpyShardSet> npy;
     std::vector<std::int32_t> npy_lengths;  // padded shards with a lengths sidecar: every stored sequence's
+    std::vector<std::optional<detail::MappedFloats>> in_place;  // beside data, with read_in_place
 };
 
 InputReader::InputReader(InputReader&&) noexcept = default;
@@ -137,6 +139,7 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
     }
     block.first = first;
     block.count = last - first;
+    block.x_in_place = block.q_in_place = block.k_in_place = block.v_in_place = nullptr;
     const std::int64_t stored = spec_.first_sequence + first;  // the row in the file
     block.row_first = block.row_last = block.key_rows = 0;
     block.offsets.clear();
@@ -164,24 +167,49 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
 
 void InputReader::read_data(std::int64_t row, std::int64_t rows, std::int64_t first, std::int64_t last, InputBlock& block) {
     if (files_->npy) {
+        block.x_in_place = npy_in_place_ ? files_->npy->rows_in_place(row, rows) : nullptr;
+        if (block.x_in_place) {
+            if (check_values_ && !all_finite(block.x_in_place, static_cast<std::size_t>(rows * files_->npy->row_width()))) {
+                throw_non_finite(0, first, last);
+            }
+            return;
+        }
         files_->npy->read_rows(row, rows, block.x);
         if (check_values_) expect_finite(block, first, last);
         return;
     }
     bool finite[3] = {true, true, true};  // x, or q, k, v
+    const bool embeddings = spec_.mode == InputMode::embeddings;
+    std::vector<float>* const copies[3] = {embeddings ? &block.x : &block.q, &block.k, &block.v};
+    const float** const in_place[3] = {embeddings ? &block.x_in_place : &block.q_in_place, &block.k_in_place, &block.v_in_place};
     try {
-        if (spec_.mode == InputMode::embeddings) {
-            finite[0] = read_sequences(files_->data[0], row, rows, block.x, check_values_);
-        } else {
-            finite[0] = read_sequences(files_->data[0], row, rows, block.q, check_values_);
-            finite[1] = read_sequences(files_->data[1], row, rows, block.k, check_values_);
-            finite[2] = read_sequences(files_->data[2], row, rows, block.v, check_values_);
+        for (std::size_t i = 0; i < files_->data.size(); ++i) {
+            if (i < files_->in_place.size() && files_->in_place[i]) {
+                const Dims dims = files_->data[i].dims();
+                const auto per_row = static_cast<std::uint64_t>(element_count(Dims(dims.begin() + 1, dims.end())));
+                const auto count = static_cast<std::uint64_t>(rows) * per_row;
+                *in_place[i] = files_->in_place[i]->elements(static_cast<std::uint64_t>(row) * per_row, count);
+                if (check_values_) finite[i] = all_finite(*in_place[i], static_cast<std::size_t>(count));
+            } else {
+                finite[i] = read_sequences(files_->data[i], row, rows, *copies[i], check_values_);
+            }
         }
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);
     }
     for (std::size_t i = 0; i < 3; ++i) {
         if (!finite[i]) throw_non_finite(i, first, last);
+    }
+}
+
+void InputReader::read_in_place(bool on) {
+    files_->in_place.clear();
+    npy_in_place_ = on && files_->npy;
+    if (!on || files_->npy) return;
+    try {
+        for (const Dataset& dataset : files_->data) files_->in_place.push_back(detail::MappedFloats::of(spec_.path, dataset));
+    } catch (const H5Error& error) {
+        detail::rethrow_read_failure(error);
     }
 }
 
@@ -239,6 +267,7 @@ void InputReader::read_piece(std::int64_t sequence, std::int64_t row_first, std:
     block.first = sequence;
     block.count = 1;
     block.offsets.clear();
+    block.x_in_place = block.q_in_place = block.k_in_place = block.v_in_place = nullptr;
     block.row_first = row_first;
     block.row_last = row_last;
     try {

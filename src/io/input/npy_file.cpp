@@ -2,6 +2,7 @@
 #include "attnbatch/io/input/npy_file.hpp"
 
 #include "attnbatch/kernels/half.hpp"
+#include "input/mapping_faults.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -298,7 +299,8 @@ NpyHeader read_npy_header(const std::string& path, const std::string& role) {
 
 MappedNpy::MappedNpy(const NpyHeader& header) : header_(header) {
     Descriptor fd(header.path, "--input");
-    // A file shortened after it was checked would fault on access through the mapping.
+    // Checked here; a file shortened later faults on access through the mapping, which ends
+    // the run with one line (mapping_faults.hpp).
     struct stat status {};
     if (::fstat(fd.get(), &status) != 0 || status.st_size != header.file_bytes) {
         throw Error(exit_io, header.path + ": the .npy file changed since it was checked (" + std::to_string(status.st_size) +
@@ -309,6 +311,7 @@ MappedNpy::MappedNpy(const NpyHeader& header) : header_(header) {
     if (base == MAP_FAILED) throw Error(exit_io, header.path + ": cannot map the .npy file: " + std::strerror(errno));
     base_ = base;
     data_ = static_cast<const unsigned char*>(base) + header.data_offset;
+    detail::watch_mapping(base_, length_, header.path);
 }
 
 MappedNpy::MappedNpy(MappedNpy&& other) noexcept
@@ -319,7 +322,7 @@ MappedNpy::MappedNpy(MappedNpy&& other) noexcept
 
 MappedNpy& MappedNpy::operator=(MappedNpy&& other) noexcept {
     if (this != &other) {
-        if (base_) ::munmap(base_, length_);
+        release();
         header_ = std::move(other.header_);
         base_ = std::exchange(other.base_, nullptr);
         length_ = std::exchange(other.length_, 0);
@@ -328,8 +331,12 @@ MappedNpy& MappedNpy::operator=(MappedNpy&& other) noexcept {
     return *this;
 }
 
-MappedNpy::~MappedNpy() {
-    if (base_) ::munmap(base_, length_);
+MappedNpy::~MappedNpy() { release(); }
+
+void MappedNpy::release() noexcept {
+    if (!base_) return;
+    detail::forget_mapping(base_);
+    ::munmap(base_, length_);
 }
 
 std::int64_t npy_integer_at(const NpyHeader& header, const unsigned char* data, std::int64_t i) {

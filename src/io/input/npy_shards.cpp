@@ -476,6 +476,19 @@ void NpyShardSet::read_rows(std::int64_t first, std::int64_t count, std::vector<
     read_elements(first * row_width_, count * row_width_, out.data());
 }
 
+const float* NpyShardSet::rows_in_place(std::int64_t first, std::int64_t count) const noexcept {
+    if (count <= 0) return nullptr;
+    const auto s = static_cast<std::size_t>(std::upper_bound(first_row_.begin(), first_row_.end() - 1, first) - first_row_.begin());
+    if (s == 0) return nullptr;
+    const Mapped& shard = shards_[s - 1];
+    const NpyHeader& header = shard.header;
+    if (first + count > first_row_[s] || header.kind != NpyKind::floating || header.item_bytes != 4 || header.big_endian) {
+        return nullptr;
+    }
+    const unsigned char* at = shard.file.data() + static_cast<std::size_t>((first - first_row_[s - 1]) * row_width_) * 4;
+    return reinterpret_cast<std::uintptr_t>(at) % 64 == 0 ? reinterpret_cast<const float*>(at) : nullptr;
+}
+
 void NpyShardSet::expect_finite_rows(std::int64_t first, std::int64_t last) const {
     for (std::size_t s = 0; s < shards_.size(); ++s) {
         const std::int64_t begin = std::max(first, first_row_[s]), end = std::min(last, first_row_[s + 1]);

@@ -15,6 +15,8 @@
 #include "attnbatch/io/h5/types.hpp"
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,11 @@ public:
     Dims dims() const;
     TypeInfo type_info() const;
     Dims chunk() const;                 // empty when not chunked
+    // Where the elements lie in the file one after another, as stored: the offset of the first
+    // (contiguous layout, storage allocated in the file itself, not external); none otherwise.
+    std::optional<std::uint64_t> contiguous_offset() const;
+    // Whether the stored type is IEEE binary32 little-endian: bytes a float can be read from.
+    bool stored_as_float32le() const;
     std::vector<int> filters() const;   // H5Z filter ids in pipeline order (H5Z_FILTER_SHUFFLE, ...)
     // The filters of filters() that this HDF5 library cannot apply (neither built in nor
     // found as a plugin on HDF5_PLUGIN_PATH): reading the data would fail.

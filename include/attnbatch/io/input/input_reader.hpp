@@ -31,6 +31,13 @@ struct InputBlock {
     std::vector<std::int32_t> lengths;  // (count); L when the input has no lengths
     std::vector<std::int64_t> offsets;  // packed layout: count + 1 row offsets from 0; empty: padded
     std::int64_t row_first = 0, row_last = 0, key_rows = 0;  // a piece; row_last = 0: whole sequences
+    // Where read() left an array's rows in place, in the input file's mapped pages
+    // (InputReader::read_in_place), instead of copying them into its vector; null where the
+    // vector holds them.
+    const float* x_in_place = nullptr;
+    const float* q_in_place = nullptr;
+    const float* k_in_place = nullptr;
+    const float* v_in_place = nullptr;
 
     bool piece() const noexcept { return row_last > 0; }
     // Rows of q held by a piece: its query rows below the sequence's length.
@@ -56,6 +63,12 @@ public:
     // the dataset and the sequences otherwise. For float32, float16 and bfloat16 data, whose
     // values arrive as stored (float64 beyond float32's range needs the scan of input_spec.hpp).
     void check_values(bool on) noexcept { check_values_ = on; }
+    // From now on read() leaves the rows of whole sequences where they lie in the input file,
+    // mapped, for each dataset whose elements can be read so (detail::MappedFloats; .npy
+    // shards: NpyShardSet::rows_in_place, step by step), and points the block's *_in_place at
+    // them instead of copying them. For callers that read the block through
+    // distributed::StepData only (not one that sends its vectors on).
+    void read_in_place(bool on);
 
     const InputSpec& spec() const noexcept { return spec_; }
 
@@ -65,6 +78,7 @@ private:
     std::unique_ptr<Files> files_;
     std::vector<std::int64_t> offsets_;  // packed layout: N + 1
     bool check_values_ = false;
+    bool npy_in_place_ = false;  // read_in_place on .npy shards
     // Rows [row, row + rows) of the stored data into x, or q, k, v, checked when check_values
     // is on; a failure names sequences [first, last).
     void read_data(std::int64_t row, std::int64_t rows, std::int64_t first, std::int64_t last, InputBlock& block);

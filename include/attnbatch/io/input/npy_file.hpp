@@ -57,6 +57,7 @@ public:
     const NpyHeader& header() const noexcept { return header_; }
 
 private:
+    void release() noexcept;
     NpyHeader header_;
     void* base_ = nullptr;
     std::size_t length_ = 0;

@@ -61,6 +61,10 @@ public:
     void read_elements(std::int64_t first, std::int64_t count, float* out) const;
     // Rows [first, first + count) into out (resized).
     void read_rows(std::int64_t first, std::int64_t count, std::vector<float>& out) const;
+    // Where rows [first, first + count) lie as float32, when they can be read there: all in
+    // one little-endian float32 shard, from a cache-line bound on (a .npy header pads the data
+    // to one). Null otherwise (read_rows copies and converts them).
+    const float* rows_in_place(std::int64_t first, std::int64_t count) const noexcept;
     // Error (exit 3) naming the shard, the index within it and the value of the first element of
     // rows [first, last) that is not finite or, float64, beyond float32's range.
     void expect_finite_rows(std::int64_t first, std::int64_t last) const;

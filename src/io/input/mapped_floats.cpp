@@ -1,0 +1,87 @@
+#include "input/mapped_floats.hpp"
+
+#include "input/mapping_faults.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <utility>
+
+// Linux 5.14; older kernels refuse it (EINVAL) and the pages fault in as they are read.
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+namespace attnbatch::io::detail {
+
+namespace {
+
+// Rows start where the dataset does, plus whole rows: on a cache line, a row's vector loads
+// are each one line, as they are from the step buffers the copy goes to.
+constexpr std::uint64_t kCacheLine = 64;
+
+}  // namespace
+
+std::optional<MappedFloats> MappedFloats::of(const std::string& path, const Dataset& dataset) {
+    if (!dataset.stored_as_float32le()) return std::nullopt;
+    const std::optional<std::uint64_t> offset = dataset.contiguous_offset();
+    if (!offset || *offset % kCacheLine != 0) return std::nullopt;
+    const std::uint64_t count = element_count(dataset.dims());
+    if (count == 0) return std::nullopt;
+    const std::uint64_t end = *offset + count * sizeof(float);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    struct stat status {};
+    const long page_size = ::sysconf(_SC_PAGESIZE);
+    void* base = MAP_FAILED;
+    std::uint64_t start = 0;
+    if (::fstat(fd, &status) == 0 && static_cast<std::uint64_t>(status.st_size) >= end && page_size > 0) {
+        start = *offset / static_cast<std::uint64_t>(page_size) * static_cast<std::uint64_t>(page_size);
+        base = ::mmap(nullptr, static_cast<std::size_t>(end - start), PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
+    }
+    ::close(fd);  // the mapping keeps the file
+    if (base == MAP_FAILED) return std::nullopt;
+    const auto* data = reinterpret_cast<const float*>(static_cast<const char*>(base) + (*offset - start));
+    watch_mapping(base, static_cast<std::size_t>(end - start), path);
+    return MappedFloats(base, static_cast<std::size_t>(end - start), data, count);
+}
+
+MappedFloats::MappedFloats(MappedFloats&& other) noexcept
+    : base_(std::exchange(other.base_, nullptr)),
+      length_(std::exchange(other.length_, 0)),
+      data_(std::exchange(other.data_, nullptr)),
+      count_(std::exchange(other.count_, 0)) {}
+
+MappedFloats& MappedFloats::operator=(MappedFloats&& other) noexcept {
+    if (this != &other) {
+        release();
+        base_ = std::exchange(other.base_, nullptr);
+        length_ = std::exchange(other.length_, 0);
+        data_ = std::exchange(other.data_, nullptr);
+        count_ = std::exchange(other.count_, 0);
+    }
+    return *this;
+}
+
+MappedFloats::~MappedFloats() { release(); }
+
+void MappedFloats::release() noexcept {
+    if (!base_) return;
+    forget_mapping(base_);
+    ::munmap(base_, length_);
+}
+
+const float* MappedFloats::elements(std::uint64_t first, std::uint64_t count) const noexcept {
+    const float* at = data_ + first;
+    if (count > 0) {
+        static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+        const auto begin = reinterpret_cast<std::uintptr_t>(at) / page * page;
+        const auto stop = reinterpret_cast<std::uintptr_t>(at + count);
+        (void)::madvise(reinterpret_cast<void*>(begin), stop - begin, MADV_POPULATE_READ);
+    }
+    return at;
+}
+
+}  // namespace attnbatch::io::detail
