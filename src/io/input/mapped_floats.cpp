@@ -18,8 +18,8 @@ namespace attnbatch::io::detail {
 
 namespace {
 
-// Rows start where the dataset does, plus whole rows: on a cache line, a row's vector loads
-// are each one line, as they are from the step buffers the copy goes to.
+// The step buffers a copy goes to start on a cache line; data mapped from such a bound have
+// their rows on the same bounds, and the kernels' loads split no more lines than on a copy.
 constexpr std::uint64_t kCacheLine = 64;
 
 }  // namespace

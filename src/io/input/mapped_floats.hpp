@@ -14,8 +14,8 @@ namespace attnbatch::io::detail {
 // little-endian float32, from a cache-line bound on: its bytes mapped read-only, so that a
 // step computes on its rows where they lie in the page cache instead of on a copy in a buffer
 // of its own. The copy wrote every byte of the input once more and the kernel read it back:
-// at N=2048 L=256 d=64 on two ranks, 10-12 ms of each rank's 0.11 s of rounds, on the core its
-// compute runs on.
+// at N=2048 L=256 d=64 on two ranks, 11-14 ms of each rank's 0.10 s of rounds, on the core its
+// compute runs on; mapped, 7-9 ms (the page tables and the NaN/inf check).
 //
 // The size is checked when it is mapped; a file shortened afterwards ends the run with exit 4
 // at the first access to the pages it lost (mapping_faults.hpp), as a mapped .npy shard does.
