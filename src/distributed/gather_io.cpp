@@ -199,6 +199,7 @@ private:
     }
 
     void send_input(io::InputBlock& block, int rank) {
+        block.copy_in_place();  // what travels is the vectors
         send_vector(comm_, block.lengths, rank, tag_input);
         for (std::vector<float>* array : input_arrays(spec_, block, block.count)) send_vector(comm_, *array, rank, tag_input);
     }
@@ -208,6 +209,7 @@ private:
     bool rows_vary(const RankStep& step) const { return step.piece() || spec_.packed; }
 
     void send_sized_input(io::InputBlock& block, int rank) {
+        block.copy_in_place();  // what travels is the vectors
         std::int64_t header[10] = {block.count,
                                    block.row_first,
                                    block.row_last,

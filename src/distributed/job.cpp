@@ -492,6 +492,7 @@ std::unique_ptr<StepIo> open_step_io(Job& job) {
             output = open_output(output_options.access);
             reader = std::make_unique<io::InputReader>(job.spec);
             reader->check_values(scan_in_reads(job));
+            reader->read_in_place(true);  // rank 0's own steps; what it sends on is copied
         });
         return make_gather_io(comm, job.spec, job.layout, std::move(reader), std::move(output));
     }

@@ -30,6 +30,8 @@ File aligned_file(const std::string& path) {
     return File::create(path, {}, tuning);
 }
 
+std::vector<float> values_of(InputBlock::InPlace rows) { return std::vector<float>(rows.data, rows.data + rows.count); }
+
 InputSpec spec_of(const std::string& path, const std::string& dataset = {}) {
     InputOptions options;
     options.input_path = path;
@@ -51,20 +53,24 @@ TEST(InputInPlace, ContiguousFloat32RowsAreReadWhereTheyLieWithTheCopysValues) {
     InputBlock copied, mapped;
     copying.read(2, 5, copied);
     in_place.read(2, 5, mapped);
-    EXPECT_EQ(copied.x_in_place, nullptr);
-    ASSERT_NE(mapped.x_in_place, nullptr);
+    EXPECT_EQ(copied.x_in_place.data, nullptr);
+    ASSERT_NE(mapped.x_in_place.data, nullptr);
     EXPECT_TRUE(mapped.x.empty()) << "rows read in place are not copied too";
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(mapped.x_in_place) % 64, 0u);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(mapped.x_in_place.data) % 64, 0u);
     ASSERT_EQ(copied.x.size(), 3u * 16u * 8u);
-    EXPECT_EQ(std::vector<float>(mapped.x_in_place, mapped.x_in_place + copied.x.size()), copied.x);
+    EXPECT_EQ(values_of(mapped.x_in_place), copied.x);
     EXPECT_EQ(mapped.lengths, copied.lengths);
+    // What a caller sends on: the vectors, as a copying read leaves them.
+    mapped.copy_in_place();
+    EXPECT_EQ(mapped.x_in_place.data, nullptr);
+    EXPECT_EQ(mapped.x, copied.x);
     // A piece is always copied, and clears what the read before left in place.
     in_place.read_piece(1, 4, 8, 16, mapped);
-    EXPECT_EQ(mapped.x_in_place, nullptr);
+    EXPECT_EQ(mapped.x_in_place.data, nullptr);
     EXPECT_EQ(mapped.x, std::vector<float>(x.begin() + 128, x.begin() + 256));
     in_place.read_in_place(false);
     in_place.read(0, 1, mapped);
-    EXPECT_EQ(mapped.x_in_place, nullptr);
+    EXPECT_EQ(mapped.x_in_place.data, nullptr);
     EXPECT_EQ(mapped.x, std::vector<float>(x.begin(), x.begin() + 128));
 }
 
@@ -81,8 +87,8 @@ TEST(InputInPlace, PackedRowsAndEachOfQKVInPlace) {
     packed_reader.read_in_place(true);
     InputBlock block;
     packed_reader.read(1, 3, block);
-    ASSERT_NE(block.x_in_place, nullptr);
-    EXPECT_EQ(std::vector<float>(block.x_in_place, block.x_in_place + 28 * 16),
+    ASSERT_NE(block.x_in_place.data, nullptr);
+    EXPECT_EQ(values_of(block.x_in_place),
               std::vector<float>(tokens.begin() + 12 * 16, tokens.end()));
     EXPECT_EQ(block.offsets, (std::vector<std::int64_t>{0, 18, 28}));
 
@@ -102,11 +108,11 @@ TEST(InputInPlace, PackedRowsAndEachOfQKVInPlace) {
     reader.read_in_place(true);
     reader.read(3, 4, block);
     const std::vector<float> last(q.begin() + 3 * 256, q.end());
-    ASSERT_NE(block.q_in_place, nullptr);
-    ASSERT_NE(block.k_in_place, nullptr);
-    EXPECT_EQ(block.v_in_place, nullptr) << "float64 is converted, so copied";
-    EXPECT_EQ(std::vector<float>(block.q_in_place, block.q_in_place + 256), last);
-    EXPECT_EQ(std::vector<float>(block.k_in_place, block.k_in_place + 256), last);
+    ASSERT_NE(block.q_in_place.data, nullptr);
+    ASSERT_NE(block.k_in_place.data, nullptr);
+    EXPECT_EQ(block.v_in_place.data, nullptr) << "float64 is converted, so copied";
+    EXPECT_EQ(values_of(block.q_in_place), last);
+    EXPECT_EQ(values_of(block.k_in_place), last);
     EXPECT_EQ(block.v, last);
 }
 
@@ -151,7 +157,7 @@ TEST(InputInPlace, OnlyFloat32InOneRunFromACacheLine) {
     reader.read_in_place(true);
     InputBlock block;
     reader.read(1, 3, block);
-    EXPECT_EQ(block.x_in_place, nullptr);
+    EXPECT_EQ(block.x_in_place.data, nullptr);
     EXPECT_EQ(block.x, std::vector<float>(values.begin() + 256, values.begin() + 768));
     // A file shorter than the dataset says (cut after it was written): not mapped.
     const std::string cut = dir.file("cut.h5");
@@ -182,7 +188,7 @@ TEST(InputInPlace, NonFiniteValuesInPlaceAreFoundAsInACopy) {
     reader.check_values(true);
     InputBlock block;
     reader.read(0, 3, block);
-    EXPECT_NE(block.x_in_place, nullptr);
+    EXPECT_NE(block.x_in_place.data, nullptr);
     try {
         reader.read(2, 5, block);
         FAIL() << "a NaN in sequence 3 went unnoticed";
@@ -246,16 +252,16 @@ TEST(InputInPlace, NpyShardRowsInPlaceWithinAFloat32Shard) {
     // Sequences 4-6 lie in part_1: in place.
     reader.read(4, 7, mapped);
     copying.read(4, 7, copied);
-    ASSERT_NE(mapped.x_in_place, nullptr);
-    EXPECT_EQ(std::vector<float>(mapped.x_in_place, mapped.x_in_place + 96), copied.x);
+    ASSERT_NE(mapped.x_in_place.data, nullptr);
+    EXPECT_EQ(values_of(mapped.x_in_place), copied.x);
     EXPECT_EQ(copied.x, std::vector<float>(second.begin() + 32, second.begin() + 128));
     // Across part_0 and part_1, or in the big-endian shard: copied.
     reader.read(2, 5, mapped);
-    EXPECT_EQ(mapped.x_in_place, nullptr);
+    EXPECT_EQ(mapped.x_in_place.data, nullptr);
     copying.read(2, 5, copied);
     EXPECT_EQ(mapped.x, copied.x);
     reader.read(8, 10, mapped);
-    EXPECT_EQ(mapped.x_in_place, nullptr);
+    EXPECT_EQ(mapped.x_in_place.data, nullptr);
     EXPECT_EQ(mapped.x, std::vector<float>(third.begin(), third.end()));
 }
 

@@ -63,7 +63,9 @@ struct StepData {
     const float* k = nullptr;
     const float* v = nullptr;
     static StepData of(const io::InputBlock& in) noexcept {
-        const auto at = [](const float* in_place, const std::vector<float>& copy) { return in_place ? in_place : copy.data(); };
+        const auto at = [](io::InputBlock::InPlace in_place, const std::vector<float>& copy) {
+            return in_place.data ? in_place.data : copy.data();
+        };
         return {at(in.x_in_place, in.x), at(in.q_in_place, in.q), at(in.k_in_place, in.k), at(in.v_in_place, in.v)};
     }
 };

@@ -100,6 +100,14 @@ void InputReader::throw_non_finite(std::size_t array, std::int64_t first, std::i
                                         "e.g. numpy.nan_to_num");
 }
 
+void InputBlock::copy_in_place() {
+    for (auto [view, copy] : {std::pair{&x_in_place, &x}, std::pair{&q_in_place, &q}, std::pair{&k_in_place, &k}, std::pair{&v_in_place, &v}}) {
+        if (!view->data) continue;
+        copy->assign(view->data, view->data + view->count);
+        *view = InPlace{};
+    }
+}
+
 std::int64_t InputBlock::query_rows() const noexcept {
     if (!piece() || lengths.empty()) return 0;
     return std::max<std::int64_t>(0, std::min<std::int64_t>(row_last, lengths[0]) - row_first);
@@ -139,7 +147,7 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
     }
     block.first = first;
     block.count = last - first;
-    block.x_in_place = block.q_in_place = block.k_in_place = block.v_in_place = nullptr;
+    block.x_in_place = block.q_in_place = block.k_in_place = block.v_in_place = InputBlock::InPlace{};
     const std::int64_t stored = spec_.first_sequence + first;  // the row in the file
     block.row_first = block.row_last = block.key_rows = 0;
     block.offsets.clear();
@@ -167,11 +175,11 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
 
 void InputReader::read_data(std::int64_t row, std::int64_t rows, std::int64_t first, std::int64_t last, InputBlock& block) {
     if (files_->npy) {
-        block.x_in_place = npy_in_place_ ? files_->npy->rows_in_place(row, rows) : nullptr;
-        if (block.x_in_place) {
-            if (check_values_ && !all_finite(block.x_in_place, static_cast<std::size_t>(rows * files_->npy->row_width()))) {
-                throw_non_finite(0, first, last);
-            }
+        const float* rows_in_place = npy_in_place_ ? files_->npy->rows_in_place(row, rows) : nullptr;
+        if (rows_in_place) {
+            const auto count = static_cast<std::size_t>(rows * files_->npy->row_width());
+            block.x_in_place = InputBlock::InPlace{rows_in_place, count};
+            if (check_values_ && !all_finite(rows_in_place, count)) throw_non_finite(0, first, last);
             return;
         }
         files_->npy->read_rows(row, rows, block.x);
@@ -181,15 +189,16 @@ void InputReader::read_data(std::int64_t row, std::int64_t rows, std::int64_t fi
     bool finite[3] = {true, true, true};  // x, or q, k, v
     const bool embeddings = spec_.mode == InputMode::embeddings;
     std::vector<float>* const copies[3] = {embeddings ? &block.x : &block.q, &block.k, &block.v};
-    const float** const in_place[3] = {embeddings ? &block.x_in_place : &block.q_in_place, &block.k_in_place, &block.v_in_place};
+    InputBlock::InPlace* const in_place[3] = {embeddings ? &block.x_in_place : &block.q_in_place, &block.k_in_place, &block.v_in_place};
     try {
         for (std::size_t i = 0; i < files_->data.size(); ++i) {
             if (i < files_->in_place.size() && files_->in_place[i]) {
                 const Dims dims = files_->data[i].dims();
                 const auto per_row = static_cast<std::uint64_t>(element_count(Dims(dims.begin() + 1, dims.end())));
                 const auto count = static_cast<std::uint64_t>(rows) * per_row;
-                *in_place[i] = files_->in_place[i]->elements(static_cast<std::uint64_t>(row) * per_row, count);
-                if (check_values_) finite[i] = all_finite(*in_place[i], static_cast<std::size_t>(count));
+                *in_place[i] = InputBlock::InPlace{files_->in_place[i]->elements(static_cast<std::uint64_t>(row) * per_row, count),
+                                                   static_cast<std::size_t>(count)};
+                if (check_values_) finite[i] = all_finite(in_place[i]->data, in_place[i]->count);
             } else {
                 finite[i] = read_sequences(files_->data[i], row, rows, *copies[i], check_values_);
             }
@@ -267,7 +276,7 @@ void InputReader::read_piece(std::int64_t sequence, std::int64_t row_first, std:
     block.first = sequence;
     block.count = 1;
     block.offsets.clear();
-    block.x_in_place = block.q_in_place = block.k_in_place = block.v_in_place = nullptr;
+    block.x_in_place = block.q_in_place = block.k_in_place = block.v_in_place = InputBlock::InPlace{};
     block.row_first = row_first;
     block.row_last = row_last;
     try {

@@ -32,14 +32,18 @@ struct InputBlock {
     std::vector<std::int64_t> offsets;  // packed layout: count + 1 row offsets from 0; empty: padded
     std::int64_t row_first = 0, row_last = 0, key_rows = 0;  // a piece; row_last = 0: whole sequences
     // Where read() left an array's rows in place, in the input file's mapped pages
-    // (InputReader::read_in_place), instead of copying them into its vector; null where the
-    // vector holds them.
-    const float* x_in_place = nullptr;
-    const float* q_in_place = nullptr;
-    const float* k_in_place = nullptr;
-    const float* v_in_place = nullptr;
+    // (InputReader::read_in_place), instead of copying them into its vector: their first
+    // element and count; data null where the vector holds them.
+    struct InPlace {
+        const float* data = nullptr;
+        std::size_t count = 0;
+    };
+    InPlace x_in_place, q_in_place, k_in_place, v_in_place;
 
     bool piece() const noexcept { return row_last > 0; }
+    // Copies the arrays read in place into their vectors, as a read without read_in_place
+    // leaves them (for a caller that sends the vectors on).
+    void copy_in_place();
     // Rows of q held by a piece: its query rows below the sequence's length.
     std::int64_t query_rows() const noexcept;
 };
