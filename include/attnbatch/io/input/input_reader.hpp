@@ -70,8 +70,8 @@ public:
     // From now on read() leaves the rows of whole sequences where they lie in the input file,
     // mapped, for each dataset whose elements can be read so (detail::MappedFloats; .npy
     // shards: NpyShardSet::rows_in_place, step by step), and points the block's *_in_place at
-    // them instead of copying them. For callers that read the block through
-    // distributed::StepData only (not one that sends its vectors on).
+    // them instead of copying them. distributed::StepData reads either; a caller that sends
+    // the vectors on calls InputBlock::copy_in_place first.
     void read_in_place(bool on);
 
     const InputSpec& spec() const noexcept { return spec_; }
