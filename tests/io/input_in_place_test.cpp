@@ -1,7 +1,8 @@
 // Input rows read where they lie in the file (InputReader::read_in_place): the same values as
 // the copy, only where the stored bytes are float32 in one run from a cache line on, checked
-// for non-finite values like the copy, and a file shortened under its mapping (an HDF5 input's
-// or a .npy shard's) ends the process with one line and exit 4 instead of a bus error.
+// for non-finite values like the copy, unmapped once a block is read again, and a file
+// shortened under its mapping (an HDF5 input's or a .npy shard's) ends the process with one
+// line and exit 4 instead of a bus error.
 #include "support/h5_files.hpp"
 #include "support/temp_dir.hpp"
 
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <string>
 
 namespace attnbatch::io {
 namespace {
@@ -114,6 +116,44 @@ TEST(InputInPlace, PackedRowsAndEachOfQKVInPlace) {
     EXPECT_EQ(values_of(block.q_in_place), last);
     EXPECT_EQ(values_of(block.k_in_place), last);
     EXPECT_EQ(block.v, last);
+}
+
+// The process's file pages mapped now (kB), from /proc/self/status.
+long rss_file_kb() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);) {
+        if (line.rfind("RssFile:", 0) == 0) return std::stol(line.substr(8));
+    }
+    return -1;
+}
+
+TEST(InputInPlace, AStepsRowsAreUnmappedWhenItsBlockIsReadAgain) {
+    // 16 MiB of input read in 1 MiB steps into two blocks by turns, as a run's two slots are:
+    // what stays mapped is about the last two steps, not everything read.
+    const testing::TempDir dir;
+    const std::string path = dir.file("in.h5");
+    {
+        const File file = aligned_file(path);
+        put(file, "/embeddings", Datatype::float32(), {256, 64, 256}, std::vector<float>(256 * 64 * 256, 0.5f));
+    }
+    InputReader reader(spec_of(path));
+    reader.read_in_place(true);
+    InputBlock blocks[2];
+    const long before = rss_file_kb();
+    ASSERT_GE(before, 0) << "no RssFile in /proc/self/status";
+    for (int step = 0; step < 16; ++step) {
+        InputBlock& block = blocks[step % 2];
+        reader.read(step * 16, step * 16 + 16, block);
+        ASSERT_NE(block.x_in_place.data, nullptr);
+        ASSERT_EQ(block.x_in_place.count, 16u * 64u * 256u);
+        EXPECT_EQ(block.x_in_place.data[block.x_in_place.count - 1], 0.5f);
+    }
+    const long grown = rss_file_kb() - before;
+    EXPECT_LE(grown, 3 * 1024) << "kB of file pages still mapped after 16 steps of 1 MiB";
+    EXPECT_GE(grown, 1024) << "the last two steps' pages are mapped";
+    blocks[0].copy_in_place();  // copied, then unmapped too
+    EXPECT_EQ(blocks[0].x.size(), 16u * 64u * 256u);
+    EXPECT_LE(rss_file_kb() - before, 2 * 1024);
 }
 
 TEST(InputInPlace, OnlyFloat32InOneRunFromACacheLine) {

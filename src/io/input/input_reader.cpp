@@ -100,10 +100,23 @@ void InputReader::throw_non_finite(std::size_t array, std::int64_t first, std::i
                                         "e.g. numpy.nan_to_num");
 }
 
+namespace {
+
+// The block's rows read in place by the read before, done with now that it reads again.
+void release_in_place(InputBlock& block) {
+    for (InputBlock::InPlace* view : {&block.x_in_place, &block.q_in_place, &block.k_in_place, &block.v_in_place}) {
+        if (view->data) detail::release_mapped_rows(view->data, view->count * sizeof(float));
+        *view = InputBlock::InPlace{};
+    }
+}
+
+}  // namespace
+
 void InputBlock::copy_in_place() {
     for (auto [view, copy] : {std::pair{&x_in_place, &x}, std::pair{&q_in_place, &q}, std::pair{&k_in_place, &k}, std::pair{&v_in_place, &v}}) {
         if (!view->data) continue;
         copy->assign(view->data, view->data + view->count);
+        detail::release_mapped_rows(view->data, view->count * sizeof(float));
         *view = InPlace{};
     }
 }
@@ -147,7 +160,7 @@ void InputReader::read(std::int64_t first, std::int64_t last, InputBlock& block)
     }
     block.first = first;
     block.count = last - first;
-    block.x_in_place = block.q_in_place = block.k_in_place = block.v_in_place = InputBlock::InPlace{};
+    release_in_place(block);
     const std::int64_t stored = spec_.first_sequence + first;  // the row in the file
     block.row_first = block.row_last = block.key_rows = 0;
     block.offsets.clear();
@@ -276,7 +289,7 @@ void InputReader::read_piece(std::int64_t sequence, std::int64_t row_first, std:
     block.first = sequence;
     block.count = 1;
     block.offsets.clear();
-    block.x_in_place = block.q_in_place = block.k_in_place = block.v_in_place = InputBlock::InPlace{};
+    release_in_place(block);
     block.row_first = row_first;
     block.row_last = row_last;
     try {

@@ -84,4 +84,11 @@ const float* MappedFloats::elements(std::uint64_t first, std::uint64_t count) co
     return at;
 }
 
+void release_mapped_rows(const void* begin, std::size_t bytes) noexcept {
+    static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto first = (reinterpret_cast<std::uintptr_t>(begin) + page - 1) / page * page;
+    const auto last = (reinterpret_cast<std::uintptr_t>(begin) + bytes) / page * page;
+    if (last > first) (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 }  // namespace attnbatch::io::detail

@@ -46,4 +46,10 @@ private:
     std::uint64_t count_ = 0;
 };
 
+// Unmaps the whole pages of [begin, begin + bytes), a range of a read-only file mapping (the
+// page cache keeps them; a later read maps them again). A step's rows, once computed, so that
+// a process's mapped pages stay those of the steps in flight rather than growing to the whole
+// input (which RSS-based job accounting would count against the job).
+void release_mapped_rows(const void* begin, std::size_t bytes) noexcept;
+
 }  // namespace attnbatch::io::detail

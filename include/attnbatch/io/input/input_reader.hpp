@@ -71,7 +71,8 @@ public:
     // mapped, for each dataset whose elements can be read so (detail::MappedFloats; .npy
     // shards: NpyShardSet::rows_in_place, step by step), and points the block's *_in_place at
     // them instead of copying them. distributed::StepData reads either; a caller that sends
-    // the vectors on calls InputBlock::copy_in_place first.
+    // the vectors on calls InputBlock::copy_in_place first. The next read into the same block
+    // (or copy_in_place) unmaps those rows: the block's last rows are done with by then.
     void read_in_place(bool on);
 
     const InputSpec& spec() const noexcept { return spec_; }
