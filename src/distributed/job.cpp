@@ -460,6 +460,15 @@ io::Provenance provenance_of(const Job& job) {
     return provenance;
 }
 
+// The rounds' reader: their reads check the values when no scan did before, and leave the
+// rows in place where the input allows.
+std::unique_ptr<io::InputReader> open_step_reader(const Job& job) {
+    auto reader = std::make_unique<io::InputReader>(job.spec);
+    reader->check_values(scan_in_reads(job));
+    reader->read_in_place(true);
+    return reader;
+}
+
 // Creates (or, resuming, reopens) OUTPUT.partial and the reader, wrapped in the StepIo of the
 // job's I/O mode.
 std::unique_ptr<StepIo> open_step_io(Job& job) {
@@ -490,9 +499,7 @@ std::unique_ptr<StepIo> open_step_io(Job& job) {
     if (job.io_mode != IoMode::parallel) {
         agreed(comm, root, [&] {
             output = open_output(output_options.access);
-            reader = std::make_unique<io::InputReader>(job.spec);
-            reader->check_values(scan_in_reads(job));
-            reader->read_in_place(true);  // rank 0's own steps; what it sends on is copied
+            reader = open_step_reader(job);  // gather: rank 0 copies what it sends on
         });
         return make_gather_io(comm, job.spec, job.layout, std::move(reader), std::move(output));
     }
@@ -508,11 +515,7 @@ std::unique_ptr<StepIo> open_step_io(Job& job) {
     const AgreedError created = agree(comm, failure.code, failure.message);
     if (created.code != 0 && output) abort_job(comm, created.code, created.message);
     if (created.code != 0) throw AgreedFailure(created.code, created.message);
-    agreed(comm, true, [&] {
-        reader = std::make_unique<io::InputReader>(job.spec);
-        reader->check_values(scan_in_reads(job));
-        reader->read_in_place(true);
-    });
+    agreed(comm, true, [&] { reader = open_step_reader(job); });
     return make_parallel_io(comm, std::move(reader), std::move(output), s.force);
 }
 

@@ -114,11 +114,9 @@ void release_in_place(InputBlock& block) {
 
 void InputBlock::copy_in_place() {
     for (auto [view, copy] : {std::pair{&x_in_place, &x}, std::pair{&q_in_place, &q}, std::pair{&k_in_place, &k}, std::pair{&v_in_place, &v}}) {
-        if (!view->data) continue;
-        copy->assign(view->data, view->data + view->count);
-        detail::release_mapped_rows(view->data, view->count * sizeof(float));
-        *view = InPlace{};
+        if (view->data) copy->assign(view->data, view->data + view->count);
     }
+    release_in_place(*this);
 }
 
 std::int64_t InputBlock::query_rows() const noexcept {

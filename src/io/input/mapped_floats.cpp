@@ -16,18 +16,10 @@
 
 namespace attnbatch::io::detail {
 
-namespace {
-
-// The step buffers a copy goes to start on a cache line; data mapped from such a bound have
-// their rows on the same bounds, and the kernels' loads split no more lines than on a copy.
-constexpr std::uint64_t kCacheLine = 64;
-
-}  // namespace
-
 std::optional<MappedFloats> MappedFloats::of(const std::string& path, const Dataset& dataset) {
     if (!dataset.stored_as_float32le()) return std::nullopt;
     const std::optional<std::uint64_t> offset = dataset.contiguous_offset();
-    if (!offset || *offset % kCacheLine != 0) return std::nullopt;
+    if (!offset || *offset % kInPlaceBound != 0) return std::nullopt;
     const std::uint64_t count = element_count(dataset.dims());
     if (count == 0) return std::nullopt;
     const std::uint64_t end = *offset + count * sizeof(float);

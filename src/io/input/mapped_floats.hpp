@@ -10,6 +10,11 @@
 
 namespace attnbatch::io::detail {
 
+// Data read in place start on this bound (bytes): the step buffers a copy goes to start on a
+// cache line, so rows mapped from such a bound sit on the same bounds, and the kernels' loads
+// split no more lines than on a copy.
+constexpr std::uint64_t kInPlaceBound = 64;
+
 // A dataset of an HDF5 input whose elements lie in the file one after another as
 // little-endian float32, from a cache-line bound on: its bytes mapped read-only, so that a
 // step computes on its rows where they lie in the page cache instead of on a copy in a buffer

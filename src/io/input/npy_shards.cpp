@@ -5,6 +5,7 @@
 #include "attnbatch/io/h5/scan.hpp"
 #include "attnbatch/io/input/npy_file.hpp"
 #include "h5/dataset_rules.hpp"
+#include "input/mapped_floats.hpp"
 #include "input/read_buffer.hpp"
 
 #include <glob.h>
@@ -448,11 +449,13 @@ NpyShardSet::NpyShardSet(NpyShardSet&&) noexcept = default;
 NpyShardSet& NpyShardSet::operator=(NpyShardSet&&) noexcept = default;
 NpyShardSet::~NpyShardSet() = default;
 
+std::size_t NpyShardSet::shard_of(std::int64_t row) const noexcept {
+    const auto s = static_cast<std::size_t>(std::upper_bound(first_row_.begin(), first_row_.end() - 1, row) - first_row_.begin());
+    return s == 0 ? 0 : s - 1;
+}
+
 void NpyShardSet::read_elements(std::int64_t first, std::int64_t count, float* out) const {
-    // The shard holding element `first`: the last whose first row is at or before its row.
-    const std::int64_t row = first / row_width_;
-    std::size_t s = static_cast<std::size_t>(std::upper_bound(first_row_.begin(), first_row_.end() - 1, row) - first_row_.begin());
-    s = s == 0 ? 0 : s - 1;
+    std::size_t s = shard_of(first / row_width_);
     while (count > 0 && s < shards_.size()) {
         const std::int64_t shard_first = first_row_[s] * row_width_, shard_end = first_row_[s + 1] * row_width_;
         if (first >= shard_end) {
@@ -477,16 +480,15 @@ void NpyShardSet::read_rows(std::int64_t first, std::int64_t count, std::vector<
 }
 
 const float* NpyShardSet::rows_in_place(std::int64_t first, std::int64_t count) const noexcept {
-    if (count <= 0) return nullptr;
-    const auto s = static_cast<std::size_t>(std::upper_bound(first_row_.begin(), first_row_.end() - 1, first) - first_row_.begin());
-    if (s == 0) return nullptr;
-    const Mapped& shard = shards_[s - 1];
-    const NpyHeader& header = shard.header;
-    if (first + count > first_row_[s] || header.kind != NpyKind::floating || header.item_bytes != 4 || header.big_endian) {
+    if (count <= 0 || shards_.empty()) return nullptr;
+    const std::size_t s = shard_of(first);
+    const NpyHeader& header = shards_[s].header;
+    if (first < first_row_[s] || first + count > first_row_[s + 1] || header.kind != NpyKind::floating || header.item_bytes != 4 ||
+        header.big_endian) {
         return nullptr;
     }
-    const unsigned char* at = shard.file.data() + static_cast<std::size_t>((first - first_row_[s - 1]) * row_width_) * 4;
-    return reinterpret_cast<std::uintptr_t>(at) % 64 == 0 ? reinterpret_cast<const float*>(at) : nullptr;
+    const unsigned char* at = shards_[s].file.data() + static_cast<std::size_t>((first - first_row_[s]) * row_width_) * 4;
+    return reinterpret_cast<std::uintptr_t>(at) % detail::kInPlaceBound == 0 ? reinterpret_cast<const float*>(at) : nullptr;
 }
 
 void NpyShardSet::expect_finite_rows(std::int64_t first, std::int64_t last) const {

@@ -47,7 +47,7 @@ DirectChunks::~DirectChunks() {
 std::vector<DirectChunks::Run> DirectChunks::plan(std::uint64_t first, std::uint64_t count, const void* data) const {
     std::vector<Run> runs;
     if (fd_ < 0 || count == 0 || first % chunk_elements_ != 0 || count % chunk_elements_ != 0) return runs;
-    if (!aligned(reinterpret_cast<std::uintptr_t>(data))) return runs;
+    if (!memory_on_bound(data)) return runs;
     const std::size_t chunk_bytes = chunk_elements_ * element_size_;
     std::vector<hsize_t> origin(dims_.size());
     for (std::uint64_t element = first; element < first + count; element += chunk_elements_) {
@@ -72,6 +72,8 @@ std::vector<DirectChunks::Run> DirectChunks::plan(std::uint64_t first, std::uint
     }
     return runs;
 }
+
+bool DirectChunks::memory_on_bound(const void* data) noexcept { return aligned(reinterpret_cast<std::uintptr_t>(data)); }
 
 std::pair<std::uint64_t, std::uint64_t> DirectChunks::whole_chunks(std::uint64_t first, std::uint64_t count) const {
     if (fd_ < 0 || count == 0) return {first, first};

@@ -45,6 +45,9 @@ public:
         std::size_t bytes;
     };
     std::vector<Run> plan(std::uint64_t first, std::uint64_t count, const void* data) const;
+    // Whether whole chunks can go to the disk straight from memory at `data` (plan()'s rule
+    // for memory); elsewhere a caller copies them to a buffer on such a bound first.
+    static bool memory_on_bound(const void* data) noexcept;
     // The whole chunks among elements [first, first + count): [begin, end) on chunk bounds, or
     // begin == end when none is whole (or the dataset does not qualify). A block's bounds need
     // not fall on chunk bounds: the parts of a chunk at either end are the caller's to write.

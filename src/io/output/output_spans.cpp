@@ -209,7 +209,7 @@ void OutputFile::write_packed_rows(std::uint64_t first, std::uint64_t count, con
     DirectChunks* chunks = count > 0 ? direct_chunks(direct_output_, h5_->output, transfer) : nullptr;
     if (chunks != nullptr) {
         const auto whole = chunks->whole_chunks(first * d, count * d);
-        if (whole.first < whole.second && reinterpret_cast<std::uintptr_t>(rows + (whole.first - first * d)) % 4096 == 0) {
+        if (whole.first < whole.second && DirectChunks::memory_on_bound(rows + (whole.first - first * d))) {
             return write_chunked_rows(direct_output_, h5_->output, first, count, static_cast<std::size_t>(d), rows, transfer);
         }
     }

@@ -70,6 +70,8 @@ public:
     void expect_finite_rows(std::int64_t first, std::int64_t last) const;
 
 private:
+    // The shard holding row `row` (the last whose first row is at or before it).
+    std::size_t shard_of(std::int64_t row) const noexcept;
     struct Mapped;
     std::vector<Mapped> shards_;
     std::vector<std::int64_t> first_row_;  // per shard, and the total rows at the end
