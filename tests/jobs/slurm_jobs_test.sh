@@ -298,9 +298,9 @@ multi_rank)
 preempt|preempt_1rank)
     ranks=2
     [ "$case_name" = preempt_1rank ] && ranks=1
-    # The fp64 reference kernel does ~26 of these sequences a second per core (measured), so
-    # 384 take ~7 s on 2 ranks: long enough to be interrupted twice.
-    generate in.h5 --num-seqs 384 --seq-len 256 --dim 64 --heads 4 --seed 9
+    # About 7 s of the fp64 reference kernel on the job's ranks: long enough to be interrupted
+    # twice, in start-up and mid-run.
+    generate in.h5 --num-seqs "$(reference_sequences 7 "$ranks")" --seq-len 256 --dim 64 --heads 4 --seed 9
     options=(--heads 4 --kernel reference --save-weights none --unit-sequences 4 --progress auto --progress-interval 0.5)
     job=$(sbatch --parsable -n "$ranks" -c 1 -t 10 -o "$WORK/job-%j.out" "$SBATCH" --input in.h5 --output out.h5 \
         "${options[@]}") || die "sbatch failed"
@@ -381,10 +381,10 @@ preempt_term|preempt_term_mpirun)
     # ends the ranks itself, and the ranks).
     launcher=srun scope=() layout=(-N 2 --ntasks-per-node 1)
     [ "$case_name" = preempt_term_mpirun ] && launcher=mpirun scope=(--full) layout=(-n 2)
-    # Long enough (about 7 s alone) that the signal still finds the run going when the suite's
-    # other tests slow scancel's delivery: 384 sequences (2 s) once ended and published before
-    # the SIGTERM reached them, and the job was requeued with a complete OUTPUT.
-    generate in.h5 --num-seqs 1152 --seq-len 256 --dim 64 --heads 4 --seed 9
+    # Long enough (about 8 s) that the signal still finds the run going when the suite's other
+    # tests slow scancel's delivery: a run of 2 s once ended and published before the SIGTERM
+    # reached it, and the job was requeued with a complete OUTPUT.
+    generate in.h5 --num-seqs "$(reference_sequences 8 2)" --seq-len 256 --dim 64 --heads 4 --seed 9
     options=(--heads 4 --kernel reference --save-weights none --unit-sequences 4 --progress auto --progress-interval 0.5)
     job=$(ATTNBATCH_LAUNCHER=$launcher sbatch --parsable "${layout[@]}" -c 1 -t 10 -o "$WORK/job-%j.out" "$SBATCH" \
         --input in.h5 --output out.h5 "${options[@]}") || die "sbatch failed"
@@ -470,7 +470,8 @@ multinode_node_lost|multinode_node_lost_srun)
     # an uninterrupted run.
     launcher=mpirun
     [ "$case_name" = multinode_node_lost_srun ] && launcher=srun
-    generate in.h5 --num-seqs 384 --seq-len 256 --dim 64 --heads 4 --seed 9
+    # About 6 s of the fp64 reference kernel: the node is lost after the first progress line.
+    generate in.h5 --num-seqs "$(reference_sequences 6 2)" --seq-len 256 --dim 64 --heads 4 --seed 9
     options=(--heads 4 --kernel reference --save-weights none --unit-sequences 4 --progress auto --progress-interval 0.5)
     job=$(ATTNBATCH_LAUNCHER=$launcher sbatch --parsable -N 2 --ntasks-per-node 1 -c 1 -t 10 -o "$WORK/job-%j.out" \
         "$SBATCH" --input in.h5 --output out.h5 "${options[@]}") || die "sbatch failed"
