@@ -25,22 +25,12 @@ finish() {
 }
 die() { printf 'FAIL: %s\n' "$*"; exit 1; }
 
-# reference_sequences SECONDS RANKS: how many sequences of the long jobs' shape (generate
-# --seq-len 256 --dim 64 --heads 4: four heads of 16) the fp64 reference kernel gets through in
-# about SECONDS on RANKS ranks, timed here and now, in whole units of 4 per rank. The jobs that
-# are signalled or lose a node mid-run need a run still going when that happens, which is a
-# time, not a count: this project's machines have differed eightfold in the reference kernel's
-# rate (a Zen 5 did 80-100 sequences a second per core, a Xeon does 12), and a busy suite halves it.
+# reference_sequences SECONDS RANKS: sequences of the long jobs' shape that the fp64 reference
+# kernel does in about SECONDS on RANKS ranks, timed now (tests/support/harness.py says why a
+# time and not a count).
 reference_sequences() {
-    local seconds=$1 ranks=$2 timing
-    timing=$("$BIN" bench --kernel reference --batch 2 --heads 4 --seq-len 256 --head-dim 16 --threads 1 --repeats 3 \
-        --json) || die "attnbatch bench --kernel reference failed"
-    /usr/bin/python3 -c '
-import json, sys
-per_sequence = json.loads(sys.argv[1])["median_seconds"] / 2
-seconds, ranks = float(sys.argv[2]), int(sys.argv[3])
-unit = 4 * ranks
-print(max(2 * unit, round(seconds * ranks / per_sequence / unit) * unit))' "$timing" "$seconds" "$ranks"
+    /usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); from harness import reference_sequences
+print(reference_sequences(*sys.argv[2:]))' "$REPO/tests/support" "$BIN" "$1" "$2" || die "timing the reference kernel failed"
 }
 
 # ------------------------------------------------------------------ the rig's Slurm cluster

@@ -8,6 +8,7 @@ A script imports it from its own location:
     from harness import check, failures
 """
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -94,6 +95,21 @@ def run_with_timeout(command, timeout, **kwargs):
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, **kwargs)
     except subprocess.TimeoutExpired:
         return None
+
+
+def reference_sequences(binary, seconds, ranks):
+    """How many sequences of the long jobs' shape (generate --seq-len 256 --dim 64 --heads 4:
+    four heads of 16) the fp64 reference kernel gets through in about `seconds` on `ranks`
+    ranks, timed here and now, in whole units of 4 per rank. A test that signals a run or
+    cuts a node mid-run needs the run still going then, which is a time, not a count: this
+    project's machines have differed eightfold in the reference kernel's rate (a Zen 5 did
+    80-100 sequences a second per core, a Xeon does 12), and a busy suite halves it again."""
+    timed = subprocess.run([str(binary), "bench", "--kernel", "reference", "--batch", "2", "--heads", "4", "--seq-len", "256",
+                            "--head-dim", "16", "--threads", "1", "--repeats", "3", "--json"],
+                           capture_output=True, text=True, check=True)
+    per_sequence = json.loads(timed.stdout)["median_seconds"] / 2
+    unit = 4 * int(ranks)
+    return max(2 * unit, round(float(seconds) * int(ranks) / per_sequence / unit) * unit)
 
 
 def mpi_env(**extra):
