@@ -189,6 +189,7 @@ void InputReader::read_data(std::int64_t row, std::int64_t rows, std::int64_t fi
         const float* rows_in_place = npy_in_place_ ? files_->npy->rows_in_place(row, rows) : nullptr;
         if (rows_in_place) {
             const auto count = static_cast<std::size_t>(rows * files_->npy->row_width());
+            detail::populate_mapped_rows(rows_in_place, count * sizeof(float));
             block.x_in_place = InputBlock::InPlace{rows_in_place, count};
             if (check_values_ && !all_finite(rows_in_place, count)) throw_non_finite(0, first, last);
             return;
@@ -204,10 +205,9 @@ void InputReader::read_data(std::int64_t row, std::int64_t rows, std::int64_t fi
     try {
         for (std::size_t i = 0; i < files_->data.size(); ++i) {
             if (i < files_->in_place.size() && files_->in_place[i]) {
-                const Dims dims = files_->data[i].dims();
-                const auto per_row = static_cast<std::uint64_t>(element_count(Dims(dims.begin() + 1, dims.end())));
-                const auto count = static_cast<std::uint64_t>(rows) * per_row;
-                *in_place[i] = InputBlock::InPlace{files_->in_place[i]->elements(static_cast<std::uint64_t>(row) * per_row, count),
+                const detail::MappedFloats& mapped = *files_->in_place[i];
+                const auto count = static_cast<std::uint64_t>(rows) * mapped.row_elements();
+                *in_place[i] = InputBlock::InPlace{mapped.elements(static_cast<std::uint64_t>(row) * mapped.row_elements(), count),
                                                    static_cast<std::size_t>(count)};
                 if (check_values_) finite[i] = all_finite(in_place[i]->data, in_place[i]->count);
             } else {

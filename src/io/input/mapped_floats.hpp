@@ -35,21 +35,27 @@ public:
     MappedFloats& operator=(const MappedFloats&) = delete;
     ~MappedFloats();
 
-    // The address of elements [first, first + count), their pages mapped now, on the calling
-    // thread and in one call, rather than faulted in one at a time by the compute that reads
-    // them (best effort: without it they fault in as they are read).
+    // The address of elements [first, first + count), their pages populated (below).
     const float* elements(std::uint64_t first, std::uint64_t count) const noexcept;
     std::uint64_t size() const noexcept { return count_; }
+    // Elements per row of the dataset's first dimension (a sequence, or a row of a packed input).
+    std::uint64_t row_elements() const noexcept { return row_elements_; }
 
 private:
-    MappedFloats(void* base, std::size_t length, const float* data, std::uint64_t count) noexcept
-        : base_(base), length_(length), data_(data), count_(count) {}
+    MappedFloats(void* base, std::size_t length, const float* data, std::uint64_t count, std::uint64_t row_elements) noexcept
+        : base_(base), length_(length), data_(data), count_(count), row_elements_(row_elements) {}
     void release() noexcept;
     void* base_ = nullptr;
     std::size_t length_ = 0;
     const float* data_ = nullptr;
     std::uint64_t count_ = 0;
+    std::uint64_t row_elements_ = 0;
 };
+
+// Maps the pages of [begin, begin + bytes), a range of a read-only file mapping, now, on the
+// calling thread (the reader's) and in one call, rather than faulted in one at a time by the
+// compute that reads them. Best effort: without it they fault in as they are read.
+void populate_mapped_rows(const void* begin, std::size_t bytes) noexcept;
 
 // Unmaps the whole pages of [begin, begin + bytes), a range of a read-only file mapping (the
 // page cache keeps them; a later read maps them again). A step's rows, once computed, so that
