@@ -199,6 +199,7 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
     out.path_ = output_path;
     out.force_ = options.force;
     out.fsync_ = options.fsync;
+    bool closed = false;
     try {
         out.h5_->file = File::create(staging, options.access, output_file_tuning(layout));
         if (layout.packed) {
@@ -206,24 +207,44 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
             write_provenance(out.h5_->file, layout, provenance);
             set_text_attribute(out.h5_->file, attribute::sequence_layout, "packed");
             if (options.journal) out.create_journal(*options.journal);
-            out.h5_->file.flush();
         } else {
             out.create_padded(provenance, options);
         }
         out.prepare_checkpoints();
+        // The file's metadata must be in it before it takes the name --resume looks for. A flush
+        // writes it, but HDF5's MPI-IO driver ends every flush with MPI_File_sync (an fsync on
+        // every rank), which --fsync off promises not to do: there the file is closed instead,
+        // which writes the same metadata without a sync, and opened again once renamed.
+        closed = out.mpi_io_ && !options.fsync;
+        if (closed) {
+            out.close_handles();
+        } else {
+            out.h5_->file.flush();
+        }
     } catch (const H5Error& error) {
         out = OutputFile();  // close every handle before removing the file
         ::unlink(staging.c_str());
         throw Error(exit_io, partial + ": cannot create the output: " + error.what());
     }
     // Whole and flushed: now under the name --resume looks for. Under MPI every rank renames;
-    // the first one does it and the others find it done (the flush before was collective).
+    // the first one does it and the others find it done (the flush or close before was collective).
     if (::rename(staging.c_str(), partial.c_str()) != 0 && !(errno == ENOENT && path_exists(partial))) {
         const int saved = errno;
         out = OutputFile();
         ::unlink(staging.c_str());
         throw Error(exit_io, partial + ": cannot create the output: cannot rename " + staging + " to it: " +
                                  std::strerror(saved));
+    }
+    if (closed) {
+        try {
+            out.h5_->file = File::open(partial, FileMode::read_write, options.access, output_file_tuning(layout));
+            out.open_datasets();
+            if (options.journal) out.h5_->journal_progress = Dataset::open(out.h5_->file, dataset::journal_progress);
+        } catch (const H5Error& error) {
+            throw Error(exit_io, partial + ": cannot open the output it created: " + error.what());
+        } catch (const std::invalid_argument& error) {
+            throw Error(exit_io, partial + ": cannot open the output it created: " + error.what());
+        }
     }
     return out;
 }
@@ -251,7 +272,6 @@ void OutputFile::create_padded(const Provenance& provenance, const OutputOptions
     attach_dimension_scales(h5_->file, layout, *h5_->output, *h5_->lse, *h5_->lengths, h5_->attention, std::nullopt);
     write_provenance(h5_->file, layout, provenance);
     if (options.journal) create_journal(*options.journal);
-    h5_->file.flush();
 }
 
 void OutputFile::create_packed(const OutputOptions& options) {
@@ -469,6 +489,14 @@ void OutputFile::flush() {
     }
 }
 
+void OutputFile::close_handles() {
+    for (std::optional<Dataset>* dataset :
+         {&h5_->output, &h5_->attention, &h5_->lse, &h5_->lengths, &h5_->offsets, &h5_->journal_progress}) {
+        if (*dataset) (*dataset)->close();
+    }
+    h5_->file.close();
+}
+
 void OutputFile::flush_and_close(const char* what, bool sync) {
     writeback_.reset();
     direct_bytes_closed_ = direct_bytes();
@@ -478,11 +506,7 @@ void OutputFile::flush_and_close(const char* what, bool sync) {
         // Under MPI-IO a flush is MPI_File_sync on every rank; closing writes the same
         // metadata without it.
         if (sync || !mpi_io_) h5_->file.flush();
-        for (std::optional<Dataset>* dataset :
-             {&h5_->output, &h5_->attention, &h5_->lse, &h5_->lengths, &h5_->offsets, &h5_->journal_progress}) {
-            if (*dataset) (*dataset)->close();
-        }
-        h5_->file.close();
+        close_handles();
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path() + ": cannot " + what + " the output: " + error.what());
     }

@@ -103,6 +103,33 @@ void OutputFile::open_journal() {
     }
 }
 
+void OutputFile::open_datasets() {
+    const OutputLayout& layout = layout_;
+    const auto expect = [&](Dataset dataset, const Dims& dims) {
+        if (dataset.dims() != dims) {
+            throw std::invalid_argument(dataset.path() + " has shape " + shape_text(dataset.dims()) + ", expected " +
+                                        shape_text(dims));
+        }
+        return dataset;
+    };
+    const auto n = static_cast<hsize_t>(layout.n), len = static_cast<hsize_t>(layout.len);
+    const auto tokens = static_cast<hsize_t>(layout.tokens()), d_out = static_cast<hsize_t>(layout.d_out);
+    if (layout.packed) {
+        h5_->output = expect(Dataset::open(h5_->file, dataset::output), {tokens, d_out});
+        h5_->offsets = expect(Dataset::open(h5_->file, dataset::offsets), {n + 1});
+    } else {
+        h5_->output = expect(Dataset::open(h5_->file, dataset::output), {n, len, d_out});
+    }
+    sequences_per_chunk_ = layout.packed || h5_->output->chunk().empty() ? 1 : static_cast<std::int64_t>(h5_->output->chunk()[0]);
+    if (layout.save_weights != SaveWeights::none) {
+        h5_->attention = expect(Dataset::open(h5_->file, dataset::attention),
+                                {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len});
+    }
+    const auto heads = static_cast<hsize_t>(layout.heads);
+    h5_->lse = expect(Dataset::open(h5_->file, dataset::lse), layout.packed ? Dims{heads, tokens} : Dims{n, heads, len});
+    h5_->lengths = expect(Dataset::open(h5_->file, dataset::lengths), {n});
+}
+
 OutputFile OutputFile::reopen(const std::string& output_path, const OutputLayout& layout, const FileAccess& access,
                               FileMode mode) {
     OutputFile out;
@@ -111,29 +138,7 @@ OutputFile OutputFile::reopen(const std::string& output_path, const OutputLayout
     const std::string partial = partial_path_for(output_path);
     try {
         out.h5_->file = File::open(partial, mode, access, output_file_tuning(layout));
-        const auto expect = [&](Dataset dataset, const Dims& dims) {
-            if (dataset.dims() != dims) {
-                throw std::invalid_argument(dataset.path() + " has shape " + shape_text(dataset.dims()) + ", expected " +
-                                            shape_text(dims));
-            }
-            return dataset;
-        };
-        const auto n = static_cast<hsize_t>(layout.n), len = static_cast<hsize_t>(layout.len);
-        const auto tokens = static_cast<hsize_t>(layout.tokens()), d_out = static_cast<hsize_t>(layout.d_out);
-        if (layout.packed) {
-            out.h5_->output = expect(Dataset::open(out.h5_->file, dataset::output), {tokens, d_out});
-            out.h5_->offsets = expect(Dataset::open(out.h5_->file, dataset::offsets), {n + 1});
-        } else {
-            out.h5_->output = expect(Dataset::open(out.h5_->file, dataset::output), {n, len, d_out});
-        }
-        out.sequences_per_chunk_ = layout.packed || out.h5_->output->chunk().empty() ? 1 : static_cast<std::int64_t>(out.h5_->output->chunk()[0]);
-        if (layout.save_weights != SaveWeights::none) {
-            out.h5_->attention = expect(Dataset::open(out.h5_->file, dataset::attention),
-                                    {static_cast<hsize_t>(layout.weights_count()), static_cast<hsize_t>(layout.weights_heads()), len, len});
-        }
-        const auto heads = static_cast<hsize_t>(layout.heads);
-        out.h5_->lse = expect(Dataset::open(out.h5_->file, dataset::lse), layout.packed ? Dims{heads, tokens} : Dims{n, heads, len});
-        out.h5_->lengths = expect(Dataset::open(out.h5_->file, dataset::lengths), {n});
+        out.open_datasets();
         out.open_journal();
         out.prepare_checkpoints();
     } catch (const H5Error& error) {

@@ -210,6 +210,10 @@ private:
                     Transfer transfer);
     void remember_span_checksums(const OutputSpan& span, const OutputBlock& block);
     void open_journal();
+    // The datasets of an open file (their shapes checked against the layout), not the journal.
+    void open_datasets();
+    // Every dataset, then the file, closed without a flush (closing writes the metadata).
+    void close_handles();
     void create_padded(const Provenance& provenance, const OutputOptions& options);
     void create_packed(const OutputOptions& options);
     // The journal's units [begin, end) making up a span (std::logic_error when it is not whole units).
