@@ -3,6 +3,8 @@
 // answer on as KernelOptions::amx_permitted.
 #pragma once
 
+#include <string>
+
 namespace attnbatch::cli {
 
 // The environment variable that keeps bf16 off the AMX tiles (its AVX512-BF16 path runs
@@ -14,5 +16,17 @@ inline constexpr const char* kNoAmxVariable = "ATTNBATCH_NO_AMX";
 // XFEATURE_XTILEDATA; before it, the first tile instruction raises SIGILL). Asked once per
 // process; later calls give the first answer.
 bool amx_permitted();
+
+// Why bf16 runs without the tiles on a CPU that has them, for `run`'s header and `bench`:
+// "" when the tiles were granted or the CPU has none. Without a reason shown, a refusal
+// (an old kernel, a seccomp filter) looks like a slow bf16: on AMX Xeons its AVX512-BF16 path
+// ran at about 0.7x fp32.
+std::string amx_refusal();
+// The same as the parenthesis that follows "bf16 on avx512-bf16" in those lines, or "".
+std::string amx_refusal_note();
+
+// The sentence amx_refusal() gives, from what the request found: whether the CPU has AMX-BF16,
+// whether ATTNBATCH_NO_AMX forbade asking, and the errno of Linux's refusal (0: granted).
+std::string amx_refusal_reason(bool cpu_has_amx, bool forbidden_by_environment, int refusal_errno);
 
 }  // namespace attnbatch::cli

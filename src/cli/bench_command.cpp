@@ -20,6 +20,7 @@
 #include "attnbatch/kernels/fma_peak.hpp"
 #include "attnbatch/kernels/threads.hpp"
 #include "amx_permission.hpp"
+#include "json_writer.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "run_options.hpp"
@@ -412,6 +413,7 @@ int bench_command(const std::vector<std::string>& args) {
           << ", \"fraction_on_cpu\": " << median(fractions_on_cpu);
         if (checked > 0) j << ", \"checked_heads\": " << checked << ", \"max_abs_error\": " << max_error << ", \"nmse\": " << nmse;
         if (checked > 0 && bf16_floor) j << ", \"nmse_floor\": " << nmse_floor;
+        if (kopt.precision == k::Precision::bf16) j << ", \"amx_tiles_off\": " << json_quote(amx_refusal());
         j << "}\n";
         std::cout << j.str();
     } else {
@@ -420,7 +422,9 @@ int bench_command(const std::vector<std::string>& args) {
                   << (causal ? " causal" : "") << " weights=" << weights_text
                   << (weights_mode != k::WeightsMode::none ? "/" + dtype_text : std::string())
                   << " kernel=" << kernel_text << " isa=" << isa << " precision=" << precision
-                  << (unit != isa ? " on " + unit : std::string()) << " threads=" << kopt.threads << '\n'
+                  << (unit != isa ? " on " + unit : std::string())
+                  << (kopt.precision == k::Precision::bf16 ? amx_refusal_note() : std::string())
+                  << " threads=" << kopt.threads << '\n'
                   << "  time       " << med * 1e3 << " ms median of " << repeats << " (min " << best * 1e3 << ", max "
                   << worst * 1e3 << ")\n"
                   << "  attention  " << gflops << " GFLOP/s (" << flops * 1e-9 << " GFLOP per pass"

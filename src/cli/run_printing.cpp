@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "amx_permission.hpp"
 #include "attnbatch/distributed/stop_request.hpp"
 #include "ranges.hpp"
 
@@ -86,8 +87,9 @@ void print_header(const dist::Job& job, const dist::Messaging& messaging) {
               << " L=" << spec.len << " H=" << spec.heads;
     if (spec.kv_head_count() != spec.heads) std::cout << " G=" << spec.kv_head_count();
     std::cout << " d_k=" << spec.d_k << " d_v=" << spec.d_v << (s.attention.causal ? " causal" : "")
-              << (s.attention.precision == kernels::Precision::bf16 ? " bf16 on " + kernels::matrix_unit(job.attention.kernel)
-                                                                     : std::string());
+              << (s.attention.precision == kernels::Precision::bf16
+                      ? " bf16 on " + kernels::matrix_unit(job.attention.kernel) + amx_refusal_note()
+                      : std::string());
     if (s.attention.rotary()) std::cout << " rope_theta=" << s.attention.rope_theta;
     std::cout << " -> " << s.output << '\n';
     if (spec.weights && spec.weights->file_heads > 0 && s.input.heads == 0) {

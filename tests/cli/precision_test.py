@@ -7,8 +7,9 @@ usage: precision_test.py ATTNBATCH CASE WORKDIR        (CASE: a name from CASES,
                     out against a numpy float64 reference: NMSE <= 1e-5, and max error at most
                     twice that of a plain numpy bf16 implementation (the flash-attention rule)
   matrix_unit       ATTNBATCH_NO_AMX=1 puts bf16 on AVX512-BF16; without it AMX tiles run where
-                    the CPU has them; both paths pass verify (on a CPU without bf16 arithmetic:
-                    the one-line error, exit 2)
+                    the CPU has them; bench says why the tiles are off on a CPU that has them,
+                    and nothing on one without; both paths pass verify (on a CPU without bf16
+                    arithmetic: the one-line error, exit 2)
   refusals          bad --precision values and combinations: exit 2, one line naming them
   half_inputs       float16 and bfloat16 data (bfloat16: a 2-byte HDF5 float with 8 exponent
                     bits) give the bits of a float32 file holding the same values
@@ -147,6 +148,17 @@ def matrix_unit(work):
         default["matrix_unit"], cpu_has_amx()))
     zero = json.loads(attnbatch(*bench, env={"ATTNBATCH_NO_AMX": "0"}).stdout)
     check(zero["matrix_unit"] == default["matrix_unit"], "ATTNBATCH_NO_AMX=0 must not disable AMX")
+    # Why the tiles are off, where the CPU has them; nothing to say where it has none.
+    if cpu_has_amx():
+        check("ATTNBATCH_NO_AMX" in off["amx_tiles_off"], "ATTNBATCH_NO_AMX=1 on an AMX CPU: %r" % off["amx_tiles_off"])
+        check((default["amx_tiles_off"] == "") == (default["matrix_unit"] == "amx-bf16"),
+              "tiles %s, reason %r" % (default["matrix_unit"], default["amx_tiles_off"]))
+    else:
+        check(off["amx_tiles_off"] == "" and default["amx_tiles_off"] == "",
+              "no AMX on this CPU, yet a reason: %r, %r" % (off["amx_tiles_off"], default["amx_tiles_off"]))
+    text = attnbatch(*bench[:-1], env={"ATTNBATCH_NO_AMX": "1"}).stdout
+    check(("(AMX tiles off: ATTNBATCH_NO_AMX is set)" in text) == cpu_has_amx(),
+          "bench's header: %r" % text.splitlines()[0])
     outputs = {}
     for label, env in (("default", {}), ("no_amx", {"ATTNBATCH_NO_AMX": "1"})):
         out = os.path.join(work, label + ".h5")
