@@ -20,6 +20,7 @@ bool disabled_by_environment() {
 
 struct Answer {
     bool granted = false;
+    bool refused_by_linux = false;
     std::string refusal;
 };
 
@@ -36,6 +37,7 @@ Answer request() {
         constexpr long kXfeatureXtiledata = 18;
         answer.granted = ::syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
         if (!answer.granted) refusal_errno = errno != 0 ? errno : EPERM;
+        answer.refused_by_linux = !answer.granted;
     }
     answer.refusal = amx_refusal_reason(cpu_has_amx, forbidden, refusal_errno);
 #endif
@@ -52,6 +54,8 @@ const Answer& answer() {
 bool amx_permitted() { return answer().granted; }
 
 std::string amx_refusal() { return answer().refusal; }
+
+std::string amx_linux_refusal() { return answer().refused_by_linux ? answer().refusal : std::string(); }
 
 std::string amx_refusal_note() {
     const std::string& why = answer().refusal;

@@ -22,6 +22,10 @@ bool amx_permitted();
 // (an old kernel, a seccomp filter) looks like a slow bf16: on AMX Xeons its AVX512-BF16 path
 // ran at about 0.7x fp32.
 std::string amx_refusal();
+// Linux's refusal alone: amx_refusal() when the CPU has the tiles, ATTNBATCH_NO_AMX did not
+// forbid them and Linux refused the request; "" otherwise. For callers that warn (the Python
+// module): the variable is the user's own choice, a refusal is not.
+std::string amx_linux_refusal();
 // The same as the parenthesis that follows "bf16 on avx512-bf16" in those lines, or "".
 std::string amx_refusal_note();
 

@@ -20,6 +20,7 @@
 #include "attnbatch/distributed/stop_request.hpp"
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/h5/library.hpp"
+#include "amx_permission.hpp"
 #include "engine_settings.hpp"
 #include "run_on.hpp"
 
@@ -209,6 +210,8 @@ PYBIND11_MODULE(_core, m) {
     m.def("attention", &attnbatch::python::attention, py::arg("x"), py::arg("q"), py::arg("k"), py::arg("v"), py::arg("lengths"),
           py::arg("options"), py::arg("projections"), py::arg("weights_path"), py::arg("return_lse"));
     m.def("run", &attnbatch::python::run, py::arg("args"), py::arg("comm_address"));
+    m.def("bf16_tiles_refused", [] { return attnbatch::cli::amx_linux_refusal(); },
+          "Why bf16 runs without AMX tiles on a CPU that has them, when Linux refused them; \"\" otherwise.");
     m.def("finalize_mpi", [] { attnbatch::python::process_mpi().reset(); },
           "Finalises MPI if a run of this process initialised it (at interpreter exit).");
 }

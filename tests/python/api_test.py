@@ -118,8 +118,44 @@ def main():
                             check(name in mine and mine[name].dims == from_file[name].dims,
                                   f"to_xarray() of {os.path.basename(path)}: /{name} dims "
                                   f"{mine[name].dims if name in mine else None} against the file's {from_file[name].dims}")
+    check_tiles_warning()
     print(repr(out), repr(packed))
     return exit_status()
+
+
+def check_tiles_warning():
+    """bf16 warns when Linux refused the AMX tiles (as run's header says), and only then."""
+    import warnings
+    x = np.random.default_rng(3).standard_normal((2, 16, 32)).astype(np.float32)
+    cpu_flags = open("/proc/cpuinfo").read().split()
+    refusal = attnbatch._core.bf16_tiles_refused()
+    if "amx_bf16" not in cpu_flags:
+        check(refusal == "", f"bf16_tiles_refused() on a CPU without AMX: {refusal!r}, expected ''")
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            attnbatch.attention(x, heads=2, precision="bf16")
+    except attnbatch.UsageError as e:
+        print(f"bf16 warning not checked (no bf16 here): {e}")
+        return
+    mine = [w for w in seen if issubclass(w.category, RuntimeWarning) and "AMX" in str(w.message)]
+    check(len(mine) == (1 if refusal else 0), f"bf16 with the tiles refused={refusal!r}: warnings {[str(w.message) for w in seen]}")
+    # The refusal as Linux gives it on an old kernel, put in the module's place: the warning
+    # names it and points at the caller's line.
+    saved = attnbatch._core.bf16_tiles_refused
+    attnbatch._core.bf16_tiles_refused = lambda: "Linux refused the tile state (arch_prctl ARCH_REQ_XCOMP_PERM: Invalid argument)"
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            attnbatch.attention(x, heads=2, precision="bf16")
+            attnbatch.attention(x, heads=2)  # fp32 never warns
+    finally:
+        attnbatch._core.bf16_tiles_refused = saved
+    messages = [str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)]
+    check(len(messages) == 1 and "without the CPU's AMX tiles" in messages[0] and "Invalid argument" in messages[0],
+          f"bf16 with a refusal: RuntimeWarnings {messages}, expected one naming it")
+    check(len(seen) == 1 and seen[0].filename == __file__,
+          f"the warning points at {[w.filename for w in seen]}, expected the caller's file {__file__}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ Failures raise AttnbatchError subclasses, one per exit code of the command line:
 """
 
 import os
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -114,7 +115,8 @@ def attention(x_or_q, k=None, v=None, *, heads=1, kv_heads=None, causal=False, l
       scale       logit scale; None: 1/sqrt(d_k).
       rope_theta  rotary position embeddings on Q and K with this base (e.g. 10000); None: off.
       precision   "fp32" or "bf16" (bfloat16 products, fp32 accumulation; needs AVX512-BF16
-                  or AMX).
+                  or AMX). On an AMX CPU whose Linux refuses the tiles (older than 5.16, a
+                  seccomp filter) bf16 runs on AVX512-BF16 and a RuntimeWarning says why.
       projections dict of arrays w_q [d, H*d_k], w_k [d, G*d_k], w_v [d, G*d_v] and
                   optionally w_o [H*d_v, d_out], b_q, b_k, b_v, b_o (row-vector convention,
                   y = x W + b, as in a weights file), or the path of a weights file (what
@@ -185,10 +187,22 @@ def attention(x_or_q, k=None, v=None, *, heads=1, kv_heads=None, causal=False, l
         raise UsageError(f"threads={threads}: expected None (automatic) or a positive count")
     output, lse, maps = _core.attention(x, q, k, v, _lengths(lengths, n, length), options, arrays,
                                         weights_path, bool(return_lse))
+    if options["precision"] == "bf16":
+        _warn_without_tiles()
     results = [output] + ([lse] if return_lse else []) + ([maps] if return_maps else [])
     if single:
         results = [r[0] for r in results]
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def _warn_without_tiles():
+    """A refused AMX tile state makes bf16 look slow (about 0.7x fp32 on AMX Xeons, where the
+    tiles give 2x): say so, as `run` and `bench` do in their first line. ATTNBATCH_NO_AMX, the
+    user's own choice, gets no warning."""
+    reason = _core.bf16_tiles_refused()
+    if reason:
+        warnings.warn(f"attnbatch: bf16 runs on AVX512-BF16 without the CPU's AMX tiles: {reason}",
+                      RuntimeWarning, stacklevel=3)
 
 
 def _arguments(options):
