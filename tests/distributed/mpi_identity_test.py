@@ -11,7 +11,8 @@ within a tolerance: bytes). Small --unit-sequences force several rounds per rank
 
 The split_* cases have a few sequences far longer than the rest: on two ranks and more the
 plan cuts them into pieces of query rows computed on different ranks (checked in the printed
-plan), in the padded layout (with projections), the packed one, and Q/K/V split by head.
+plan), in the padded layout (with projections, and compressed), the packed one, and Q/K/V
+split by head.
 """
 import os
 import subprocess
@@ -58,6 +59,11 @@ CASES = {
     "split_padded": (
         ["--num-seqs", "30", "--seq-len", "384", "--dim", "16", "--heads", "2", "--min-len", "1", "--weights-out", "{w}"],
         ["--heads", "2", "--weights", "{w}", "--causal", "--save-weights", "all"], "long"),
+    # The same split, compressed, with every map: the collective writes of a rank writing a
+    # piece must meet those of a rank writing whole sequences dataset for dataset.
+    "split_padded_gzip": (
+        ["--num-seqs", "24", "--seq-len", "256", "--dim", "16", "--heads", "2", "--min-len", "1"],
+        ["--heads", "2", "--save-weights", "all", "--compression", "gzip:1"], "long"),
     # The packed layout from a Pareto tail, head-mean maps as f16.
     "split_packed": (
         ["--num-seqs", "200", "--seq-len", "640", "--dim", "16", "--xm", "6", "--alpha", "1.3", "--longest", "3",

@@ -323,10 +323,14 @@ void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Tr
             if (h5_->attention) write_packed_maps(span, maps, transfer);
         }
         const WriteTurns::Turn turn(write_turns(transfer));
+        // Collective writes pair up across ranks in call order, and a rank writing a piece meets
+        // ranks writing whole padded sequences (write_block()) in the same writes: the same order
+        // as there, output, attention, lse, lengths. (With lse before attention, two ranks of a
+        // compressed run with maps met in different datasets' writes and HDF5 read one's chunk
+        // from the other's data: "inflate() failed".)
         if (!padded_whole) {
             write_boxes(*h5_->output, boxes.output, MemType::f32, block.output, sizes.output, transfer);
         }
-        write_boxes(*h5_->lse, boxes.lse, MemType::f32, block.lse, sizes.lse, transfer);
         if (h5_->attention && !padded_whole) {
             const MemType type = f16 ? MemType::f16_bits : MemType::f32;
             if (boxes.attention.size() > 1 && transfer == Transfer::independent) {
@@ -351,6 +355,7 @@ void OutputFile::write_span(const OutputSpan& span, const OutputBlock& block, Tr
                 }
             }
         }
+        write_boxes(*h5_->lse, boxes.lse, MemType::f32, block.lse, sizes.lse, transfer);
         write_boxes(*h5_->lengths, boxes.lengths, MemType::i32, block.lengths, sizes.lengths, transfer);
     } catch (const H5Error& error) {
         throw Error(exit_io, partial_path() + ": cannot write " + span_text(span) + ": " + error.what());
