@@ -69,6 +69,12 @@ CASES = {
         ["--num-seqs", "200", "--seq-len", "640", "--dim", "16", "--xm", "6", "--alpha", "1.3", "--longest", "3",
          "--layout", "packed", "--values", "--seed", "3"],
         ["--heads", "2", "--save-weights", "mean", "--weights-dtype", "f16"], "pareto"),
+    # The packed layout compressed, every map: /offsets, written at the collective creation,
+    # is compressed too.
+    "packed_gzip": (
+        ["--num-seqs", "40", "--seq-len", "120", "--dim", "16", "--heads", "2", "--layout", "packed", "--min-len", "1"],
+        ["--dataset", "/tokens", "--heads", "2", "--save-weights", "all", "--compression", "gzip:1", "--unit-sequences", "3"],
+        False),
     # Q, K, V split by head [N, H, L, d], causal, maps of some sequences only.
     "split_qkv_heads": (
         ["--num-seqs", "24", "--seq-len", "320", "--qkv", "--qkv-layout", "split", "--heads", "2", "--head-dim", "8",
