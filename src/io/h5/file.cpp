@@ -32,7 +32,11 @@ File File::create(const std::string& path, const FileAccess& access, const FileT
     detail::quiet_hdf5_errors();
     const Where where{path, "/"};
     const PropertyListHandle fapl = file_access_list(access, tuning, where);
-    return File(H5_CALL(H5Fcreate, where, path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.id()), path);
+    PropertyListHandle fcpl(H5_CALL(H5Pcreate, where, H5P_FILE_CREATE));
+    if (!tuning.reuse_freed_space) {
+        H5_CALL(H5Pset_file_space_strategy, where, fcpl.id(), H5F_FSPACE_STRATEGY_NONE, 0, 1);
+    }
+    return File(H5_CALL(H5Fcreate, where, path.c_str(), H5F_ACC_EXCL, fcpl.id(), fapl.id()), path);
 }
 
 File File::open(const std::string& path, FileMode mode, const FileAccess& access, const FileTuning& tuning) {

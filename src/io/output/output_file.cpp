@@ -76,15 +76,18 @@ Dataset make_dataset(const File& file, const std::string& path, const Datatype& 
     creation.gzip_level = layout.gzip_level;
     // Uncompressed, the file's layout is then fixed at creation: a resumed run writes the
     // same bytes at the same places as an uninterrupted one, and a crash between flushes
-    // cannot leave chunk-index updates half written. (Compressed chunks are sized only when
-    // written, so they cannot be placed early.)
-    creation.allocate_early = layout.gzip_level == 0;
+    // cannot leave chunk-index updates half written. Compressed chunks move when written (their
+    // size changes), but are allocated at creation too, holding their fill: that is what
+    // parallel HDF5 does whatever it is asked, and a file created by one process (--io gather)
+    // with chunks still unallocated could not be resumed under --io parallel (HDF5 1.10 read
+    // an unallocated chunk to modify it: 'addr overflow', or the ranks hung).
+    creation.allocate_early = true;
     if (fill.kind == Fill::marker) {
         creation.has_fill = true;
         creation.fill_value = fill.value;
     }
-    // Compressed chunks are allocated as they are written, with no fill to skip.
-    creation.fill_never = fill.kind == Fill::none && creation.allocate_early;
+    // Filters need their fill written (HDF5 refuses H5D_FILL_TIME_NEVER with them).
+    creation.fill_never = fill.kind == Fill::none && layout.gzip_level == 0;
     Dataset dataset = Dataset::create(file, path, type, dims, creation);
     set_dimension_labels(dataset, labels);
     return dataset;

@@ -13,11 +13,16 @@ namespace attnbatch::io {
 // How the output file is placed and cached: objects on page bounds (whole chunks can then be
 // written around HDF5: direct_chunks.hpp), and, where nothing is compressed, no chunk cache,
 // so that HDF5 holds no raw data that such writes would leave stale (under MPI-IO it holds none
-// anyway).
+// anyway). Compressed chunks move when rewritten (a chunk two rounds share: /lse, /lengths, a
+// long sequence's pieces): their freed space is not reused, so that what the last checkpoint
+// flushed survives a kill before the next (without it a resume found those units damaged and
+// could not rewrite their chunks: 'inflate() failed', or HDF5 crashed). The file grows by the
+// chunks rewritten, about one /lse and /lengths chunk per round.
 inline FileTuning output_file_tuning(const OutputLayout& layout) {
     FileTuning tuning;
     tuning.alignment = 4096;
     tuning.chunk_cache = layout.gzip_level != 0;
+    tuning.reuse_freed_space = layout.gzip_level == 0;
     return tuning;
 }
 

@@ -24,6 +24,12 @@ struct FileTuning {
     // false: no cache of raw chunks (H5Pset_cache), as under MPI-IO: a write is in the file when
     // H5Dwrite returns, and HDF5 reads what was written to the file around it.
     bool chunk_cache = true;
+    // false (at creation): file space that a rewrite frees is never handed out again
+    // (H5F_FSPACE_STRATEGY_NONE: every allocation at the end of the file). A compressed chunk
+    // rewritten moves, and its old bytes stay where the last flushed chunk index points until
+    // the next flush: a process killed before that flush leaves a file whose old chunks are
+    // still whole, instead of overwritten by chunks placed in their space since.
+    bool reuse_freed_space = true;
 };
 
 class File {
