@@ -17,7 +17,8 @@ namespace attnbatch::io {
 // long sequence's pieces): their freed space is not reused, so that what the last checkpoint
 // flushed survives a kill before the next (without it a resume found those units damaged and
 // could not rewrite their chunks: 'inflate() failed', or HDF5 crashed). The file grows by the
-// chunks rewritten, about one /lse and /lengths chunk per round.
+// chunks rewritten: the compressed fills of creation, and about one /lse and /lengths chunk
+// per round (1.3% for 512 sequences with maps).
 inline FileTuning output_file_tuning(const OutputLayout& layout) {
     FileTuning tuning;
     tuning.alignment = 4096;
