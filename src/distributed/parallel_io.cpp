@@ -81,15 +81,11 @@ private:
         abort_job(comm_, exit_io, what + " (inside a collective write: aborting every rank)");
     }
 
-    // The data of an uncompressed output, allocated at creation, is written by each rank
-    // independently: nothing in the file's metadata changes, and each rank's rows go straight
-    // to the file. A collective write funnelled them through MPI-IO's aggregators (two-phase
-    // collective buffering): with 2 ranks, N=2048 L=256 with all weights, 1.85 s against
-    // 1.46 s (medians of 5, interleaved). Compressed chunks are allocated as they are written,
-    // which parallel HDF5 does only in collective writes.
-    io::Transfer data_transfer() const {
-        return output_->layout().gzip_level == 0 ? io::Transfer::independent : io::Transfer::collective;
-    }
+    // OutputFile::data_transfer(): independent for an uncompressed output, whose rows then go
+    // straight to the file. A collective write funnelled them through MPI-IO's aggregators
+    // (two-phase collective buffering): with 2 ranks, N=2048 L=256 with all weights, 1.85 s
+    // against 1.46 s (medians of 5, interleaved).
+    io::Transfer data_transfer() const { return output_->data_transfer(); }
 
     void note_fallback() {
         if (fallback_.empty()) fallback_ = io::collective_fallback_cause();

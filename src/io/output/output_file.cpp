@@ -299,15 +299,18 @@ void OutputFile::create_packed(const OutputOptions& options) {
     h5_->offsets = make_dataset(h5_->file, dataset::offsets, Datatype::int64(), {n + 1}, 8, layout, {"N+1"});
     attach_dimension_scales(h5_->file, layout, *h5_->output, *h5_->lse, *h5_->lengths, h5_->attention, h5_->offsets);
     // Each writer its own rows: a collective creation by thousands of ranks writes them once.
-    // Compressed, in one collective write: parallel HDF5 writes filtered datasets in no other
-    // way ("Can't perform independent write with filters in pipeline").
+    // Compressed under MPI-IO, in one collective write (data_transfer()).
     const auto total = static_cast<std::uint64_t>(n + 1);
     const auto writers = static_cast<std::uint64_t>(std::max(1, options.writers));
     const auto writer = static_cast<std::uint64_t>(std::clamp(options.writer, 0, options.writers - 1));
     const std::uint64_t begin = total * writer / writers, end = total * (writer + 1) / writers;
-    const Transfer transfer = layout.gzip_level > 0 && h5_->file.uses_mpi_io() ? Transfer::collective : Transfer::independent;
     write_rows(*h5_->offsets, begin, end - begin, layout.offsets->data() + begin, static_cast<std::size_t>(end - begin),
-               transfer);
+               data_transfer());
+}
+
+Transfer OutputFile::data_transfer() const {
+    // HDF5 refuses the other way: "Can't perform independent write with filters in pipeline".
+    return layout_.gzip_level != 0 && h5_->file.uses_mpi_io() ? Transfer::collective : Transfer::independent;
 }
 
 namespace {

@@ -107,6 +107,11 @@ public:
     // With a journal, [first, last) must be whole units; their checksums wait for checkpoint().
     void write_block(std::int64_t first, std::int64_t last, const OutputBlock& block,
                      Transfer transfer = Transfer::independent);
+    // How processes sharing this file write its data: each its own rows independently (an
+    // uncompressed output is placed at creation, so no write changes metadata), except
+    // compressed data under MPI-IO, which parallel HDF5 writes collectively only (a compressed
+    // chunk's size and place change as it is written).
+    Transfer data_transfer() const;
     // Writes a span (any layout, whole sequences or a piece) from a block in the canonical
     // layout above; the same one H5Dwrite per dataset, in the same order, as write_block(), so
     // ranks writing spans of either kind meet in every collective write. With a journal the
