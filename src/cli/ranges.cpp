@@ -15,16 +15,25 @@ const char* const kSyntax = "expected n, A:B, :B, A: or a comma list of them (ze
     throw Error(exit_usage, option + ": '" + text + "' is not a range: " + why + "; " + kSyntax);
 }
 
+// What is wrong with `part` of `text`, naming the part only when it is not the whole text (a
+// list's item, or a range's bound), so that '7:7' is not quoted twice.
+[[noreturn]] void refuse_part(const std::string& option, const std::string& text, const std::string& part,
+                              const std::string& what) {
+    const std::size_t begin = text.find_first_not_of(' '), end = text.find_last_not_of(' ');
+    const bool whole = begin != std::string::npos && text.substr(begin, end - begin + 1) == part;
+    refuse(option, text, whole ? "it " + what : "'" + part + "' " + what);
+}
+
 // A bound: digits only (no sign, no spaces inside), below 2^62 so that B - A never overflows.
 std::optional<std::int64_t> bound(const std::string& item, const std::string& option, const std::string& text) {
     std::size_t begin = item.find_first_not_of(' '), end = item.find_last_not_of(' ');
     if (begin == std::string::npos) return std::nullopt;
     const std::string digits = item.substr(begin, end - begin + 1);
-    if (digits[0] == '-') refuse(option, text, "'" + digits + "' is negative (indices start at 0; no negative indexing)");
+    if (digits[0] == '-') refuse_part(option, text, digits, "is negative (indices start at 0; no negative indexing)");
     std::int64_t value = 0;
     for (char c : digits) {
-        if (!std::isdigit(static_cast<unsigned char>(c))) refuse(option, text, "'" + digits + "' is not a number");
-        if (value > (std::int64_t{1} << 58)) refuse(option, text, "'" + digits + "' is too large");
+        if (!std::isdigit(static_cast<unsigned char>(c))) refuse_part(option, text, digits, "is not a number");
+        if (value > (std::int64_t{1} << 58)) refuse_part(option, text, digits, "is too large");
         value = value * 10 + (c - '0');
     }
     return value;
@@ -46,11 +55,11 @@ std::vector<IndexRange> parse_ranges(const std::string& text, const std::string&
             ranges.push_back(IndexRange{*n, *n + 1});
             continue;
         }
-        if (item.find(':', colon + 1) != std::string::npos) refuse(option, text, "'" + item + "' has two colons (no steps)");
+        if (item.find(':', colon + 1) != std::string::npos) refuse_part(option, text, item, "has two colons (no steps)");
         const std::optional<std::int64_t> first = bound(item.substr(0, colon), option, text);
         const std::optional<std::int64_t> last = bound(item.substr(colon + 1), option, text);
         if (first && last && *last <= *first) {
-            refuse(option, text, "'" + item + "' is empty (B must be greater than A)");
+            refuse_part(option, text, item, "is empty (B must be greater than A)");
         }
         ranges.push_back(IndexRange{first.value_or(0), last});
     }

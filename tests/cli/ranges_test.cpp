@@ -40,6 +40,30 @@ TEST(Ranges, MalformedTextIsAUsageErrorNamingTheOptionAndTheSyntax) {
     }
 }
 
+// The whole text is quoted once; a list's item or a range's bound is quoted besides when it is
+// only a part of it.
+TEST(Ranges, AnErrorQuotesThePartAtFaultOnlyWhenItIsNotTheWholeText) {
+    const auto message = [](const std::string& text) {
+        try {
+            parse_ranges(text, "--sequences");
+        } catch (const Error& error) {
+            return std::string(error.what());
+        }
+        return std::string("accepted");
+    };
+    const auto count = [](const std::string& what, const std::string& part) {
+        int n = 0;
+        for (std::size_t at = what.find(part); at != std::string::npos; at = what.find(part, at + 1)) ++n;
+        return n;
+    };
+    EXPECT_EQ(count(message("7:7"), "'7:7'"), 1) << message("7:7");
+    EXPECT_NE(message("7:7").find("it is empty"), std::string::npos) << message("7:7");
+    EXPECT_EQ(count(message("-3"), "'-3'"), 1) << message("-3");
+    EXPECT_EQ(count(message("3,7:7"), "'7:7'"), 1) << message("3,7:7");
+    EXPECT_NE(message("3,7:7").find("'3,7:7' is not a range: '7:7' is empty"), std::string::npos) << message("3,7:7");
+    EXPECT_NE(message("2:x").find("'x' is not a number"), std::string::npos) << message("2:x");
+}
+
 TEST(Ranges, PastTheLimitIsRefusedWithTheLimit) {
     try {
         indices("8:12", 10);
