@@ -9,6 +9,10 @@
 # rounds, in attention GFLOP/s (4*B*H*L^2*d per pass, the count `bench` uses) and as a
 # fraction of the single-core FMA peak that `bench` measures on the spot.
 # OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and MKL_NUM_THREADS are 1 for all three.
+# numpy and PyTorch run at their fastest: both do their matrix products in the BLAS, so each
+# runs once per OpenBLAS core type this CPU can run, with OpenBLAS's libblas.so.3 first and the
+# machine's pinned OPENBLAS_* values unset (scripts/openblas_peer.sh says why); the table gives
+# every core type's median and compares attnbatch with each tool's fastest.
 #
 #   scripts/bench_compare.sh [options]
 #
@@ -18,6 +22,11 @@
 #   --seq-len L      tokens [512]      --dim D     features per head [64]
 #   --no-torch       skip PyTorch
 #   --no-install     do not install python3-torch when it is missing (skip PyTorch instead)
+#   --openblas DIR   OpenBLAS's libblas.so.3 directory (found under /usr/lib/*/openblas-pthread;
+#                    installed with apt-get install libopenblas0-pthread when missing, as root)
+#   --coretypes LIST OPENBLAS_CORETYPE values to try (those this CPU runs)
+#   --installed-blas also run both with the BLAS and environment as they are (on a fresh
+#                    Debian the reference BLAS: what a user who changed nothing gets)
 #   --bin PATH       the attnbatch binary [$ATTNBATCH, else build/attnbatch]
 #   -h, --help       this text
 #
@@ -28,7 +37,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=/usr/bin/python3   # Debian's python, with numpy (and python3-torch once installed)
 
-rounds=5 batch=8 heads=8 seq_len=512 dim=64 torch=1 install=1
+rounds=5 batch=8 heads=8 seq_len=512 dim=64 torch=1 install=1 openblas="" coretypes="" installed_blas=0
 bin=${ATTNBATCH:-$repo/build/attnbatch}
 while [ $# -gt 0 ]; do
     case $1 in
@@ -40,6 +49,9 @@ while [ $# -gt 0 ]; do
         --no-torch) torch=0; shift ;;
         --no-install) install=0; shift ;;
         --bin) bin=$2; shift 2 ;;
+        --openblas) openblas=$2; shift 2 ;;
+        --coretypes) coretypes=$2; shift 2 ;;
+        --installed-blas) installed_blas=1; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench_compare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -62,10 +74,22 @@ if [ $torch = 1 ] && ! "$PY" -c 'import torch' 2>/dev/null; then
 fi
 
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+# shellcheck source=scripts/openblas_peer.sh
+source "$repo/scripts/openblas_peer.sh"
+openblas=$(openblas_dir "$openblas") || exit 2
+[ -n "$coretypes" ] || coretypes=$(openblas_coretypes)
+IFS=, read -r -a coretype_list <<<"$coretypes"
+blas_ways=()
+for coretype in "${coretype_list[@]}"; do blas_ways+=("$coretype"); done
+[ $installed_blas = 1 ] && blas_ways+=(installed)
 
-# One timing of the Python expression: prints "TOOL GFLOPS" (median of in-process repeats).
+# One timing of the Python expression under one BLAS way (a core type, or "installed"): prints
+# "TOOL/WAY GFLOPS" (median of in-process repeats).
 python_bench() {
-    "$PY" - "$1" "$batch" "$heads" "$seq_len" "$dim" <<'EOF'
+    local launch=()
+    [ "$2" = installed ] || launch=("${peer_env[@]}" LD_LIBRARY_PATH="$openblas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+                                    OPENBLAS_CORETYPE="$2")
+    "${launch[@]}" "$PY" - "$1/$2" "$batch" "$heads" "$seq_len" "$dim" <<'EOF'
 import statistics, sys, time
 import numpy as np
 tool, B, H, L, D = sys.argv[1], *map(int, sys.argv[2:6])
@@ -73,7 +97,7 @@ flops = 4.0 * B * H * L * L * D
 rng = np.random.default_rng(1)
 q, k, v = (rng.standard_normal((B * H, L, D), dtype=np.float32) for _ in range(3))
 scale = np.float32(1.0 / np.sqrt(D))
-if tool == "numpy":
+if tool.startswith("numpy/"):
     def attention():
         s = np.matmul(q, k.transpose(0, 2, 1)) * scale
         s -= s.max(axis=-1, keepdims=True)
@@ -101,13 +125,16 @@ tools=(attnbatch numpy)
 [ $torch = 1 ] && tools+=(pytorch)
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
-echo "bench_compare: B=$batch H=$heads L=$seq_len d=$dim float32, 1 thread, $rounds rounds of ${tools[*]}" >&2
+echo "bench_compare: B=$batch H=$heads L=$seq_len d=$dim float32, 1 thread, $rounds rounds of ${tools[*]};" \
+     "numpy and PyTorch with OpenBLAS ($openblas) as ${blas_ways[*]}" >&2
 for r in $(seq "$rounds"); do
     "$bin" bench --batch "$batch" --heads "$heads" --seq-len "$seq_len" --head-dim "$dim" --threads 1 --json \
         | "$PY" -c 'import json, sys; j = json.load(sys.stdin); print("attnbatch", j["gflops"], j["peak_gflops_per_core"], j["fraction_of_peak"])' \
         >>"$results"
-    python_bench numpy >>"$results"
-    [ $torch = 1 ] && python_bench pytorch >>"$results"
+    for way in "${blas_ways[@]}"; do
+        python_bench numpy "$way" >>"$results"
+        [ $torch = 1 ] && python_bench pytorch "$way" >>"$results"
+    done
     echo "bench_compare: round $r of $rounds done" >&2
 done
 
@@ -124,10 +151,16 @@ for line in open(sys.argv[1]):
 peak = statistics.median(peaks)
 ours = statistics.median(runs["attnbatch"])
 print("B=%s H=%s L=%s d=%s float32, one thread; single-core FMA peak %.1f GFLOP/s (median of bench's)" % (*sys.argv[2:6], peak))
-print("%-10s %9s %9s %10s %9s" % ("tool", "GFLOP/s", "of peak", "attnbatch", "rounds"))
+print("%-22s %9s %9s %10s %9s" % ("tool / BLAS", "GFLOP/s", "of peak", "attnbatch", "rounds"))
+fastest = {}
 for tool, vals in runs.items():
     g = statistics.median(vals)
     # attnbatch's own fraction is the median of its paired ratios (see `attnbatch bench --help`)
     frac = statistics.median(fractions) if tool == "attnbatch" else g / peak
-    print("%-10s %9.1f %9.2f %9.1fx %9d" % (tool, g, frac, ours / g, len(vals)))
+    print("%-22s %9.1f %9.2f %9.1fx %9d" % (tool, g, frac, ours / g, len(vals)))
+    name = tool.split("/")[0]
+    if tool != "attnbatch" and g > fastest.get(name, ("", 0.0))[1]:
+        fastest[name] = (tool, g)
+for name, (tool, g) in fastest.items():
+    print("attnbatch against %s at its fastest (%s): %.1fx" % (name, tool, ours / g))
 EOF

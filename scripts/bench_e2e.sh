@@ -108,38 +108,10 @@ done
 bin=$(readlink -f "$bin")
 [[ -z $before ]] || before=$(readlink -f "$before")
 
-find_openblas() {
-  local candidate
-  for candidate in /usr/lib/*/openblas-pthread; do
-    [[ -f $candidate/libblas.so.3 ]] && { echo "$candidate"; return; }
-  done
-  return 0  # nothing found is an empty answer, not a failure that set -e would exit on
-}
-if [[ -z $openblas ]]; then
-  openblas=$(find_openblas)
-  if [[ -z $openblas && $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
-    echo "bench_e2e.sh: installing libopenblas0-pthread (the peer's BLAS at its fastest)" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libopenblas0-pthread >&2 ||
-      { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libopenblas0-pthread >&2; }
-    openblas=$(find_openblas)
-  fi
-fi
-[[ -n $openblas && -f $openblas/libblas.so.3 ]] ||
-  { echo "bench_e2e.sh: no OpenBLAS libblas.so.3 found; apt-get install libopenblas0-pthread, or give --openblas DIR" >&2; exit 2; }
-
-# The core types of OpenBLAS 0.3.21's x86-64 kernels that this CPU can run, fastest families first.
-if [[ -z $coretypes ]]; then
-  flags=$(grep -m1 '^flags' /proc/cpuinfo)
-  has() { [[ " $flags " == *" $1 "* ]]; }
-  list=()
-  if has avx512f && has avx512bw && has avx512vl; then
-    list+=(SkylakeX)
-    has avx512_bf16 && list+=(Cooperlake)
-  fi
-  has avx2 && has fma && list+=(Haswell Zen)
-  [[ ${#list[@]} -gt 0 ]] || list=(Prescott)
-  coretypes=$(IFS=,; echo "${list[*]}")
-fi
+# shellcheck source=scripts/openblas_peer.sh
+source scripts/openblas_peer.sh
+openblas=$(openblas_dir "$openblas") || exit 2
+[[ -n $coretypes ]] || coretypes=$(openblas_coretypes)
 
 python=/usr/bin/python3  # Debian's h5py, mpi4py and numpy belong to it
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -149,8 +121,8 @@ out=$(cd "$out" && pwd)
 source scripts/mpi_placement.sh
 read -r -a place <<<"$(placement "$bind" 2 1)"
 mpi=(mpirun -np 2 --oversubscribe "${place[@]}" -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
-# The peer's command alone runs without the pinned values (the ranks inherit mpirun's environment).
-peer_env=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
+# The peer's command alone runs without the pinned values (peer_env; the ranks inherit mpirun's
+# environment).
 IFS=, read -r -a coretype_list <<<"$coretypes"
 IFS=, read -r -a case_list <<<"$cases"
 
