@@ -51,7 +51,7 @@
 //              and V are packed once per group; weights finished in one pass.
 //   3 3c05262  Longer key tiles (AVX-512: 96 x 128 to 96 x 512), so the per-row softmax
 //              bookkeeping is paid once per 512 keys; a P V micro-tile width of its own.
-//              0.53 of peak, 90.9 GFLOP/s (an earlier sitting, docs/performance.md "History").
+//              0.53 of peak, 90.9 GFLOP/s (an earlier sitting, docs/performance-log.md "History").
 //   4 623e931  Row-block order: Q K^T, softmax and P V one block of MR rows at a time, so the
 //              block's S strip (MR x block_k, 24 KiB) stays in L1; the S scratch shrinks to it.
 //   5 b545a7c  AVX-512 exp2 by VREDUCEPS (x - floor x) and VSCALEFPS instead of VRNDSCALEPS, a
@@ -66,7 +66,7 @@
 //              982c794, was neutral to -1% and dropped again in edf2630.)
 //   9 9b2ac6c  The prefetch walks cache lines with one pointer, contiguous rows as one range:
 //              +2.7% CPU time in an A/B. 0.62 of peak, 98.6 GFLOP/s, 6.7x numpy and 7.9x
-//              PyTorch on one core (docs/performance.md "Kernel against numpy and PyTorch").
+//              PyTorch on one core (docs/performance-log.md "Kernel against numpy and PyTorch").
 //  10 f9d6b03  Split into this file and the headers above; registered as backends (7c9ab10:
 //              backend.hpp, backends.cpp); scratch sized by the weights mode (b8a163e). The same
 //              arithmetic in the same order: outputs byte-identical to version 9.

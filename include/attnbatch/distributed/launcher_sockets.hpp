@@ -6,7 +6,7 @@
 // Linux delays by up to 40 ms (TCP_DELACK_MIN), and the launcher answers only when all four are
 // in. Measured here (mpirun -np 2, a 4-sequence run): strace showed both ranks waiting 42 ms in
 // the fence with nothing to do, and a run took 0.12-0.14 s against 0.08-0.09 s with
-// TCP_NODELAY set on that socket before MPI_Finalize (docs/performance.md, "Start-up and
+// TCP_NODELAY set on that socket before MPI_Finalize (docs/performance-log.md, "Start-up and
 // shut-down"). Every run pays it once, so it is a third of a short run's wall time.
 #pragma once
 

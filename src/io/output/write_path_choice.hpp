@@ -12,7 +12,7 @@ enum class WritePath { page_cache, direct };
 // cheaper: the page cache is a copy at memory speed where the kernel has pages at hand, but
 // where a virtual machine's host has taken freed memory back, every fresh page faults on the
 // host and one file's buffered writers take turns (0.4-0.9 GB/s for two ranks, against 1.6-2
-// for O_DIRECT, docs/performance.md); on a slow or shared disk with warm memory it is the other
+// for O_DIRECT, docs/performance-log.md); on a slow or shared disk with warm memory it is the other
 // way round, and once dirty pages pass the kernel's limits a buffered write waits for the disk
 // too. The costs are measured, not guessed. Most bytes go the usual way: past the page cache
 // until both costs are known (it takes no core from compute), then the one that has cost less

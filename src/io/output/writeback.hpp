@@ -14,7 +14,7 @@ namespace attnbatch::io {
 // keeps a volatile cache (a virtual disk on its host's page cache, a drive's write cache). Only
 // a flush empties it, and left to the fsync before publication, 1.09 GB took 0.42-0.48 s
 // there after the last compute; flushed round by round, the run went 1.42 -> 1.12 s
-// (docs/performance.md). Best effort: the fsync at publication is the guarantee, so a failure
+// (docs/performance-log.md). Best effort: the fsync at publication is the guarantee, so a failure
 // (another system, a file system without it) is ignored.
 class Writeback {
 public:
