@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The peers' BLAS at its fastest, for the benchmarks that compare attnbatch with numpy or
 # PyTorch (bench_e2e.sh, bench_compare.sh). Sourced, not run. On a fresh Debian, numpy's
 # libblas.so.3 is the reference BLAS, and Debian's OpenBLAS 0.3.21 does not know a Zen 5 or a
@@ -14,6 +15,8 @@
 #   peer_env                an array: `env` without the pinned OPENBLAS_* values, to prefix the
 #                           peer's command with
 
+# Used by the scripts that source this one:
+# shellcheck disable=SC2034
 peer_env=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
 
 openblas_find() {
