@@ -78,9 +78,7 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 source "$repo/scripts/openblas_peer.sh"
 openblas=$(openblas_dir "$openblas") || exit 2
 [ -n "$coretypes" ] || coretypes=$(openblas_coretypes)
-IFS=, read -r -a coretype_list <<<"$coretypes"
-blas_ways=()
-for coretype in "${coretype_list[@]}"; do blas_ways+=("$coretype"); done
+IFS=, read -r -a blas_ways <<<"$coretypes"
 [ $installed_blas = 1 ] && blas_ways+=(installed)
 
 # One timing of the Python expression under one BLAS way (a core type, or "installed"): prints

@@ -15,20 +15,25 @@ const char* const kSyntax = "expected n, A:B, :B, A: or a comma list of them (ze
     throw Error(exit_usage, option + ": '" + text + "' is not a range: " + why + "; " + kSyntax);
 }
 
+// Spaces around an item or a bound are allowed (" 1 : 3 "); spaces only make it empty.
+std::string without_spaces_around(const std::string& text) {
+    const std::size_t begin = text.find_first_not_of(' ');
+    return begin == std::string::npos ? std::string() : text.substr(begin, text.find_last_not_of(' ') - begin + 1);
+}
+
 // What is wrong with `part` of `text`, naming the part only when it is not the whole text (a
 // list's item, or a range's bound), so that '7:7' is not quoted twice.
 [[noreturn]] void refuse_part(const std::string& option, const std::string& text, const std::string& part,
                               const std::string& what) {
-    const std::size_t begin = text.find_first_not_of(' '), end = text.find_last_not_of(' ');
-    const bool whole = begin != std::string::npos && text.substr(begin, end - begin + 1) == part;
-    refuse(option, text, whole ? "it " + what : "'" + part + "' " + what);
+    const std::string shown = without_spaces_around(part);
+    const bool whole = without_spaces_around(text) == shown;
+    refuse(option, text, whole ? "it " + what : "'" + shown + "' " + what);
 }
 
 // A bound: digits only (no sign, no spaces inside), below 2^62 so that B - A never overflows.
 std::optional<std::int64_t> bound(const std::string& item, const std::string& option, const std::string& text) {
-    std::size_t begin = item.find_first_not_of(' '), end = item.find_last_not_of(' ');
-    if (begin == std::string::npos) return std::nullopt;
-    const std::string digits = item.substr(begin, end - begin + 1);
+    const std::string digits = without_spaces_around(item);
+    if (digits.empty()) return std::nullopt;
     if (digits[0] == '-') refuse_part(option, text, digits, "is negative (indices start at 0; no negative indexing)");
     std::int64_t value = 0;
     for (char c : digits) {

@@ -32,7 +32,12 @@ public:
         static const io::OutputBlock nothing{};
         const bool have = block != nullptr && !mine.empty();
         try {
-            output_->write_span(have ? span_of(mine) : io::OutputSpan{}, have ? *block : nothing, data_transfer());
+            // Independent for an uncompressed output (OutputFile::data_transfer()), whose rows
+            // then go straight to the file. A collective write funnelled them through MPI-IO's
+            // aggregators (two-phase collective buffering): with 2 ranks, N=2048 L=256 with all
+            // weights, 1.85 s against 1.46 s (medians of 5, interleaved).
+            output_->write_span(have ? span_of(mine) : io::OutputSpan{}, have ? *block : nothing,
+                                output_->data_transfer());
             // The journal's write is collective, and HDF5 starts it with an MPI_Allreduce, whose
             // wait polls: a rank done with its rows first spun there while the other still
             // wrote, taking half its core from its own compute thread (N=2048 L=256 with
@@ -80,12 +85,6 @@ private:
     [[noreturn]] void abort_collective(const std::string& what) {
         abort_job(comm_, exit_io, what + " (inside a collective write: aborting every rank)");
     }
-
-    // OutputFile::data_transfer(): independent for an uncompressed output, whose rows then go
-    // straight to the file. A collective write funnelled them through MPI-IO's aggregators
-    // (two-phase collective buffering): with 2 ranks, N=2048 L=256 with all weights, 1.85 s
-    // against 1.46 s (medians of 5, interleaved).
-    io::Transfer data_transfer() const { return output_->data_transfer(); }
 
     void note_fallback() {
         if (fallback_.empty()) fallback_ = io::collective_fallback_cause();
