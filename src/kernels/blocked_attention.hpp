@@ -131,6 +131,14 @@
 //              x1.013-1.030, causal x1.017-1.042; one thread causal x1.013-1.030, bf16
 //              x1.002-1.009, fp32 x0.997-0.998. kernel_ab.sh (its tensors now on 2 MiB bounds, as
 //              runs' are), 21 rounds: one thread x1.004-1.020, two x1.007-1.029.
+//  18          AVX-512 fp32: 8 x 32 micro-tiles instead of 12 x 32 (ATTNBATCH_MR), query tiles of
+//              128 rows instead of 96 (blocked_avx512.cpp). The same operations per element in the
+//              same order: outputs byte-identical (fp32, causal, ragged, projections, all and
+//              mean maps, f16 maps). kernel_ab.sh, 15 rounds, L = 512: one thread fp32 x1.016
+//              full, x1.030 causal; two threads x1.027 and x1.035; L = 256 x1.029 and x1.057;
+//              L = 2048 x1.018 and x1.025; bf16 (its own 16-row blocks) unchanged. 8 x 32 alone
+//              (96-row tiles): x1.004-1.016 full, x1.020-1.026 causal; 6 x 32 x1.004 and
+//              x1.014; 10 x 32 x0.998 and x0.993; 4 x 64 x1.015 and x1.012.
 #pragma once
 
 #include <cstddef>

@@ -21,7 +21,7 @@ constexpr int kNVpv = ATTNBATCH_NV_PV;       // vectors per row of the P.V micro
 constexpr int kNRpv = kNVpv * kLanes;        // value columns per P.V micro-tile
 
 // Rows of the smaller micro-tile for a row block whose last rows lie past the valid queries
-// (e.g. the last 8 of 512 rows in blocks of 12): those rows are left out rather than computed
+// (e.g. the last 5 of 517 rows in blocks of 8): those rows are left out rather than computed
 // and dropped.
 constexpr int kTailRows = kMR - kMR / 3;
 
