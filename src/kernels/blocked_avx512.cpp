@@ -1,7 +1,7 @@
 // AVX-512 backend: an 8 x 32 accumulator tile (16 FMA chains) in the 32 zmm registers, two
 // vectors of keys or values and the broadcasts. 16 chains cover the FMA latency, and on the
-// AMD Zen 5 of docs/performance.md 8-row blocks ran fp32 1-3% faster than 12-row ones (which
-// filled 24 of the registers), causal 2-5% (blocked_attention.hpp, version 18): the causal
+// AMD Zen 5 of docs/performance.md 8-row blocks ran fp32 1.6-3% faster than 12-row ones (which
+// filled 24 of the registers), causal 2.5-6% (blocked_attention.hpp, version 18): the causal
 // diagonal wastes less in blocks of 8; why full runs gain too was not isolated. x86 only.
 #if !defined(__AVX512F__) || !defined(__AVX512VL__) || !defined(__AVX512BW__) || !defined(__AVX512DQ__)
 #error "blocked_avx512.cpp is compiled with -mavx512f -mavx512vl -mavx512bw -mavx512dq (src/kernels/CMakeLists.txt)"
@@ -27,7 +27,7 @@ bool cpu_has_avx512() {
 
 // Long key tiles: the per-row softmax bookkeeping (row max, rescale, sums) is paid once per key
 // tile, and a row block's 8 x 512 S strip (16 KiB) still sits in L1. Query tiles of 128 rows
-// (16 row blocks) ran 0.4-0.9% faster than 64 or 256 and 1-1.5% faster than 96.
+// (16 row blocks) ran 0.3-0.9% faster than 64 or 256 and about 1% faster than 96.
 extern const Backend avx512_backend = isa_avx512::blocked_backend("avx512", cpu_has_avx512, {128, 512});
 
 }  // namespace attnbatch::kernels
