@@ -45,14 +45,15 @@ openblas_dir() {
 }
 
 openblas_coretypes() {
+  # The flags padded with spaces, so that " flag " matches whole names only. (No helper
+  # function: bash would define it globally, in every script that sources this one.)
   local flags list=()
-  flags=$(grep -m1 '^flags' /proc/cpuinfo)
-  has() { [[ " $flags " == *" $1 "* ]]; }
-  if has avx512f && has avx512bw && has avx512vl; then
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
+  if [[ $flags == *" avx512f "* && $flags == *" avx512bw "* && $flags == *" avx512vl "* ]]; then
     list+=(SkylakeX)
-    has avx512_bf16 && list+=(Cooperlake)
+    [[ $flags == *" avx512_bf16 "* ]] && list+=(Cooperlake)
   fi
-  has avx2 && has fma && list+=(Haswell Zen)
+  [[ $flags == *" avx2 "* && $flags == *" fma "* ]] && list+=(Haswell Zen)
   [[ ${#list[@]} -gt 0 ]] || list=(Prescott)
   (IFS=,; echo "${list[*]}")
 }
