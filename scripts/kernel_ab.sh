@@ -5,7 +5,9 @@
 # round; medians of the rounds' paired ratios. For changes of 1-3%, which separate processes
 # on a shared host cannot resolve (scripts/bench_kernel.sh with BASE= compares whole `bench`
 # runs instead). Run it with BASE = HEAD first: the ratios it prints for identical code are the
-# sitting's noise.
+# sitting's noise. Last, each side runs every configuration once more into outputs of its own,
+# and the script says whether the new side's output and lse match the base's bit for bit (or how
+# many values differ, and by how much at most).
 #   scripts/kernel_ab.sh [--rounds N] [--threads T] [--seq-len L] [--groups G] [--new DIR] BASE
 #   --rounds N    rounds, each running every configuration on both sides (21)
 #   --threads T   OpenMP threads per call (1); one thread runs pinned to the first allowed CPU
@@ -19,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=21 threads=1 len=512 groups=64 base='' new_tree=$PWD
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 while (( $# )); do
   [[ $1 != --* || $1 == --help || $# -ge 2 ]] || { echo "kernel_ab.sh: $1 needs a value (see --help)" >&2; exit 2; }
   case $1 in

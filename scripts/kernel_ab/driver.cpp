@@ -6,10 +6,13 @@
 //   kernel_ab ROUNDS THREADS LEN GROUPS   (GROUPS sequence-head pairs of LEN x 64, contiguous)
 // Prints per kernel (fp32, and bf16 where both sides run it on this CPU; full and causal) the
 // median GFLOP/s of each side and the median of the rounds' new/base ratios (rates, so > 1 is
-// faster).
+// faster), and whether the two sides' outputs and lse agree bit for bit (a change meant to move
+// no bit shows here if it does; one that does move them says by how much).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <new>
 #include <random>
@@ -60,6 +63,22 @@ struct Tensor {
     Tensor(const Tensor&) = delete;
     Tensor& operator=(const Tensor&) = delete;
 };
+
+// "identical", or the largest difference of the new side's values from the base side's.
+std::string compare(const float* base, const float* fresh, std::size_t n) {
+    if (std::memcmp(base, fresh, n * sizeof(float)) == 0) return "identical";
+    double largest = 0;
+    std::size_t differing = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (std::memcmp(base + i, fresh + i, sizeof(float)) == 0) continue;
+        ++differing;
+        const double d = std::fabs(static_cast<double>(fresh[i]) - static_cast<double>(base[i]));
+        largest = std::isnan(d) ? INFINITY : std::max(largest, d);
+    }
+    char text[96];
+    std::snprintf(text, sizeof text, "%zu of %zu differ, largest by %.3g", differing, n, largest);
+    return text;
+}
 
 void fill_normal(Tensor& t, std::size_t n, unsigned seed) {
     std::mt19937 rng(seed);
@@ -126,6 +145,17 @@ int main(int argc, char** argv) {
     for (std::size_t c = 0; c < configs.size(); ++c) {
         std::printf("| %s | %.1f | %.1f | %.3f |\n", configs[c].name, median(rate[c * 2]), median(rate[c * 2 + 1]),
                     paired(c * 2 + 1, c * 2));
+    }
+    // Each side once more into outputs of its own, compared bit for bit.
+    Tensor out_new(n), lse_new(static_cast<std::size_t>(groups) * len);
+    AbProblem problem_new = problem;
+    problem_new.out = out_new.data;
+    problem_new.lse = lse_new.data;
+    for (const Config& c : configs) {
+        base_forward(&problem, c.kernel, c.causal, workspace.data(), workspace.size());
+        new_forward(&problem_new, c.kernel, c.causal, workspace.data(), workspace.size());
+        std::printf("%s, new against base: output %s; lse %s\n", c.name, compare(out.data, out_new.data, n).c_str(),
+                    compare(lse.data, lse_new.data, static_cast<std::size_t>(groups) * len).c_str());
     }
     // The ratios within each side (configs: fp32 full, fp32 causal, bf16 full, bf16 causal).
     for (int side = 0; side < 2; ++side) {
