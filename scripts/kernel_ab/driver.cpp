@@ -12,8 +12,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <random>
 #include <string>
@@ -64,7 +64,8 @@ struct Tensor {
     Tensor& operator=(const Tensor&) = delete;
 };
 
-// "identical", or the largest difference of the new side's values from the base side's.
+// "identical", or how many of the new side's values differ from the base side's, and by how much
+// at most (infinity where one of a differing pair is NaN).
 std::string compare(const float* base, const float* fresh, std::size_t n) {
     if (std::memcmp(base, fresh, n * sizeof(float)) == 0) return "identical";
     double largest = 0;
