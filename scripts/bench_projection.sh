@@ -85,15 +85,14 @@ for v in "${variants[@]}"; do
 done
 
 if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-    flags=$(grep -m1 '^flags' /proc/cpuinfo)
-    has() { [[ " $flags " == *" $1 "* ]]; }
-    if has avx512f && has avx512bw && has avx512vl && has avx512dq; then
-        OPENBLAS_CORETYPE=SkylakeX
-        if has avx512_bf16; then OPENBLAS_CORETYPE=Cooperlake; fi
-    elif has avx2 && has fma; then
-        OPENBLAS_CORETYPE=Haswell
-    fi
-    if [ -n "${OPENBLAS_CORETYPE:-}" ]; then export OPENBLAS_CORETYPE; fi
+    # The core types this CPU runs, as the peer benchmarks list them; the newest family here.
+    # shellcheck source=scripts/openblas_peer.sh
+    source "$repo/scripts/openblas_peer.sh"
+    case ",$(openblas_coretypes)," in
+        *,Cooperlake,*) export OPENBLAS_CORETYPE=Cooperlake ;;
+        *,SkylakeX,*) export OPENBLAS_CORETYPE=SkylakeX ;;
+        *,Haswell,*) export OPENBLAS_CORETYPE=Haswell ;;
+    esac
 fi
 args=(--repeat "$repeat")
 [ $quick = 1 ] && args+=(--quick)

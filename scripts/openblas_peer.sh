@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # The peers' BLAS at its fastest, for the benchmarks that compare attnbatch with numpy or
-# PyTorch (bench_e2e.sh, bench_compare.sh). Sourced, not run. On a fresh Debian, numpy's
+# PyTorch (bench_e2e.sh, bench_compare.sh) and the projection GEMMs with OpenBLAS
+# (bench_projection.sh takes its core type from openblas_coretypes). Sourced, not run. On a fresh Debian, numpy's
 # libblas.so.3 is the reference BLAS, and Debian's OpenBLAS 0.3.21 does not know a Zen 5 or a
 # Sapphire Rapids and falls back to its SSE3 kernels unless OPENBLAS_CORETYPE names a core type;
 # a user who cares picks the fastest one. So the peer runs with OpenBLAS's libblas.so.3 first in
