@@ -35,10 +35,14 @@ for v in $(compgen -e | grep -E '^(PBS_|SBATCH_)|^SLURM_' | grep -vx SLURM_CONF)
 t0=$SECONDS
 
 # Stubs: qrerun succeeds unless QRERUN_FAILS=1; qsub prints a job id. Both log their arguments.
+# A rerun ends the running job, so qrerun first sends SIGTERM to itself and to the job shell
+# that called it, then answers, as a PBS server's answer may come after the MOM's SIGTERM.
 cat >bin/qrerun <<'EOF'
 #!/bin/sh
 echo "qrerun $*" >>"$STUB_LOG"
 [ "${QRERUN_FAILS:-0}" = 1 ] && exit 1
+kill -TERM $$ "$PPID"
+sleep 0.2
 exit 0
 EOF
 cat >bin/qsub <<'EOF'
@@ -188,6 +192,8 @@ rc=0
 run_signalled 5.sim exit5.log || rc=$?
 check "SIGTERM forwarded to mpirun as SIGUSR1, exit 5" test $rc = 5
 check "qrerun 5.sim called" grep -qx 'qrerun 5.sim' "$STUB_LOG"
+check "qrerun answered although the rerun's SIGTERM came first: no second copy submitted" \
+    test "$(grep -c '^qsub' "$STUB_LOG")" = 0
 check "checkpoint marker left for the rerun" test -e "$WORK/.attnbatch-checkpointed.5.sim"
 rc=0
 ATTNBATCH=$REPO/tests/jobs/fake_attnbatch.py pbs 5.sim attnbatch.pbs --output "$WORK/fake.out" >rerun.log 2>&1 || rc=$?

@@ -21,7 +21,8 @@
 #                 the verify job never runs (afterok unsatisfied -> cancelled)
 #   requeue       the exit-5 protocol with a stand-in binary (fake_attnbatch.py) on 2 tasks:
 #                 scancel --signal=USR1 --batch -> the shell forwards it through srun to both
-#                 tasks -> exit 5 -> scontrol requeue -> the restart adds --resume -> COMPLETED
+#                 tasks -> exit 5 -> scontrol requeue -> the restart adds --resume -> COMPLETED;
+#                 scontrol's answer to the requeue comes after the job's SIGTERM (a wrapper)
 #   multi_rank    -n 2 -c 1 with the real binary: verifies, PERFORMANCE ranks=2
 #   preempt       the exit-5 protocol with the real binary on 2 ranks, twice: USR1 in start-up
 #                 (sent as soon as the job runs, before its ranks exist) and USR1 mid-run of the
@@ -251,7 +252,19 @@ requeue|requeue_term_mpirun)
     sig=USR1 launcher=srun
     [ "$case_name" = requeue_term_mpirun ] && sig=TERM launcher=mpirun
     export ATTNBATCH_LAUNCHER=$launcher
-    job=$(sbatch --parsable -n 2 -c 1 -t 5 -o "$WORK/job-%j.out" "$SBATCH" --output "$WORK/result.txt") || die "sbatch failed"
+    # `scontrol requeue` ends the job it is run from, and its answer may come after Slurm has
+    # sent the job's processes SIGTERM: this scontrol (first on the job's PATH) answers 2 s
+    # late every time, so a script that lets it die of the signal reports a failed requeue.
+    mkdir -p late-answer
+    real_scontrol=$(command -v scontrol)
+    cat >late-answer/scontrol <<EOF
+#!/bin/bash
+if [ "\${1:-}" = requeue ]; then "$real_scontrol" "\$@"; rc=\$?; sleep 2; exit \$rc; fi
+exec "$real_scontrol" "\$@"
+EOF
+    chmod +x late-answer/scontrol
+    job=$(PATH=$WORK/late-answer:$PATH sbatch --parsable -n 2 -c 1 -t 5 -o "$WORK/job-%j.out" "$SBATCH" --output "$WORK/result.txt") ||
+        die "sbatch failed"
     log=$WORK/job-$job.out
     for _ in $(seq 1 100); do [ -e STARTED.0 ] && [ -e STARTED.1 ] && break; sleep 0.2; done
     check "both tasks started" test -e STARTED.0 -a -e STARTED.1
