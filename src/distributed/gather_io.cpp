@@ -182,6 +182,11 @@ public:
         }
     }
 
+    // Rank 0 writes every rank's rows; its own compute shares its core with those writes.
+    void watch_compute(const std::atomic<bool>* computing) override {
+        if (output_) output_->watch_compute(computing);
+    }
+
 private:
     static void clear(io::InputBlock& block) {
         block.count = 0;

@@ -81,6 +81,8 @@ public:
 
     std::string collective_fallback() const override { return fallback_; }
 
+    void watch_compute(const std::atomic<bool>* computing) override { output_->watch_compute(computing); }
+
 private:
     [[noreturn]] void abort_collective(const std::string& what) {
         abort_job(comm_, exit_io, what + " (inside a collective write: aborting every rank)");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "attnbatch/distributed/comm.hpp"
@@ -350,6 +352,16 @@ public:
 
     void store(const Round& round, const io::OutputBlock* block, IoTimes&, LocalFailure& failure) override {
         stored_rounds.push_back(round);
+        // The coordinator's flag is watched during every store, and is cleared once the step
+        // computing beside it ends (however it ends): waited for here, so a flag left set fails.
+        if (computing_ != nullptr) {
+            ++watched_stores;
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+            while (computing_->load() && std::chrono::steady_clock::now() < deadline) {
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
+            }
+            EXPECT_FALSE(computing_->load()) << "rank " << rank_ << ": the compute flag still set 30 s into a store";
+        }
         inject(true, stores_++, failure);
         const RankStep& step = round.at(static_cast<std::size_t>(rank_));
         if (step.empty()) {
@@ -378,9 +390,12 @@ public:
 
     void finish(IoTimes&) override { ++finished; }
     void abandon() override { ++abandoned; }
+    void watch_compute(const std::atomic<bool>* computing) override { computing_ = computing; }
+    bool watched() const { return computing_ != nullptr; }
 
     std::vector<Round> fetched, stored_rounds;
     int finished = 0, abandoned = 0;
+    std::size_t watched_stores = 0;
 
 private:
     void inject(bool in_store, int call, LocalFailure& failure) {
@@ -394,6 +409,7 @@ private:
     int rank_;
     std::vector<InjectedFailure> failures_;
     int fetches_ = 0, stores_ = 0;
+    const std::atomic<bool>* computing_ = nullptr;
 };
 
 std::unique_ptr<Scheduler> make_scheduler(Schedule schedule, const std::vector<Unit>& units, int ranks) {
@@ -439,6 +455,8 @@ RunOutcome run_on_threads(const Problem& p, Sink& sink, int ranks, Schedule sche
         }
         outcome.finished[me] = io.finished;
         outcome.abandoned[me] = io.abandoned;
+        EXPECT_EQ(io.watched_stores, io.stored_rounds.size()) << "rank " << me << ": stores without the compute flag";
+        EXPECT_FALSE(io.watched()) << "rank " << me << ": the compute flag still watched after the run";
         // The coordinator stores each round it fetched, in the same order, and fetches the
         // final all-empty round that ends the loop.
         if (!outcome.failures[me]) {

@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <utility>
 #include <filesystem>
@@ -153,6 +154,45 @@ TEST_F(Output, DurableWholeChunksGoStraightToTheDiskWithoutMpi) {
             EXPECT_GE(out.direct_bytes(), output_floats * sizeof(float) - chunk) << "the rest of /output past the page cache";
             EXPECT_LE(out.direct_bytes(), bytes - chunk) << "the first chunk of /output through it";
         }
+        out.finalize();
+        const File file = File::open(path, FileMode::read_only);
+        EXPECT_EQ(read_all<float>(Dataset::open(file, "/output")), std::vector<float>(output.get(), output.get() + output_floats));
+        EXPECT_EQ(read_all<float>(Dataset::open(file, "/attention")), std::vector<float>(maps.get(), maps.get() + map_floats));
+    }
+}
+
+// Scratch mode while the rank computes (OutputFile::watch_compute): every whole chunk goes past
+// the page cache, the first one too, which a write with the compute done tries through the page
+// cache (write_path_choice.hpp).
+TEST_F(Output, ScratchWholeChunksGoPastThePageCacheWhileTheComputeRuns) {
+    const std::size_t output_floats = 4 * 32 * 32, map_floats = 4 * 2 * 32 * 32;
+    const testing::PageAlignedFloats output = testing::page_aligned_floats(output_floats);
+    const testing::PageAlignedFloats maps = testing::page_aligned_floats(map_floats);
+    for (std::size_t i = 0; i < output_floats; ++i) output[i] = static_cast<float>(i);
+    for (std::size_t i = 0; i < map_floats; ++i) maps[i] = -static_cast<float>(i);
+    std::vector<float> lse(4 * 2 * 32, 1.0f);
+    std::vector<std::int32_t> lengths(4, 32);
+    if (!testing::takes_direct_io(dir.path())) GTEST_SKIP() << dir.path() << " refuses O_DIRECT";
+    const std::size_t bytes = (output_floats + map_floats) * sizeof(float), chunk = 8192;
+    for (const bool computing : {true, false}) {
+        OutputOptions options;
+        options.force = true;
+        options.fsync = false;
+        OutputFile out = OutputFile::create(path, testing::page_chunked_layout(4), provenance(), options);
+        std::atomic<bool> flag{computing};
+        out.watch_compute(&flag);
+        OutputBlock block;
+        block.output = output.get();
+        block.lse = lse.data();
+        block.lengths = lengths.data();
+        block.attention_f32 = maps.get();
+        out.write_block(0, 4, block);
+        if (computing) {
+            EXPECT_EQ(out.direct_bytes(), bytes) << "all of /output and /attention past the page cache";
+        } else {
+            EXPECT_LE(out.direct_bytes(), bytes - chunk) << "the compute done: the first chunk tried through the page cache";
+        }
+        out.watch_compute(nullptr);
         out.finalize();
         const File file = File::open(path, FileMode::read_only);
         EXPECT_EQ(read_all<float>(Dataset::open(file, "/output")), std::vector<float>(output.get(), output.get() + output_floats));

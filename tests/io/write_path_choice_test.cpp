@@ -88,5 +88,27 @@ TEST(WritePathChoice, EqualCostsKeepOneWayAndStillTryTheOther) {
     EXPECT_GT(spent.direct_bytes, 5 * kChunk);
 }
 
+// Writes made past the page cache because the compute ran: their cost is learnt (it can make
+// that way the usual one), but they are neither tries nor time spent the usual way, so the
+// next try of the other way comes no sooner and no later for them.
+TEST(WritePathChoice, WritesWhileComputingCountTheirCostOnly) {
+    WritePathChoice choice;
+    choice.record(WritePath::page_cache, kChunk, 1e-4);
+    choice.record(WritePath::direct, 3 * kChunk, 6e-3);
+    ASSERT_EQ(choice.usual(), WritePath::page_cache);
+    ASSERT_FALSE(choice.try_other(kChunk));
+    // However long the writes while computing take, they bring no try of the disk nearer.
+    for (int i = 0; i < 100; ++i) choice.record(WritePath::direct, 4 * kChunk, 0.1, true);
+    EXPECT_EQ(choice.usual(), WritePath::page_cache);
+    EXPECT_FALSE(choice.try_other(kChunk)) << "time past the page cache while computing is not the usual way's";
+    // The usual way's own time does (2 s of it, at its cheap rate).
+    choice.record(WritePath::page_cache, 1024 * kChunk, 2.0);
+    ASSERT_EQ(choice.usual(), WritePath::page_cache);
+    EXPECT_TRUE(choice.try_other(kChunk));
+    // And a cheap disk learnt while computing makes it the usual way.
+    for (int i = 0; i < 20; ++i) choice.record(WritePath::direct, 4 * kChunk, 1e-6, true);
+    EXPECT_EQ(choice.usual(), WritePath::direct);
+}
+
 }  // namespace
 }  // namespace attnbatch::io

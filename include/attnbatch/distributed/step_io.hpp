@@ -6,6 +6,7 @@
 // Both are collective per round: every rank calls fetch() and store() once per round.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -50,6 +51,8 @@ public:
     virtual void abandon() = 0;
     // Why collective writes fell back to independent ones, if they ever did ("" if not).
     virtual std::string collective_fallback() const { return {}; }
+    // True while this rank's compute runs (io::OutputFile::watch_compute); null: unwatched.
+    virtual void watch_compute(const std::atomic<bool>* computing) { (void)computing; }
 };
 
 // `reader` and `output` exist on rank 0 only (null elsewhere).

@@ -451,7 +451,7 @@ std::pair<std::uint64_t, std::uint64_t> OutputFile::write_whole_chunks(std::uniq
     const std::vector<DirectChunks::Run> runs = chunks->plan(begin, end - begin, inner);
     if (runs.empty()) return none;
     if (!write_path_) write_path_ = std::make_unique<WritePathChoice>();
-    const auto timed_write = [&](std::size_t from, std::size_t to, WritePath path) {
+    const auto timed_write = [&](std::size_t from, std::size_t to, WritePath path, bool while_computing) {
         const auto start = std::chrono::steady_clock::now();
         {
             // Buffered writers of one file take turns in the kernel anyway (write_turns.hpp);
@@ -460,18 +460,26 @@ std::pair<std::uint64_t, std::uint64_t> OutputFile::write_whole_chunks(std::uniq
             chunks->write(runs, from, to, path);
         }
         const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-        write_path_->record(path, to - from, seconds.count());
+        write_path_->record(path, to - from, seconds.count(), while_computing);
     };
-    // A try of the other way takes one chunk of the write (write_path_choice.hpp).
     std::size_t bytes = 0;
     for (const DirectChunks::Run& run : runs) bytes += run.bytes;
-    const std::size_t tried = std::min(bytes, chunks->chunk_bytes());
+    const std::size_t chunk = chunks->chunk_bytes();
     std::size_t done = 0;
-    if (write_path_->try_other(tried)) {
-        timed_write(0, tried, write_path_->other());
-        done = tried;
+    // Past the page cache while the compute runs, a piece at a time (write_path_choice.hpp).
+    const std::size_t piece = std::max<std::size_t>(1, WritePathChoice::kComputingPiece / chunk) * chunk;
+    while (done < bytes && computing_ != nullptr && computing_->load(std::memory_order_relaxed)) {
+        const std::size_t to = std::min(bytes, done + piece);
+        timed_write(done, to, WritePath::direct, true);
+        done = to;
     }
-    if (done < bytes) timed_write(done, bytes, write_path_->usual());
+    // A try of the other way takes one chunk of the write.
+    const std::size_t tried = std::min(bytes - done, chunk);
+    if (done < bytes && write_path_->try_other(tried)) {
+        timed_write(done, done + tried, write_path_->other(), false);
+        done += tried;
+    }
+    if (done < bytes) timed_write(done, bytes, write_path_->usual(), false);
     return {begin, end};
 }
 

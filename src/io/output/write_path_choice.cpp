@@ -19,11 +19,12 @@ bool WritePathChoice::try_other(std::uint64_t bytes) const noexcept {
     return seconds_since_try_ * kTryShare >= cost.per_byte() * static_cast<double>(bytes);
 }
 
-void WritePathChoice::record(WritePath path, std::uint64_t bytes, double seconds) noexcept {
+void WritePathChoice::record(WritePath path, std::uint64_t bytes, double seconds, bool while_computing) noexcept {
     const bool tried = path != usual();
     Cost& cost = costs_[index(path)];
     cost.seconds = cost.seconds / 2 + seconds;
     cost.bytes = cost.bytes / 2 + static_cast<double>(bytes);
+    if (while_computing) return;
     seconds_since_try_ = tried ? 0 : seconds_since_try_ + seconds;
 }
 

@@ -23,17 +23,29 @@ enum class WritePath { page_cache, direct };
 // here, and 5% of the time with whole writes still made the run 13% slower than writing past
 // the page cache alone: on fresh memory a buffered write is mostly the core's own time, taken
 // from the compute that shares the core.)
+//
+// What costs less per byte is not the whole question while the rank computes: a buffered write
+// is a copy on a core, most often the one its compute runs on (the I/O thread shares it), and a
+// write past the page cache is the disk's DMA. So while a step computes, whole chunks go past
+// the page cache in pieces (kComputingPiece), none of it counted against the usual way or its
+// tries; once the compute is done (the I/O thread is all that runs) the rest goes the cheaper
+// way. N=256 L=1024 with all maps, two ranks, 11 alternating runs: 0.70-0.71 s against 0.83-0.84
+// choosing by cost alone (twice); other cases unchanged. Among bench_e2e.sh's other writers
+// (whose dirty pages the disk writes back meanwhile) neither way won (docs/performance-log.md).
 class WritePathChoice {
 public:
     static constexpr double kTryShare = 0.02;
+    // The bytes (at least a chunk) written past the page cache between looks at the compute.
+    static constexpr std::uint64_t kComputingPiece = std::uint64_t{4} << 20;
 
     WritePath usual() const noexcept;
     WritePath other() const noexcept { return usual() == WritePath::direct ? WritePath::page_cache : WritePath::direct; }
     // Whether the next write tries other() with `bytes` of its bytes first.
     bool try_other(std::uint64_t bytes) const noexcept;
     // A write of `bytes` the way `path` took `seconds` (from asking for the file to the bytes
-    // in the kernel's hands).
-    void record(WritePath path, std::uint64_t bytes, double seconds) noexcept;
+    // in the kernel's hands); `while_computing`: made past the page cache because the compute
+    // ran, so its cost counts but it is neither a try nor time spent the usual way.
+    void record(WritePath path, std::uint64_t bytes, double seconds, bool while_computing = false) noexcept;
 
 private:
     // Seconds and bytes, each earlier write weighing half the one after it: the cost per byte

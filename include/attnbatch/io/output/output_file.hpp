@@ -37,6 +37,7 @@
 #include "attnbatch/io/output/output_paths.hpp"
 #include "attnbatch/io/output/provenance.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -93,6 +94,10 @@ public:
     // when it will; neither checkpoints, close_complete() nor publication wait for the disk.
     void set_fsync(bool fsync) noexcept { fsync_ = fsync; }
     bool fsync() const noexcept { return fsync_; }
+    // Whether this process's compute runs (true while a step computes; null: never known).
+    // Without fsync, whole chunks written while it runs go past the page cache
+    // (write_path_choice.hpp). The flag must outlive its watching, or be unset first.
+    void watch_compute(const std::atomic<bool>* computing) noexcept { computing_ = computing; }
     // Sequences per /output chunk: work units that are multiples of it write whole chunks.
     std::int64_t sequences_per_chunk() const noexcept { return sequences_per_chunk_; }
     File& file() noexcept;  // the HDF5 file itself, for io's tests
@@ -172,6 +177,7 @@ private:
                                 Transfer transfer);
     // Without fsync_ the way around HDF5 is chosen by cost; with it, past the page cache.
     std::unique_ptr<WritePathChoice> write_path_;  // made at the first such write
+    const std::atomic<bool>* computing_ = nullptr;  // watch_compute()
     // The whole chunks among elements [first, first + count) of `dataset` (row-major) around
     // HDF5; returns the elements [begin, end) written that way (begin == end: none, all go
     // through HDF5).
