@@ -4,7 +4,9 @@
 # three alike):
 #   attnbatch bench --batch B --heads H --seq-len L --head-dim D --threads 1 --json
 #   numpy:   softmax(Q K^T / sqrt(d)) V as batched matmuls over B*H float32 [L, d] slices
-#   PyTorch: the same expression with torch.matmul / torch.softmax (torch.set_num_threads(1))
+#   PyTorch: its fused torch.nn.functional.scaled_dot_product_attention where it has one (2.0
+#            and later), else the same expression with torch.matmul / torch.softmax (Debian
+#            12's 1.13); torch.set_num_threads(1)
 # each timing the median of its own in-process repeats; the table shows the medians over the
 # rounds, in attention GFLOP/s (4*B*H*L^2*d per pass, the count `bench` uses) and as a
 # fraction of the single-core FMA peak that `bench` measures on the spot.
@@ -72,6 +74,9 @@ if [ $torch = 1 ] && ! "$PY" -c 'import torch' 2>/dev/null; then
         torch=0
     fi
 fi
+[ $torch = 1 ] && "$PY" -c 'import torch, torch.nn.functional as F
+print("bench_compare.sh: PyTorch %s: %s" % (torch.__version__, "its fused scaled_dot_product_attention"
+      if hasattr(F, "scaled_dot_product_attention") else "matmul and softmax (no fused attention before 2.0)"))' >&2
 
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 # shellcheck source=scripts/openblas_peer.sh
@@ -106,8 +111,11 @@ else:
     import torch
     torch.set_num_threads(1)
     tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    fused = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
     def attention():
         with torch.inference_mode():
+            if fused is not None:
+                return fused(tq, tk, tv)  # its default scale is 1/sqrt(d), as here
             return torch.matmul(torch.softmax(torch.matmul(tq, tk.transpose(1, 2)) * scale, dim=-1), tv)
 attention()  # warm-up
 times = []
