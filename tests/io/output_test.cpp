@@ -117,17 +117,42 @@ print('ok')
     EXPECT_EQ(result.status, 0) << result.out;
 }
 
+// Four sequences for testing::page_chunked_layout(4), /output and /attention in whole page-sized
+// chunks from page-aligned memory, as a run's step buffers hold them.
+struct PageChunkedBlock {
+    static constexpr std::size_t output_floats = 4 * 32 * 32, map_floats = 4 * 2 * 32 * 32;
+    static constexpr std::size_t bytes = (output_floats + map_floats) * sizeof(float), chunk = 8192;
+    testing::PageAlignedFloats output = testing::page_aligned_floats(output_floats);
+    testing::PageAlignedFloats maps = testing::page_aligned_floats(map_floats);
+    std::vector<float> lse = std::vector<float>(4 * 2 * 32, 1.0f);
+    std::vector<std::int32_t> lengths = std::vector<std::int32_t>(4, 32);
+
+    PageChunkedBlock() {
+        for (std::size_t i = 0; i < output_floats; ++i) output[i] = static_cast<float>(i);
+        for (std::size_t i = 0; i < map_floats; ++i) maps[i] = -static_cast<float>(i);
+    }
+    OutputBlock block() {
+        OutputBlock b;
+        b.output = output.get();
+        b.lse = lse.data();
+        b.lengths = lengths.data();
+        b.attention_f32 = maps.get();
+        return b;
+    }
+    void expect_read_back(const std::string& path) const {
+        const File file = File::open(path, FileMode::read_only);
+        EXPECT_EQ(read_all<float>(Dataset::open(file, "/output")), std::vector<float>(output.get(), output.get() + output_floats));
+        EXPECT_EQ(read_all<float>(Dataset::open(file, "/attention")), std::vector<float>(maps.get(), maps.get() + map_floats));
+    }
+};
+
 // One process, whole page-sized chunks from page-aligned memory: durable and uncompressed, they
 // go to the disk around HDF5 (its chunk cache is off for this file), and the file reads back
 // as written in every mode.
 TEST_F(Output, DurableWholeChunksGoStraightToTheDiskWithoutMpi) {
-    const std::size_t output_floats = 4 * 32 * 32, map_floats = 4 * 2 * 32 * 32;
-    const testing::PageAlignedFloats output = testing::page_aligned_floats(output_floats);
-    const testing::PageAlignedFloats maps = testing::page_aligned_floats(map_floats);
-    for (std::size_t i = 0; i < output_floats; ++i) output[i] = static_cast<float>(i);
-    for (std::size_t i = 0; i < map_floats; ++i) maps[i] = -static_cast<float>(i);
-    std::vector<float> lse(4 * 2 * 32, 1.0f);
-    std::vector<std::int32_t> lengths(4, 32);
+    PageChunkedBlock data;
+    const std::size_t output_floats = PageChunkedBlock::output_floats, bytes = PageChunkedBlock::bytes,
+                      chunk = PageChunkedBlock::chunk;
     const bool direct_io = testing::takes_direct_io(dir.path());
     for (const auto& [fsync, gzip] : {std::pair{true, 0}, std::pair{false, 0}, std::pair{true, 1}}) {
         OutputLayout layout = testing::page_chunked_layout(4);
@@ -136,16 +161,10 @@ TEST_F(Output, DurableWholeChunksGoStraightToTheDiskWithoutMpi) {
         options.force = true;
         options.fsync = fsync;
         OutputFile out = OutputFile::create(path, layout, provenance(), options);
-        OutputBlock block;
-        block.output = output.get();
-        block.lse = lse.data();
-        block.lengths = lengths.data();
-        block.attention_f32 = maps.get();
-        out.write_block(0, 4, block);
+        out.write_block(0, 4, data.block());
         // Durable: both datasets past the page cache. Scratch: the first write of whole chunks
         // tries the page cache with its first chunk and sends the rest past it; later writes go
         // the way that cost less (write_path_choice.hpp), which the test cannot know.
-        const std::size_t bytes = (output_floats + map_floats) * sizeof(float), chunk = 8192;
         if (!direct_io || gzip != 0) {
             EXPECT_EQ(out.direct_bytes(), 0u) << "fsync " << fsync << ", gzip " << gzip;
         } else if (fsync) {
@@ -155,9 +174,7 @@ TEST_F(Output, DurableWholeChunksGoStraightToTheDiskWithoutMpi) {
             EXPECT_LE(out.direct_bytes(), bytes - chunk) << "the first chunk of /output through it";
         }
         out.finalize();
-        const File file = File::open(path, FileMode::read_only);
-        EXPECT_EQ(read_all<float>(Dataset::open(file, "/output")), std::vector<float>(output.get(), output.get() + output_floats));
-        EXPECT_EQ(read_all<float>(Dataset::open(file, "/attention")), std::vector<float>(maps.get(), maps.get() + map_floats));
+        data.expect_read_back(path);
     }
 }
 
@@ -165,15 +182,9 @@ TEST_F(Output, DurableWholeChunksGoStraightToTheDiskWithoutMpi) {
 // the page cache, the first one too, which a write with the compute done tries through the page
 // cache (write_path_choice.hpp).
 TEST_F(Output, ScratchWholeChunksGoPastThePageCacheWhileTheComputeRuns) {
-    const std::size_t output_floats = 4 * 32 * 32, map_floats = 4 * 2 * 32 * 32;
-    const testing::PageAlignedFloats output = testing::page_aligned_floats(output_floats);
-    const testing::PageAlignedFloats maps = testing::page_aligned_floats(map_floats);
-    for (std::size_t i = 0; i < output_floats; ++i) output[i] = static_cast<float>(i);
-    for (std::size_t i = 0; i < map_floats; ++i) maps[i] = -static_cast<float>(i);
-    std::vector<float> lse(4 * 2 * 32, 1.0f);
-    std::vector<std::int32_t> lengths(4, 32);
     if (!testing::takes_direct_io(dir.path())) GTEST_SKIP() << dir.path() << " refuses O_DIRECT";
-    const std::size_t bytes = (output_floats + map_floats) * sizeof(float), chunk = 8192;
+    PageChunkedBlock data;
+    const std::size_t bytes = PageChunkedBlock::bytes, chunk = PageChunkedBlock::chunk;
     for (const bool computing : {true, false}) {
         OutputOptions options;
         options.force = true;
@@ -181,12 +192,7 @@ TEST_F(Output, ScratchWholeChunksGoPastThePageCacheWhileTheComputeRuns) {
         OutputFile out = OutputFile::create(path, testing::page_chunked_layout(4), provenance(), options);
         std::atomic<bool> flag{computing};
         out.watch_compute(&flag);
-        OutputBlock block;
-        block.output = output.get();
-        block.lse = lse.data();
-        block.lengths = lengths.data();
-        block.attention_f32 = maps.get();
-        out.write_block(0, 4, block);
+        out.write_block(0, 4, data.block());
         if (computing) {
             EXPECT_EQ(out.direct_bytes(), bytes) << "all of /output and /attention past the page cache";
         } else {
@@ -194,9 +200,7 @@ TEST_F(Output, ScratchWholeChunksGoPastThePageCacheWhileTheComputeRuns) {
         }
         out.watch_compute(nullptr);
         out.finalize();
-        const File file = File::open(path, FileMode::read_only);
-        EXPECT_EQ(read_all<float>(Dataset::open(file, "/output")), std::vector<float>(output.get(), output.get() + output_floats));
-        EXPECT_EQ(read_all<float>(Dataset::open(file, "/attention")), std::vector<float>(maps.get(), maps.get() + map_floats));
+        data.expect_read_back(path);
     }
 }
 
