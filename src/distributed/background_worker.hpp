@@ -2,6 +2,7 @@
 // and MPI. Long-lived so that the OpenMP team it starts is reused from step to step.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -33,6 +34,9 @@ public:
         }
         wake_.notify_all();
     }
+
+    // True from start() until the task ends, however it ends; readable without the lock.
+    const std::atomic<bool>& busy() const noexcept { return busy_; }
 
     // Waits for the task started last; rethrows what it threw.
     void wait() {
@@ -70,7 +74,8 @@ private:
     std::mutex mutex_;
     std::condition_variable wake_, done_;
     std::function<void()> task_;
-    bool busy_ = false, stopping_ = false;
+    std::atomic<bool> busy_{false};
+    bool stopping_ = false;
     std::exception_ptr error_;
     std::thread thread_;
 };

@@ -1,7 +1,6 @@
 #include "attnbatch/distributed/coordinator.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <new>
 
 #include "attnbatch/error.hpp"
@@ -104,15 +103,14 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
                                                            stored_sequences));
     };
 
-    // Set while a step computes, so that the whole chunks written meanwhile take no core from
-    // it (OutputFile::watch_compute); unwatched again before it goes out of scope.
-    std::atomic<bool> step_computing{false};
-    step_io.watch_compute(&step_computing);
+    BackgroundWorker worker;
+    // The worker is busy exactly while a step computes, so that the whole chunks written
+    // meanwhile take no core from it (OutputFile::watch_compute); unwatched before it goes.
+    step_io.watch_compute(&worker.busy());
     struct Unwatch {
         StepIo& io;
         ~Unwatch() { io.watch_compute(nullptr); }
     } unwatch{step_io};
-    BackgroundWorker worker;
     // The waits between steps may poll; those beside a running step must sleep (Comm).
     comm.set_compute_idle(true);
     struct IdleReset {
@@ -135,12 +133,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         const bool computing = !step.empty() && !failure && slot.input.count > 0;
         if (computing) {
             comm.set_compute_idle(false);
-            step_computing.store(true, std::memory_order_relaxed);  // before this thread's first write
-            worker.start([&slot, &computer, &step_computing] {
-                struct Done {
-                    std::atomic<bool>& flag;
-                    ~Done() { flag.store(false, std::memory_order_relaxed); }
-                } done{step_computing};
+            worker.start([&slot, &computer] {
                 const double t0 = wall_seconds();
                 computer.compute(slot.input, slot.results, slot.output, slot.tally);
                 slot.finished_at = wall_seconds();
