@@ -8,6 +8,7 @@
 #include "attnbatch/distributed/stop_point.hpp"
 #include "attnbatch/distributed/stop_request.hpp"
 #include "background_worker.hpp"
+#include "attnbatch/distributed/cpu_time.hpp"
 #include "wall_clock.hpp"
 
 namespace attnbatch::distributed {
@@ -21,7 +22,7 @@ double RankTimes::hidden_fraction() const {
 std::vector<double> RankTimes::pack() const {
     return {wall, read, write, communicate, compute, idle, static_cast<double>(units), static_cast<double>(steps),
             static_cast<double>(sequences), static_cast<double>(tokens), attention_flops, projection_flops, exposed,
-            direct_bytes};
+            direct_bytes, compute_cpu, compute_system, io_cpu};
 }
 
 RankTimes RankTimes::unpack(const double* v) {
@@ -40,6 +41,9 @@ RankTimes RankTimes::unpack(const double* v) {
     t.projection_flops = v[11];
     t.exposed = v[12];
     t.direct_bytes = v[13];
+    t.compute_cpu = v[14];
+    t.compute_system = v[15];
+    t.io_cpu = v[16];
     return t;
 }
 
@@ -118,6 +122,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         ~IdleReset() { comm.set_compute_idle(false); }
     } idle_reset{comm};
     const double t_start = wall_seconds();
+    const CpuSeconds main_start = thread_cpu_seconds();
     Round current = scheduler.next(comm, 0.0);
     step_io.fetch(current, slots[0].input, io_times, failure);
     mine.exposed += io_total();  // nothing to overlap the first read with
@@ -204,6 +209,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     mine.exposed += io_total() - io_before_end;  // nothing left to overlap the last write with
 
     mine.wall = wall_seconds() - t_start;
+    mine.io_cpu = thread_cpu_seconds().since(main_start).total;
     mine.read = io_times.read;
     mine.write = io_times.write;
     mine.communicate = io_times.communicate;
@@ -214,6 +220,8 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         mine.tokens += s.tally.tokens;
         mine.attention_flops += s.tally.attention_flops;
         mine.projection_flops += s.tally.projection_flops;
+        mine.compute_cpu += s.tally.cpu;
+        mine.compute_system += s.tally.cpu_system;
     }
     const std::vector<double> all = comm.all_gather(mine.pack());
     for (int r = 0; r < comm.size(); ++r) {

@@ -18,6 +18,7 @@
 #include "attnbatch/kernels/projection.hpp"
 #include "attnbatch/kernels/rope.hpp"
 #include "attnbatch/kernels/threads.hpp"
+#include "attnbatch/distributed/cpu_time.hpp"
 #include "step_rows.hpp"
 
 namespace attnbatch::distributed {
@@ -140,6 +141,16 @@ public:
 
     void compute(const io::InputBlock& in, const StepData& data, StepOutputs& outputs, io::OutputBlock& block,
                  ComputeTally& tally) {
+        const CpuSeconds start = team_cpu_seconds(threads_);
+        compute_step(in, data, outputs, block, tally);
+        const CpuSeconds used = team_cpu_seconds(threads_).since(start);
+        tally.cpu += used.total;
+        tally.cpu_system += used.system;
+    }
+
+private:
+    void compute_step(const io::InputBlock& in, const StepData& data, StepOutputs& outputs, io::OutputBlock& block,
+                      ComputeTally& tally) {
         const StepRows step = describe_rows(spec_, layout_, in, data);
         const bool f16 = layout_.weights_dtype == io::WeightsDtype::f16;
         Results results;
@@ -195,7 +206,6 @@ public:
         block.attention_f16 = results.maps_f16;
     }
 
-private:
     struct Results {
         float* output = nullptr;
         float* lse = nullptr;

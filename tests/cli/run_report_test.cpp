@@ -27,7 +27,11 @@ TEST(RunReport, IsValidJsonWithQuotesAndBackslashesInThePaths) {
         "r = json.load(open(sys.argv[1]))\n"
         "assert r['output'] == sys.argv[2], r['output']\n"
         "assert r['ranks'] == 1 and len(r['per_rank']) == 1, r\n"
-        "assert r['per_rank'][0]['sequences'] == 7, r['per_rank'][0]\n"
+        "q = r['per_rank'][0]\n"
+        "assert q['sequences'] == 7, q\n"
+        "# CPU clocks beside the wall: the compute's threads use at most their busy time each\n"
+        "assert 0 < q['compute_cpu'] <= q['compute'] * r['threads'] + 1e-6, q\n"
+        "assert 0 <= q['compute_system'] <= q['compute_cpu'] and 0 <= q['io_cpu'] <= q['wall'] + 1e-6, q\n"
         "assert r['units'] >= 4 and r['max_sequences_per_step'] == 2, r  # 7 sequences, at most 2 a step\n"
         "print('ok')\n",
         {report, output});

@@ -542,6 +542,16 @@ TEST(RunRounds, ResultsAreBitIdenticalForEveryRankCountAndSchedule) {
                     for (const RankTimes& t : outcome.results[0].ranks) {
                         sequences += t.sequences;
                         units += t.units;
+                        // CPU clocks beside the wall: one compute thread (p.settings) uses at
+                        // most its busy time, the main thread at most the rounds' wall.
+                        EXPECT_GE(t.compute_cpu, 0.0);
+                        EXPECT_LE(t.compute_cpu, t.compute + 1e-6);
+                        EXPECT_LE(t.compute_system, t.compute_cpu);
+                        EXPECT_GE(t.io_cpu, 0.0);
+                        EXPECT_LE(t.io_cpu, t.wall + 1e-6);
+                        if (t.sequences > 0) {
+                            EXPECT_GT(t.compute_cpu, 0.0);
+                        }
                     }
                     EXPECT_EQ(sequences, n);
                     EXPECT_EQ(units, static_cast<std::int64_t>(p.units.size()));

@@ -29,9 +29,13 @@ struct RankTimes {
     double attention_flops = 0, projection_flops = 0;
     double exposed = 0;       // of read + write + communicate, the time compute did not hide
     double direct_bytes = 0;  // of its output bytes, those written past the page cache
+    // CPU seconds: its compute threads' while computing, and of them the system's (page
+    // faults of fresh memory, mostly); its main thread's over the rounds (reads, writes,
+    // checksums, agreements), which share a core with the compute where a rank has one.
+    double compute_cpu = 0, compute_system = 0, io_cpu = 0;
     // Of read + write + communicate, the fraction done while the compute thread was busy.
     double hidden_fraction() const;
-    static constexpr int fields = 14;
+    static constexpr int fields = 17;
     std::vector<double> pack() const;
     static RankTimes unpack(const double* values);
 };

@@ -27,6 +27,8 @@ struct AttentionSettings {
 struct ComputeTally {
     std::int64_t sequences = 0, tokens = 0;
     double attention_flops = 0, projection_flops = 0;
+    // CPU seconds its threads (the caller and its OpenMP team) used, and of them the system's.
+    double cpu = 0, cpu_system = 0;
 };
 
 // Where one step's results live until they are stored: the io::OutputBlock that compute()
