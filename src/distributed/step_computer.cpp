@@ -18,7 +18,6 @@
 #include "attnbatch/kernels/projection.hpp"
 #include "attnbatch/kernels/rope.hpp"
 #include "attnbatch/kernels/threads.hpp"
-#include "attnbatch/distributed/cpu_time.hpp"
 #include "step_rows.hpp"
 
 namespace attnbatch::distributed {
@@ -141,9 +140,9 @@ public:
 
     void compute(const io::InputBlock& in, const StepData& data, StepOutputs& outputs, io::OutputBlock& block,
                  ComputeTally& tally) {
-        const CpuSeconds start = team_cpu_seconds(threads_);
+        const k::CpuSeconds start = k::team_cpu_times(threads_);
         compute_step(in, data, outputs, block, tally);
-        const CpuSeconds used = team_cpu_seconds(threads_).since(start);
+        const k::CpuSeconds used = k::team_cpu_times(threads_).since(start);
         tally.cpu += used.total;
         tally.cpu_system += used.system;
     }

@@ -1,5 +1,9 @@
 #include "attnbatch/kernels/threads.hpp"
 
+#include <sys/resource.h>
+#include <sys/time.h>
+
+#include <algorithm>
 #include <ctime>
 
 #if defined(_OPENMP)
@@ -17,19 +21,39 @@ int resolved_threads(int threads) {
 #endif
 }
 
-double team_cpu_seconds(int threads) {
-    double seconds = 0.0;
+CpuSeconds CpuSeconds::since(const CpuSeconds& start) const noexcept {
+    const double spent = std::max(0.0, total - start.total);
+    return {spent, std::clamp(system - start.system, 0.0, spent)};
+}
+
+CpuSeconds thread_cpu_times() noexcept {
+    CpuSeconds now;
+    timespec clock{};
+    if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &clock) == 0) {
+        now.total = static_cast<double>(clock.tv_sec) + 1e-9 * static_cast<double>(clock.tv_nsec);
+    }
+#if defined(RUSAGE_THREAD)
+    rusage usage{};
+    if (::getrusage(RUSAGE_THREAD, &usage) == 0) {
+        now.system = static_cast<double>(usage.ru_stime.tv_sec) + 1e-6 * static_cast<double>(usage.ru_stime.tv_usec);
+    }
+#endif
+    return now;
+}
+
+CpuSeconds team_cpu_times(int threads) noexcept {
+    double total = 0, system = 0;
 #if defined(_OPENMP)
-#pragma omp parallel num_threads(resolved_threads(threads)) reduction(+ : seconds)
+#pragma omp parallel num_threads(resolved_threads(threads)) reduction(+ : total, system)
 #else
     (void)threads;
 #endif
     {
-        timespec t{};
-        ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-        seconds += static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+        const CpuSeconds mine = thread_cpu_times();
+        total += mine.total;
+        system += mine.system;
     }
-    return seconds;
+    return {total, system};
 }
 
 }  // namespace attnbatch::kernels

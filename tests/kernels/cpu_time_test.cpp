@@ -1,6 +1,6 @@
-// The CPU clocks the run report sets beside its wall times (distributed/cpu_time.hpp): a team's
-// is the sum over the threads its parallel regions run on, the calling thread's is its own.
-#include "attnbatch/distributed/cpu_time.hpp"
+// The CPU clocks bench and the run report set beside their wall times (kernels/threads.hpp): a
+// team's is the sum over the threads its parallel regions run on, a thread's is its own.
+#include "attnbatch/kernels/threads.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,20 +8,20 @@
 #include <omp.h>
 #endif
 
-namespace attnbatch::distributed {
+namespace attnbatch::kernels {
 namespace {
 
 // Spins until the calling thread has used `seconds` of CPU, however often it is descheduled.
 void burn(double seconds) {
-    const double start = thread_cpu_seconds().total;
+    const double start = thread_cpu_times().total;
     volatile double sink = 1;
-    while (thread_cpu_seconds().total - start < seconds) sink = sink * 1.0000001 + 1e-9;
+    while (thread_cpu_times().total - start < seconds) sink = sink * 1.0000001 + 1e-9;
 }
 
 TEST(CpuTime, AThreadCountsItsOwnCpuOnly) {
-    const CpuSeconds start = thread_cpu_seconds();
+    const CpuSeconds start = thread_cpu_times();
     burn(0.03);
-    const CpuSeconds used = thread_cpu_seconds().since(start);
+    const CpuSeconds used = thread_cpu_times().since(start);
     EXPECT_GE(used.total, 0.03);
     EXPECT_LT(used.total, 0.5);  // one thread's, not the process's (the suite runs beside it)
     EXPECT_GE(used.system, 0.0);
@@ -30,7 +30,7 @@ TEST(CpuTime, AThreadCountsItsOwnCpuOnly) {
 
 TEST(CpuTime, ATeamSumsEveryThreadItsRegionsRunOn) {
     constexpr int kThreads = 3;
-    const CpuSeconds team_start = team_cpu_seconds(kThreads), own_start = thread_cpu_seconds();
+    const CpuSeconds team_start = team_cpu_times(kThreads), own_start = thread_cpu_times();
     int ran = 0;
 #if defined(_OPENMP)
 #pragma omp parallel num_threads(kThreads) reduction(+ : ran)
@@ -39,8 +39,8 @@ TEST(CpuTime, ATeamSumsEveryThreadItsRegionsRunOn) {
         burn(0.03);
         ran += 1;
     }
-    const double team = team_cpu_seconds(kThreads).since(team_start).total;
-    const double own = thread_cpu_seconds().since(own_start).total;
+    const double team = team_cpu_times(kThreads).since(team_start).total;
+    const double own = thread_cpu_times().since(own_start).total;
     ASSERT_EQ(ran, kThreads) << "the team was not given its threads";
     EXPECT_GE(own, 0.03);
     EXPECT_GE(team, 0.03 * kThreads) << "a team thread's CPU was not counted";
@@ -59,4 +59,4 @@ TEST(CpuTime, TheSystemShareStaysWithinTheTotal) {
 }
 
 }  // namespace
-}  // namespace attnbatch::distributed
+}  // namespace attnbatch::kernels
