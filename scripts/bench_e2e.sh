@@ -318,8 +318,9 @@ modes = ["no-sync", "durable"] + (["before-no-sync", "before"] if before else []
 phases = ["mpi_init", "describe", "lengths", "plan", "preflight", "value_scan", "output_creation", "first_read", "rounds",
           "last_write", "close", "publish"]
 print("phase_seconds of the last run (slowest rank per phase):")
-print("| case | mode | wall | " + " | ".join(phases) + " | compute (sum) | write (sum) | past the page cache (MiB) |")
-print("| --- " * (len(phases) + 6) + "|")
+print("| case | mode | wall | " + " | ".join(phases) + " | compute (sum) | compute CPU (sum) | of it system | main thread CPU (sum) "
+      "| write (sum) | past the page cache (MiB) |")
+print("| --- " * (len(phases) + 9) + "|")
 for case, _ in peers_table:
     for mode in modes:
         path = os.path.join(out, "report_%s_%s.json" % (case, mode))
@@ -329,9 +330,13 @@ for case, _ in peers_table:
         got = report.get("phase_seconds", {})
         ranks = report.get("per_rank", [])
         direct = [r["direct_write_bytes"] for r in ranks if "direct_write_bytes" in r]
-        print("| %s | %s | %.3f | %s | %.3f | %.3f | %s |" % (case, mode, report.get("wall_seconds", 0),
+        # CPU clocks (binaries from 2026-12-07 on): compute CPU under compute is time the compute
+        # waited for its core; its system share is mostly first touches of fresh memory.
+        def cpu(key):
+            return "%.3f" % sum(r[key] for r in ranks) if ranks and all(key in r for r in ranks) else "-"
+        print("| %s | %s | %.3f | %s | %.3f | %s | %s | %s | %.3f | %s |" % (case, mode, report.get("wall_seconds", 0),
               " | ".join("%.3f" % got[p] if p in got else "-" for p in phases),
-              sum(r.get("compute", 0) for r in ranks), sum(r.get("write", 0) for r in ranks),
-              "%.0f" % (sum(direct) / 2**20) if direct else "-"))
+              sum(r.get("compute", 0) for r in ranks), cpu("compute_cpu"), cpu("compute_system"), cpu("io_cpu"),
+              sum(r.get("write", 0) for r in ranks), "%.0f" % (sum(direct) / 2**20) if direct else "-"))
 EOF
 echo "runs: $results; limits: $limits; reports: $out/report_CASE_MODE.json"
