@@ -7,8 +7,8 @@
 #include "attnbatch/io/output/fault_injection.hpp"
 #include "attnbatch/distributed/stop_point.hpp"
 #include "attnbatch/distributed/stop_request.hpp"
-#include "background_worker.hpp"
 #include "attnbatch/kernels/threads.hpp"
+#include "background_worker.hpp"
 #include "wall_clock.hpp"
 
 namespace attnbatch::distributed {
