@@ -5,9 +5,9 @@
 
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/output/fault_injection.hpp"
+#include "attnbatch/distributed/cpu_clocks.hpp"
 #include "attnbatch/distributed/stop_point.hpp"
 #include "attnbatch/distributed/stop_request.hpp"
-#include "attnbatch/kernels/threads.hpp"
 #include "background_worker.hpp"
 #include "wall_clock.hpp"
 
@@ -122,7 +122,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
         ~IdleReset() { comm.set_compute_idle(false); }
     } idle_reset{comm};
     const double t_start = wall_seconds();
-    const kernels::CpuSeconds main_start = kernels::thread_cpu_times();
+    const CpuSeconds main_start = thread_cpu_times();
     Round current = scheduler.next(comm, 0.0);
     step_io.fetch(current, slots[0].input, io_times, failure);
     mine.exposed += io_total();  // nothing to overlap the first read with
@@ -209,7 +209,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     mine.exposed += io_total() - io_before_end;  // nothing left to overlap the last write with
 
     mine.wall = wall_seconds() - t_start;
-    mine.io_cpu = kernels::thread_cpu_times().since(main_start).total;
+    mine.io_cpu = thread_cpu_times().since(main_start).total;
     mine.read = io_times.read;
     mine.write = io_times.write;
     mine.communicate = io_times.communicate;

@@ -14,6 +14,7 @@
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
+#include "attnbatch/distributed/cpu_clocks.hpp"
 #include "attnbatch/distributed/step_memory.hpp"
 #include "attnbatch/kernels/projection.hpp"
 #include "attnbatch/kernels/rope.hpp"
@@ -140,9 +141,9 @@ public:
 
     void compute(const io::InputBlock& in, const StepData& data, StepOutputs& outputs, io::OutputBlock& block,
                  ComputeTally& tally) {
-        const k::CpuSeconds start = k::team_cpu_times(threads_);
+        const CpuSeconds start = team_cpu_times(threads_);
         compute_step(in, data, outputs, block, tally);
-        const k::CpuSeconds used = k::team_cpu_times(threads_).since(start);
+        const CpuSeconds used = team_cpu_times(threads_).since(start);
         tally.cpu += used.total;
         tally.cpu_system += used.system;
     }

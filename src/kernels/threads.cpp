@@ -1,9 +1,5 @@
 #include "attnbatch/kernels/threads.hpp"
 
-#include <sys/resource.h>
-#include <sys/time.h>
-
-#include <algorithm>
 #include <ctime>
 
 #if defined(_OPENMP)
@@ -21,39 +17,23 @@ int resolved_threads(int threads) {
 #endif
 }
 
-CpuSeconds CpuSeconds::since(const CpuSeconds& start) const noexcept {
-    const double spent = std::max(0.0, total - start.total);
-    return {spent, std::clamp(system - start.system, 0.0, spent)};
+double thread_cpu_seconds() {
+    timespec t{};
+    if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0.0;
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-CpuSeconds thread_cpu_times() noexcept {
-    CpuSeconds now;
-    timespec clock{};
-    if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &clock) == 0) {
-        now.total = static_cast<double>(clock.tv_sec) + 1e-9 * static_cast<double>(clock.tv_nsec);
-    }
-#if defined(RUSAGE_THREAD)
-    rusage usage{};
-    if (::getrusage(RUSAGE_THREAD, &usage) == 0) {
-        now.system = static_cast<double>(usage.ru_stime.tv_sec) + 1e-6 * static_cast<double>(usage.ru_stime.tv_usec);
-    }
-#endif
-    return now;
-}
-
-CpuSeconds team_cpu_times(int threads) noexcept {
-    double total = 0, system = 0;
+double team_sum(int threads, double (*read)()) {
+    double sum = 0.0;
 #if defined(_OPENMP)
-#pragma omp parallel num_threads(resolved_threads(threads)) reduction(+ : total, system)
+#pragma omp parallel num_threads(resolved_threads(threads)) reduction(+ : sum)
 #else
     (void)threads;
 #endif
-    {
-        const CpuSeconds mine = thread_cpu_times();
-        total += mine.total;
-        system += mine.system;
-    }
-    return {total, system};
+    sum += read();
+    return sum;
 }
+
+double team_cpu_seconds(int threads) { return team_sum(threads, thread_cpu_seconds); }
 
 }  // namespace attnbatch::kernels
