@@ -321,6 +321,10 @@ print("phase_seconds of the last run (slowest rank per phase):")
 print("| case | mode | wall | " + " | ".join(phases) + " | compute (sum) | compute CPU (sum) | of it system | main thread CPU (sum) "
       "| write (sum) | past the page cache (MiB) |")
 print("| --- " * (len(phases) + 9) + "|")
+# CPU clocks (binaries from 2026-12-07 on): compute CPU under compute is time the compute
+# waited for its core; its system share is mostly first touches of fresh memory.
+def cpu_sum(ranks, key):
+    return "%.3f" % sum(r[key] for r in ranks) if ranks and all(key in r for r in ranks) else "-"
 for case, _ in peers_table:
     for mode in modes:
         path = os.path.join(out, "report_%s_%s.json" % (case, mode))
@@ -330,13 +334,10 @@ for case, _ in peers_table:
         got = report.get("phase_seconds", {})
         ranks = report.get("per_rank", [])
         direct = [r["direct_write_bytes"] for r in ranks if "direct_write_bytes" in r]
-        # CPU clocks (binaries from 2026-12-07 on): compute CPU under compute is time the compute
-        # waited for its core; its system share is mostly first touches of fresh memory.
-        def cpu(key):
-            return "%.3f" % sum(r[key] for r in ranks) if ranks and all(key in r for r in ranks) else "-"
         print("| %s | %s | %.3f | %s | %.3f | %s | %s | %s | %.3f | %s |" % (case, mode, report.get("wall_seconds", 0),
               " | ".join("%.3f" % got[p] if p in got else "-" for p in phases),
-              sum(r.get("compute", 0) for r in ranks), cpu("compute_cpu"), cpu("compute_system"), cpu("io_cpu"),
+              sum(r.get("compute", 0) for r in ranks), cpu_sum(ranks, "compute_cpu"), cpu_sum(ranks, "compute_system"),
+              cpu_sum(ranks, "io_cpu"),
               sum(r.get("write", 0) for r in ranks), "%.0f" % (sum(direct) / 2**20) if direct else "-"))
 EOF
 echo "runs: $results; limits: $limits; reports: $out/report_CASE_MODE.json"

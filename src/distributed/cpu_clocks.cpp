@@ -30,8 +30,19 @@ CpuSeconds CpuSeconds::since(const CpuSeconds& start) const noexcept {
 
 CpuSeconds thread_cpu_times() { return {kernels::thread_cpu_seconds(), thread_system_seconds()}; }
 
+// Both clocks of each thread in one region, as kernels::team_cpu_seconds reads the total.
 CpuSeconds team_cpu_times(int threads) {
-    return {kernels::team_cpu_seconds(threads), kernels::team_sum(threads, thread_system_seconds)};
+    double total = 0.0, system = 0.0;
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(kernels::resolved_threads(threads)) reduction(+ : total, system)
+#else
+    (void)threads;
+#endif
+    {
+        total += kernels::thread_cpu_seconds();
+        system += thread_system_seconds();
+    }
+    return {total, system};
 }
 
 }  // namespace attnbatch::distributed

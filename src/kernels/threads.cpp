@@ -23,17 +23,15 @@ double thread_cpu_seconds() {
     return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-double team_sum(int threads, double (*read)()) {
-    double sum = 0.0;
+double team_cpu_seconds(int threads) {
+    double seconds = 0.0;
 #if defined(_OPENMP)
-#pragma omp parallel num_threads(resolved_threads(threads)) reduction(+ : sum)
+#pragma omp parallel num_threads(resolved_threads(threads)) reduction(+ : seconds)
 #else
     (void)threads;
 #endif
-    sum += read();
-    return sum;
+    seconds += thread_cpu_seconds();
+    return seconds;
 }
-
-double team_cpu_seconds(int threads) { return team_sum(threads, thread_cpu_seconds); }
 
 }  // namespace attnbatch::kernels

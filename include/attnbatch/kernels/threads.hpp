@@ -12,13 +12,10 @@ int resolved_threads(int threads);
 // The calling thread's CPU seconds so far (CLOCK_THREAD_CPUTIME_ID).
 double thread_cpu_seconds();
 
-// `read()` called by each of the first `threads` threads of the OpenMP team (the ones a kernel
-// call with that many threads runs on) for itself, summed.
-double team_sum(int threads, double (*read)());
-
-// team_sum of thread_cpu_seconds. Each thread reads its own clock, which the kernel brings up
-// to date for the reader: a process-wide clock read by one thread counts the others' time only
-// as of their last tick, milliseconds off for a call of a few milliseconds.
+// CPU seconds that the first `threads` threads of the OpenMP team (the ones a kernel call with
+// that many threads runs on) have had so far, summed. Each thread reads its own clock, which the
+// kernel brings up to date for the reader: a process-wide clock read by one thread counts the
+// others' time only as of their last tick, milliseconds off for a call of a few milliseconds.
 double team_cpu_seconds(int threads);
 
 }  // namespace attnbatch::kernels
