@@ -20,11 +20,12 @@
 # first N hosts) -np N*P --map-by ppr:P:node:PE=C, P ranks on each node (the workers are N*P*T;
 # on the rig, whose nodes share this host's cores, nothing is bound: each node would bind its
 # ranks to the same cores); the PERFORMANCE line and the report's per-rank phase times (read,
-# compute, communicate, write, idle; mean over ranks) are recorded. A configuration with more
-# workers than cores is flagged oversubscribed=1 (its times say little about scaling: on the
-# rig's nodes, which share this host's cores, that is any N*P*T above them). A run
-# that fails (e.g. more ranks than this build supports) is recorded with its exit code and
-# error line, and the sweep goes on; the script exits non-zero only if no run succeeded.
+# compute, communicate, write, idle, and `wait` for the other ranks; mean over ranks) are
+# recorded. A configuration with more workers than cores is flagged oversubscribed=1 (its
+# times say little about scaling: on the rig's nodes, which share this host's cores, that is
+# any N*P*T above them). A run that fails (e.g. more ranks than this build supports) is
+# recorded with its exit code and error line, and the sweep goes on; the script exits non-zero
+# only if no run succeeded.
 #
 # Options:
 #   --out DIR          where CSVs, PNGs, inputs and logs go [scaling-results]
@@ -98,7 +99,7 @@ done
 mkdir -p "$out/data" "$out/logs"
 out=$(cd "$out" && pwd)
 runs_csv=$out/runs.csv
-echo "mode,nodes,ranks_per_node,ranks,threads,workers,repeat,sequences,seq_len,dim,heads,cores,oversubscribed,status,exit_code,reported_ranks,reported_threads,seconds,seqs_per_s,tokens,compute_gflops,end_to_end_gflops,read,compute,communicate,write,idle,imbalance,error" >"$runs_csv"
+echo "mode,nodes,ranks_per_node,ranks,threads,workers,repeat,sequences,seq_len,dim,heads,cores,oversubscribed,status,exit_code,reported_ranks,reported_threads,seconds,seqs_per_s,tokens,compute_gflops,end_to_end_gflops,read,compute,communicate,write,idle,wait,imbalance,error" >"$runs_csv"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
@@ -141,14 +142,15 @@ input_for() {  # input_for N: a cached input of N sequences
 # field KEY LINE: the value of KEY=... in a PERFORMANCE line
 field() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" <<<"$2" | head -n1; }
 
-# phases REPORT.json: "read,compute,communicate,write,idle,imbalance" (mean over ranks)
+# phases REPORT.json: "read,compute,communicate,write,idle,wait,imbalance" (mean over ranks;
+# wait: for the other ranks, where imbalance costs)
 phases() {
-    "$PY" - "$1" <<'EOF' 2>/dev/null || echo ",,,,,"
+    "$PY" - "$1" <<'EOF' 2>/dev/null || echo ",,,,,,"
 import json, sys
 r = json.load(open(sys.argv[1]))
 ranks = r.get("per_rank", [])
 mean = lambda k: sum(float(p.get(k, 0)) for p in ranks) / max(1, len(ranks))
-print(",".join(f"{mean(k):.6g}" for k in ("read", "compute", "communicate", "write", "idle"))
+print(",".join(f"{mean(k):.6g}" for k in ("read", "compute", "communicate", "write", "idle", "wait"))
       + f",{float(r.get('imbalance', 0)):.6g}")
 EOF
 }
@@ -208,7 +210,7 @@ for m in "${modes[@]}"; do
                     error=$(grep -m1 -oiE '(error|abort)[: ].*' "$log" || tail -n1 "$log" || true)
                     error=$(csv_text "$error" | sed 's/ *$//')
                 fi
-                ph=",,,,,"
+                ph=",,,,,,"
                 [ -s "$report" ] && ph=$(phases "$report")
                 printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"%s"\n' \
                     "$m" "$nodes" "$p" $((nodes * p)) "$t" "$workers" "$r" "$n" "$seq_len" "$dim" "$heads" "$cores" "$over" "$status" "$rc" \
@@ -242,7 +244,7 @@ for k in keys:
     summary[k] = (rs, good)
 fields = ["mode", "nodes", "ranks_per_node", "ranks", "threads", "workers", "sequences", "oversubscribed", "runs",
           "runs_ok", "status", "median_seconds", "median_seqs_per_s", "median_compute_gflops", "median_end_to_end_gflops",
-          "read", "compute", "communicate", "write", "idle", "speedup", "efficiency", "error"]
+          "read", "compute", "communicate", "write", "idle", "wait", "speedup", "efficiency", "error"]
 with open(sys.argv[2], "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(fields)
@@ -265,7 +267,7 @@ with open(sys.argv[2], "w", newline="") as f:
         w.writerow([mode, nodes, p, nodes * p, t, workers, rs[0]["sequences"], rs[0]["oversubscribed"], len(rs), len(good),
                     status, fmt(tp), fmt(med(good, "seqs_per_s")), fmt(med(good, "compute_gflops")),
                     fmt(med(good, "end_to_end_gflops"))]
-                   + [fmt(med(good, c)) for c in ("read", "compute", "communicate", "write", "idle")]
+                   + [fmt(med(good, c)) for c in ("read", "compute", "communicate", "write", "idle", "wait")]
                    + [fmt(speedup), fmt(efficiency), errors[0] if errors else ""])
 EOF
 

@@ -131,6 +131,7 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
             .key("write").value(t.write)
             .key("idle").value(t.idle)
             .key("io_cpu").value(t.io_cpu)
+            .key("wait").value(t.wait)
             .key("units").value(t.units)
             .key("steps").value(t.steps)
             .key("sequences").value(t.sequences)

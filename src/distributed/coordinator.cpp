@@ -22,7 +22,7 @@ double RankTimes::hidden_fraction() const {
 std::vector<double> RankTimes::pack() const {
     return {wall, read, write, communicate, compute, idle, static_cast<double>(units), static_cast<double>(steps),
             static_cast<double>(sequences), static_cast<double>(tokens), attention_flops, projection_flops, exposed,
-            direct_bytes, compute_cpu, compute_system, io_cpu};
+            direct_bytes, compute_cpu, compute_system, io_cpu, wait};
 }
 
 RankTimes RankTimes::unpack(const double* v) {
@@ -44,12 +44,11 @@ RankTimes RankTimes::unpack(const double* v) {
     t.compute_cpu = v[14];
     t.compute_system = v[15];
     t.io_cpu = v[16];
+    t.wait = v[17];
     return t;
 }
 
 namespace {
-
-
 
 std::int64_t sequences_in(const Round& round) {
     std::int64_t count = 0;
@@ -85,15 +84,20 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     RoundProgress progress;
     // After every round: a failure on any rank fails every rank; a stop signal on any rank
     // stops every rank once this round's results (`pending`) are stored.
+    double agreement_wait = 0;  // in the rounds' agreements: waiting for the slowest rank
     const auto fail_if_any = [&]() {
+        const double t0 = wall_seconds();
         const AgreedError agreed = agree(comm, failure.code, failure.message);
+        agreement_wait += wall_seconds() - t0;
         if (agreed.code == 0) return;
         step_io.abandon();
         throw AgreedFailure(agreed.code, agreed.message);
     };
     const auto settle = [&](const Round* pending, const Slot* pending_slot) {
         fail_if_any();
+        const double t0 = wall_seconds();
         const int signal = static_cast<int>(comm.max(static_cast<std::int64_t>(stop_signal())));
+        agreement_wait += wall_seconds() - t0;
         if (signal == 0) return;
         if (pending) {
             step_io.store(*pending, pending_slot->has_output ? &pending_slot->output : nullptr, io_times, failure);
@@ -214,6 +218,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     mine.write = io_times.write;
     mine.communicate = io_times.communicate;
     mine.direct_bytes = io_times.direct_bytes;
+    mine.wait = agreement_wait + io_times.wait;
     mine.idle = std::max(0.0, mine.wall - mine.compute);
     for (const Slot& s : slots) {
         mine.sequences += s.tally.sequences;

@@ -32,6 +32,8 @@ TEST(RunReport, IsValidJsonWithQuotesAndBackslashesInThePaths) {
         "# CPU clocks beside the wall: the compute's threads use at most their busy time each\n"
         "assert 0 < q['compute_cpu'] <= q['compute'] * r['threads'] + 1e-6, q\n"
         "assert 0 <= q['compute_system'] <= q['compute_cpu'] and 0 <= q['io_cpu'] <= q['wall'] + 1e-6, q\n"
+        "# one rank has no other to wait for: its agreements are with itself\n"
+        "assert 0 <= q['wait'] < 0.01, q\n"
         "assert r['units'] >= 4 and r['max_sequences_per_step'] == 2, r  # 7 sequences, at most 2 a step\n"
         "print('ok')\n",
         {report, output});

@@ -328,8 +328,9 @@ struct InjectedFailure {
 
 class MemoryIo final : public StepIo {
 public:
-    MemoryIo(const Problem& p, Sink& sink, int rank, std::vector<InjectedFailure> failures)
-        : p_(p), sink_(sink), rank_(rank), failures_(std::move(failures)) {}
+    MemoryIo(const Problem& p, Sink& sink, int rank, std::vector<InjectedFailure> failures,
+             std::chrono::milliseconds store_delay = std::chrono::milliseconds(0))
+        : p_(p), sink_(sink), rank_(rank), failures_(std::move(failures)), store_delay_(store_delay) {}
 
     void fetch(const Round& round, io::InputBlock& block, IoTimes&, LocalFailure& failure) override {
         fetched.push_back(round);
@@ -363,6 +364,7 @@ public:
             EXPECT_FALSE(computing_->load()) << "rank " << rank_ << ": the compute flag still set 30 s into a store";
         }
         inject(true, stores_++, failure);
+        std::this_thread::sleep_for(store_delay_);  // a slow disk, on this rank only
         const RankStep& step = round.at(static_cast<std::size_t>(rank_));
         if (step.empty()) {
             EXPECT_EQ(block, nullptr) << "rank " << rank_ << ": results for an empty step";
@@ -408,6 +410,7 @@ private:
     Sink& sink_;
     int rank_;
     std::vector<InjectedFailure> failures_;
+    std::chrono::milliseconds store_delay_;
     int fetches_ = 0, stores_ = 0;
     const std::atomic<bool>* computing_ = nullptr;
 };
@@ -435,8 +438,10 @@ struct RunOutcome {
     std::vector<int> finished, abandoned;
 };
 
+// slow_rank: that rank's every store takes kSlowStoreMilliseconds more.
+constexpr int kSlowStoreMilliseconds = 25;
 RunOutcome run_on_threads(const Problem& p, Sink& sink, int ranks, Schedule schedule,
-                          const std::vector<InjectedFailure>& failures = {}) {
+                          const std::vector<InjectedFailure>& failures = {}, int slow_rank = -1) {
     RunOutcome outcome;
     outcome.results.resize(static_cast<std::size_t>(ranks));
     outcome.failures.resize(static_cast<std::size_t>(ranks));
@@ -446,7 +451,8 @@ RunOutcome run_on_threads(const Problem& p, Sink& sink, int ranks, Schedule sche
         const std::size_t me = static_cast<std::size_t>(comm.rank());
         const std::vector<Unit> units = p.units;  // every rank its own, as in a real run
         auto scheduler = make_scheduler(schedule, units, comm.size());
-        MemoryIo io(p, sink, comm.rank(), failures);
+        MemoryIo io(p, sink, comm.rank(), failures,
+                    std::chrono::milliseconds(comm.rank() == slow_rank ? kSlowStoreMilliseconds : 0));
         const RunContext context{p.spec, p.weights, p.settings, p.layout};
         try {
             outcome.results[me] = run_rounds(comm, context, *scheduler, io);
@@ -549,6 +555,8 @@ TEST(RunRounds, ResultsAreBitIdenticalForEveryRankCountAndSchedule) {
                         EXPECT_LE(t.compute_system, t.compute_cpu);
                         EXPECT_GE(t.io_cpu, 0.0);
                         EXPECT_LE(t.io_cpu, t.wall + 1e-6);
+                        EXPECT_GE(t.wait, 0.0);
+                        EXPECT_LE(t.wait, t.wall + 1e-6);
                         if (t.sequences > 0) {
                             EXPECT_GT(t.compute_cpu, 0.0);
                         }
@@ -564,6 +572,31 @@ TEST(RunRounds, ResultsAreBitIdenticalForEveryRankCountAndSchedule) {
                     }
                     if (HasFailure()) return;
                 }
+            }
+        }
+    }
+}
+
+// A rank whose stores are slow holds every round's agreement: the other ranks' reports show
+// them waiting for it (most of its delay, each round), and it waits far less itself.
+TEST(RunRounds, RanksWaitingForASlowOneSayHowLong) {
+    const Problem p = make_problem(37, Saved::none, false);
+    for (const int ranks : {2, 3}) {
+        SCOPED_TRACE(std::to_string(ranks) + " ranks");
+        Sink sink(p);
+        const int slow = ranks - 1;
+        const RunOutcome outcome = run_on_threads(p, sink, ranks, Schedule::static_contiguous, {}, slow);
+        const RunResult& result = outcome.results[0];
+        ASSERT_EQ(result.ranks.size(), static_cast<std::size_t>(ranks));
+        // The slow rank stores every round it fetched a step for; the others meet it after each.
+        const double delayed = 0.001 * kSlowStoreMilliseconds * static_cast<double>(result.rounds);
+        for (int r = 0; r < ranks; ++r) {
+            const RankTimes& t = result.ranks[static_cast<std::size_t>(r)];
+            if (r == slow) {
+                EXPECT_LT(t.wait, 0.5 * delayed) << "the slow rank itself, " << result.rounds << " rounds";
+            } else {
+                EXPECT_GE(t.wait, 0.7 * delayed) << "rank " << r << ", " << result.rounds << " rounds";
+                EXPECT_LE(t.wait, t.wall + 1e-6) << "rank " << r;
             }
         }
     }

@@ -170,8 +170,18 @@ def main():
                  "--io", "parallel", "--report", report] + (["--fsync", "off"] if mode == "off" else []))
         if run(binary, mpiexec, work, 2, args, label=label) is None:
             continue
-        per_rank = [rank["direct_write_bytes"] for rank in json.load(open(report))["per_rank"]]
+        recorded = json.load(open(report))
+        per_rank = [rank["direct_write_bytes"] for rank in recorded["per_rank"]]
         direct = sum(per_rank)
+        # Rank 0 publishes (fsync, rename) while rank 1 waits at the barrier after it: rank 1's
+        # waiting for the others covers rank 0's publication, and no rank waits longer than it ran.
+        waits = [rank["wait"] for rank in recorded["per_rank"]]
+        publish = recorded["phase_seconds"]["publish"]
+        print("%s: waits %s, rank 0's publication %.4f s" % (label, waits, publish), flush=True)
+        check(all(0 <= w <= rank["wall"] + 1e-6 for w, rank in zip(waits, recorded["per_rank"])),
+              "%s: waits %s outside [0, wall]" % (label, waits))
+        check(waits[1] >= publish - 2e-3, "%s: rank 1 waited %.4f s, less than rank 0's publication (%.4f s) it waits for"
+              % (label, waits[1], publish))
         print("%s: %d bytes past the page cache (%s; O_DIRECT %s here)"
               % (label, direct, per_rank, "taken" if direct_io else "refused"), flush=True)
         if not direct_io:

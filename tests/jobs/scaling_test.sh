@@ -3,7 +3,7 @@
 # problem.
 # one_node: --quick, 1 repeat, both sweeps over ranks {1,2} x threads {1,2}, then checks that
 #   - runs.csv has one row per run (8), every 1-rank run succeeded with a PERFORMANCE time,
-#     the --report phase times (read/compute/write), and its PERFORMANCE line reports the
+#     the --report phase times (read/compute/write/wait), and its PERFORMANCE line reports the
 #     ranks and threads asked for;
 #   - runs with 2 ranks either succeeded or were recorded as failed with an exit code and
 #     an error line (the sweep went on);
@@ -92,7 +92,7 @@ for r in runs:
             problems.append(f"{where}: ok without a time")
         if (r["reported_ranks"], r["reported_threads"]) != (str(p), str(t)):
             problems.append(f"{where}: PERFORMANCE says ranks={r['reported_ranks']} threads={r['reported_threads']}")
-        for k in ("read", "compute", "write"):
+        for k in ("read", "compute", "write", "wait"):
             if r[k] == "":
                 problems.append(f"{where}: no {k} time from the report")
     elif p == 1:

@@ -33,9 +33,13 @@ struct RankTimes {
     // faults of fresh memory, mostly); its main thread's over the rounds (reads, writes,
     // checksums, agreements), which share a core with the compute where a rank has one.
     double compute_cpu = 0, compute_system = 0, io_cpu = 0;
+    // The main thread waiting for the other ranks: at each round's agreement (on failures and
+    // stop signals) and, with --io parallel, at the barriers inside `write`. A rank that waits
+    // long is one whose share of the work ran out first: where imbalance costs.
+    double wait = 0;
     // Of read + write + communicate, the fraction done while the compute thread was busy.
     double hidden_fraction() const;
-    static constexpr int fields = 17;
+    static constexpr int fields = 18;
     std::vector<double> pack() const;
     static RankTimes unpack(const double* values);
 };

@@ -24,6 +24,9 @@ struct IoTimes {
     double read = 0, write = 0, communicate = 0;
     // Of `write`, finish()'s two parts: complete = 1 and close; fsync and rename (rank 0).
     double close = 0, publish = 0;
+    // Of `write`, the time spent at the ranks' meeting points (the barrier before each round's
+    // collective journal record, and those around publication): waiting for the other ranks.
+    double wait = 0;
     // Bytes of the output this process wrote past the page cache (OutputFile::direct_bytes),
     // known after finish().
     double direct_bytes = 0;
