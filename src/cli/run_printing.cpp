@@ -184,7 +184,7 @@ void print_summary(const dist::Job& job, const dist::JobResult& result) {
     std::cout << std::fixed << std::setprecision(3) << "  done: " << counted(result.rounds.rounds, "round") << ", "
               << counted(job.units.size(), "unit") << ", " << counted(sum.sequences, "sequence") << " in " << total << " s (summed over ranks: read " << sum.read
               << ", compute " << sum.compute << ", communicate " << sum.communicate << ", write " << sum.write
-              << "; I/O hidden " << std::setprecision(1) << result.io_hidden * 100 << "%)\n"
+              << ", waiting for each other " << sum.wait << "; I/O hidden " << std::setprecision(1) << result.io_hidden * 100 << "%)\n"
               << std::setprecision(3) << "PERFORMANCE ranks=" << job.comm.size() << " threads=" << job.attention.kernel.threads
               << " sequences=" << sum.sequences << " tokens=" << sum.tokens << " seconds=" << total
               << " seqs_per_s=" << std::setprecision(1) << static_cast<double>(sum.sequences) / total

@@ -531,6 +531,7 @@ JobResult summarize(RunResult rounds, double wall) {
         result.sum.read += t.read;
         result.sum.write += t.write;
         result.sum.communicate += t.communicate;
+        result.sum.wait += t.wait;
         result.sum.compute += t.compute;
         result.slowest_compute = std::max(result.slowest_compute, t.compute);
         const double mine = t.read + t.write + t.communicate;
