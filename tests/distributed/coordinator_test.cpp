@@ -439,7 +439,7 @@ struct RunOutcome {
 };
 
 // slow_rank: that rank's every store takes kSlowStoreMilliseconds more.
-constexpr int kSlowStoreMilliseconds = 25;
+constexpr int kSlowStoreMilliseconds = 40;
 RunOutcome run_on_threads(const Problem& p, Sink& sink, int ranks, Schedule schedule,
                           const std::vector<InjectedFailure>& failures = {}, int slow_rank = -1) {
     RunOutcome outcome;
@@ -588,14 +588,17 @@ TEST(RunRounds, RanksWaitingForASlowOneSayHowLong) {
         const RunOutcome outcome = run_on_threads(p, sink, ranks, Schedule::static_contiguous, {}, slow);
         const RunResult& result = outcome.results[0];
         ASSERT_EQ(result.ranks.size(), static_cast<std::size_t>(ranks));
-        // The slow rank stores every round it fetched a step for; the others meet it after each.
+        // Each of the slow rank's stores (one a round) comes late by the delay, and the others
+        // meet it after each. The bounds leave room for a loaded machine: the fast ranks' own
+        // work of a round (a few ms) is the part of the delay they do not wait, and the
+        // mutation this guards against (the agreements' waits left out) gives them about 0.
         const double delayed = 0.001 * kSlowStoreMilliseconds * static_cast<double>(result.rounds);
         for (int r = 0; r < ranks; ++r) {
             const RankTimes& t = result.ranks[static_cast<std::size_t>(r)];
             if (r == slow) {
-                EXPECT_LT(t.wait, 0.5 * delayed) << "the slow rank itself, " << result.rounds << " rounds";
+                EXPECT_LT(t.wait, 0.25 * delayed) << "the slow rank itself, " << result.rounds << " rounds";
             } else {
-                EXPECT_GE(t.wait, 0.7 * delayed) << "rank " << r << ", " << result.rounds << " rounds";
+                EXPECT_GE(t.wait, 0.5 * delayed) << "rank " << r << ", " << result.rounds << " rounds";
                 EXPECT_LE(t.wait, t.wall + 1e-6) << "rank " << r;
             }
         }
