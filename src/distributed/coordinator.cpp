@@ -85,19 +85,22 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     // After every round: a failure on any rank fails every rank; a stop signal on any rank
     // stops every rank once this round's results (`pending`) are stored.
     double agreement_wait = 0;  // in the rounds' agreements: waiting for the slowest rank
-    const auto fail_if_any = [&]() {
+    const auto agreed_on = [&](auto&& collective) {
         const double t0 = wall_seconds();
-        const AgreedError agreed = agree(comm, failure.code, failure.message);
+        const auto outcome = collective();
         agreement_wait += wall_seconds() - t0;
+        return outcome;
+    };
+    const auto fail_if_any = [&]() {
+        const AgreedError agreed = agreed_on([&] { return agree(comm, failure.code, failure.message); });
         if (agreed.code == 0) return;
         step_io.abandon();
         throw AgreedFailure(agreed.code, agreed.message);
     };
     const auto settle = [&](const Round* pending, const Slot* pending_slot) {
         fail_if_any();
-        const double t0 = wall_seconds();
-        const int signal = static_cast<int>(comm.max(static_cast<std::int64_t>(stop_signal())));
-        agreement_wait += wall_seconds() - t0;
+        const std::int64_t own_signal = stop_signal();
+        const int signal = static_cast<int>(agreed_on([&] { return comm.max(own_signal); }));
         if (signal == 0) return;
         if (pending) {
             step_io.store(*pending, pending_slot->has_output ? &pending_slot->output : nullptr, io_times, failure);

@@ -43,9 +43,7 @@ public:
             // wrote, taking half its core from its own compute thread (N=2048 L=256 with
             // projections and all weights: 0.88 s of CPU in that Allreduce in a 1 s run). The
             // ranks meet first in a barrier that sleeps (Comm's collectives wait patiently).
-            const double t_meet = wall_seconds();
-            comm_.barrier();
-            times.wait += wall_seconds() - t_meet;
+            meet(times);
             output_->checkpoint(io::Transfer::collective);
         } catch (const std::exception& e) {
             abort_collective(e.what());
@@ -60,18 +58,14 @@ public:
         try {
             output_->close_complete();
             times.direct_bytes = static_cast<double>(output_->direct_bytes());
-            const double t_meet = wall_seconds();
-            comm_.barrier();
+            meet(times);
             t1 = wall_seconds();
-            times.wait += t1 - t_meet;
             if (comm_.is_root()) io::publish_output(output_->path(), force_, output_->fsync());
         } catch (const std::exception& e) {
             abort_collective(e.what());
         }
-        const double t_published = wall_seconds();
-        comm_.barrier();  // OUTPUT exists on every rank's return
+        meet(times);  // OUTPUT exists on every rank's return
         const double t2 = wall_seconds();
-        times.wait += t2 - t_published;
         times.close += t1 - t0;
         times.publish += t2 - t1;
         times.write += t2 - t0;
@@ -90,6 +84,13 @@ public:
     void watch_compute(const std::atomic<bool>* computing) override { output_->watch_compute(computing); }
 
 private:
+    // A barrier, its wait counted as waiting for the other ranks.
+    void meet(IoTimes& times) {
+        const double t0 = wall_seconds();
+        comm_.barrier();
+        times.wait += wall_seconds() - t0;
+    }
+
     [[noreturn]] void abort_collective(const std::string& what) {
         abort_job(comm_, exit_io, what + " (inside a collective write: aborting every rank)");
     }
