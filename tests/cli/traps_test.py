@@ -17,6 +17,9 @@ Cases:
   sequences_selection            run --sequences A:B computes those sequences only (bit for bit
                                  the rows of a whole run), records first_sequence, verifies;
                                  weights and --weights-seqs use input numbers; a list is refused
+  packed_sequences_selection     the same with a packed input: /attention's first_sequence counts
+                                 in the input's numbers too (it held the output's own row), and
+                                 inspect and verify refuse maps outside the output's sequences
   save_weights_bare              a bare --save-weights means all and does not swallow the next
                                  option
   weights_seqs_syntax            --weights-seqs takes n, A:, :B; refused with --save-weights none
@@ -202,6 +205,46 @@ def sequences_selection(c):
     one_line_error(past, 2, ["--sequences 8:12", "N = 10"], "--sequences past N")
 
 
+def packed_sequences_selection(c):
+    c.generate("in.h5", "--num-seqs", "10", "--seq-len", "12", "--dim", "8", "--heads", "2", "--min-len", "3",
+               "--layout", "packed")
+    whole = c.run("run", "--input", "in.h5", "--output", "whole.h5", "--heads", "2", "--progress", "never")
+    check(whole.returncode == 0, "the whole run failed: " + whole.stderr)
+    for name, weights_seqs, first in (("part.h5", ["--weights-seqs", "4:6"], 4), ("all-maps.h5", [], 3)):
+        part = c.run("run", "--input", "in.h5", "--output", name, "--heads", "2", "--sequences", "3:7", *weights_seqs,
+                     "--progress", "never")
+        check(part.returncode == 0, "run --sequences 3:7 %s failed: %s" % (weights_seqs, part.stderr))
+        with h5py.File(c.path("whole.h5"), "r") as w, h5py.File(c.path(name), "r") as p:
+            offsets = w["offsets"][...]
+            rows = slice(int(offsets[3]), int(offsets[7]))
+            check(p.attrs["first_sequence"] == 3, "%s: root first_sequence %r, expected 3" % (name, p.attrs.get("first_sequence")))
+            check(np.array_equal(p["output"][...], w["output"][rows]), "%s: /output differs from sequences 3:7's rows" % name)
+            check(np.array_equal(p["lse"][...], w["lse"][:, rows]), "%s: /lse differs from sequences 3:7's rows" % name)
+            got = int(p["attention"].attrs["first_sequence"])
+            check(got == first, "%s: /attention first_sequence %d, expected the input's %d" % (name, got, first))
+            count = p["attention"].shape[0]
+            check(np.array_equal(p["attention"][...], w["attention"][first:first + count]),
+                  "%s: /attention differs from the whole run's sequences %d:%d" % (name, first, first + count))
+        inspect = c.run("inspect", name)
+        check(inspect.returncode == 0 and "sequences [%d, %d)" % (first, first + count) in inspect.stdout,
+              "inspect %s: exit %d, %r" % (name, inspect.returncode, inspect.stdout[-300:] + inspect.stderr))
+        verify = c.run("verify", "--input", "in.h5", "--output", name, "--samples", "all")
+        check(verify.returncode == 0, "verify %s: exit %d, %r" % (name, verify.returncode, verify.stdout + verify.stderr))
+    maps = c.run("weights", "--input", "in.h5", "--output", "part.h5", "--sequences", "5", "--to", "m.h5")
+    check(maps.returncode == 0, "weights --sequences 5: %r" % maps.stderr)
+    # What packed outputs held before: maps said to start at the output's own row 0, that is
+    # the input's sequence 0, outside the output's [3, 7).
+    shutil.copy(c.path("part.h5"), c.path("tampered.h5"))
+    with h5py.File(c.path("tampered.h5"), "r+") as f:
+        f["attention"].attrs["first_sequence"] = 0
+    tampered = c.run("inspect", "tampered.h5")
+    check(tampered.returncode == 3 and "first_sequence = 0" in tampered.stderr and "[3, 7)" in tampered.stderr,
+          "inspect of maps outside the output's sequences: exit %d, %r" % (tampered.returncode, tampered.stderr))
+    # verify compared the maps of the wrong sequences and said they were off.
+    one_line_error(c.run("verify", "--input", "in.h5", "--output", "tampered.h5"), 3,
+                   ["tampered.h5", "first_sequence = 0", "[3, 7)"], "verify of maps outside the output's sequences")
+
+
 def save_weights_bare(c):
     c.generate("in.h5", "--num-seqs", "2", "--seq-len", "8", "--dim", "8")
     done = c.run("run", "--input", "in.h5", "--output", "out.h5", "--save-weights", "--causal", "--progress", "never")
@@ -336,9 +379,9 @@ def stdout_closed(c):
 
 
 CASES = {case.__name__: case for case in (
-    resume_complete_other_options, recorded_paths_from_elsewhere, lzf_filter, sequences_selection, save_weights_bare,
-    weights_seqs_syntax, lengths_none, config_did_you_mean, help_defaults, bench_head_dim, inspect_error_once,
-    one_rank_wording, maps_inspectable, stdout_closed)}
+    resume_complete_other_options, recorded_paths_from_elsewhere, lzf_filter, sequences_selection, packed_sequences_selection,
+    save_weights_bare, weights_seqs_syntax, lengths_none, config_did_you_mean, help_defaults, bench_head_dim,
+    inspect_error_once, one_rank_wording, maps_inspectable, stdout_closed)}
 
 
 def main():

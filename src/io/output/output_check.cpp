@@ -247,6 +247,12 @@ OutputCheck check_output(const std::string& path, const FileSchema& schema) {
 
     const DatasetSchema* output = packed ? nullptr : c.expect(dataset::output, {"float32"}, 3, "float32 [N, L, D_out]");
     const DatasetSchema* lse = packed ? nullptr : c.expect(dataset::lse, {"float32"}, 3, "float32 [N, H, L]");
+    // Before the packed checks, which check /attention's sequences against the rows'.
+    if (const std::optional<std::int64_t> first =
+            c.integer_attribute(schema.attribute(attribute::first_sequence), "root ")) {
+        check.first_sequence = *first;
+        if (*first < 0) c.problem(std::string("root attribute ") + attribute::first_sequence + " = " + std::to_string(*first) + ", expected >= 0");
+    }
     if (packed) check_packed(c, check);
     std::string source;
     if (output) {
@@ -270,11 +276,6 @@ OutputCheck check_output(const std::string& path, const FileSchema& schema) {
     const DatasetSchema* lengths = packed ? nullptr : c.expect(dataset::lengths, {"int32"}, 1, "int32 [N]");
     if (lengths && !source.empty() && !c.expect_extent(*lengths, 0, check.n, "N", "[N]", source)) lengths = nullptr;
 
-    if (const std::optional<std::int64_t> first =
-            c.integer_attribute(schema.attribute(attribute::first_sequence), "root ")) {
-        check.first_sequence = *first;
-        if (*first < 0) c.problem(std::string("root attribute ") + attribute::first_sequence + " = " + std::to_string(*first) + ", expected >= 0");
-    }
     if (!packed) check_attention(c, check, source);
 
     const DatasetSchema* config = schema.dataset(dataset::config);

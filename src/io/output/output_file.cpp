@@ -131,6 +131,13 @@ void write_provenance(const File& file, const OutputLayout& layout, const Proven
 // measures. /attention's first axis is N only when it holds every sequence, and its head
 // axis H only when it holds every head. A packed output's /output and /lse measure the tokens T
 // (and /offsets N+1) where a padded one's measure N and L.
+// Both layouts' /attention: its first sequence counts in the input's numbers, as the root's
+// first_sequence and weights_sequences do (a packed output once wrote its own row instead).
+void set_attention_attributes(const Dataset& attention, const OutputLayout& layout) {
+    set_int_attribute(attention, attribute::first_sequence, layout.first_sequence + layout.weights_first);
+    set_int_attribute(attention, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
+}
+
 void attach_dimension_scales(const File& file, const OutputLayout& layout, const Dataset& output, const Dataset& lse,
                              const Dataset& lengths, const std::optional<Dataset>& attention,
                              const std::optional<Dataset>& offsets) {
@@ -265,8 +272,7 @@ void OutputFile::create_padded(const Provenance& provenance, const OutputOptions
         h5_->attention = make_dataset(
             h5_->file, dataset::attention, half ? Datatype::float16() : Datatype::float32(), padded_maps_dims(layout),
             layout.weights_element_bytes(), layout, {"N", "H", "L_q", "L_k"}, kWrittenWhole);
-        set_int_attribute(*h5_->attention, attribute::first_sequence, layout.first_sequence + layout.weights_first);
-        set_int_attribute(*h5_->attention, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
+        set_attention_attributes(*h5_->attention, layout);
     }
     // NaN and -1 mark sequences not yet written (see the header).
     h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
@@ -290,8 +296,7 @@ void OutputFile::create_packed(const OutputOptions& options) {
             h5_->file, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
             padded_maps_dims(layout), layout.weights_element_bytes(), layout, {"N", "H", "L_q", "L_k"},
             layout.gzip_level == 0 ? kWrittenWhole : Fill{});
-        set_int_attribute(*h5_->attention, attribute::first_sequence, layout.weights_first);
-        set_int_attribute(*h5_->attention, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
+        set_attention_attributes(*h5_->attention, layout);
     }
     h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {heads, tokens}, 4, layout, {"H", "T"},
                         marker(std::numeric_limits<double>::quiet_NaN()));

@@ -97,6 +97,15 @@ OutputReader::OutputReader(const std::string& path, const FileAccess& access)
                                         ? get_int_attribute(*h5_->attention, attribute::first_sequence) - layout_.first_sequence
                                         : 0;
             layout_.weights_last = layout_.weights_first + extent(dims, 0);
+            // Packed outputs of earlier versions recorded the output's own row there, from 0.
+            if (layout_.weights_first < 0 || (layout_.n > 0 && layout_.weights_last > layout_.n)) {
+                throw Error(exit_invalid_input,
+                            path + ": dataset " + dataset::attention + " has " + attribute::first_sequence + " = " +
+                                std::to_string(layout_.first_sequence + layout_.weights_first) + " for " +
+                                std::to_string(extent(dims, 0)) + " sequences, expected its maps within the output's sequences [" +
+                                std::to_string(layout_.first_sequence) + ", " + std::to_string(layout_.first_sequence + layout_.n) +
+                                "); hint: set it to the input's number of the maps' first sequence (h5py: f[\"attention\"].attrs[\"first_sequence\"])");
+            }
             const bool mean = has_attribute(*h5_->attention, attribute::mean_over_heads)
                                   ? get_int_attribute(*h5_->attention, attribute::mean_over_heads) == 1
                                   : dims[1] == 1 && layout_.heads > 1;
