@@ -634,6 +634,25 @@ void preflight(Job& job) {
     check_free_space(job);
 }
 
+namespace {
+
+// For the handlers of an exception one rank met alone, while the output is open: the rank
+// ends the job here, before the output's destructor could start a collective close that the
+// other ranks (in a round's agreement, or the next one) would never join. An Error (the final
+// flush or rename on a full disk) keeps its exit code; anything else is a bug. On one rank the
+// exception goes on, and the output is closed resumable on the way out.
+[[noreturn]] void fail_alone(Comm& comm) {
+    try {
+        throw;
+    } catch (const std::exception& e) {
+        if (comm.size() == 1) throw;
+        const auto* error = dynamic_cast<const Error*>(&e);
+        abort_job(comm, error ? error->exit_code() : exit_internal, (error ? "" : "internal error: ") + std::string(e.what()));
+    }
+}
+
+}  // namespace
+
 JobResult run_job(Job& job, const RoundCallback& on_round) {
     Comm& comm = job.comm;
     timed(job.phases.preflight, [&] { preflight(job); });
@@ -647,6 +666,8 @@ JobResult run_job(Job& job, const RoundCallback& on_round) {
     } catch (const AgreedFailure&) {
         step_io->abandon();  // created, and closed resumable like any interrupted output
         throw;
+    } catch (const std::exception&) {
+        fail_alone(comm);
     }
 
     const double step_cost = max_step_cost(job);
@@ -670,14 +691,8 @@ JobResult run_job(Job& job, const RoundCallback& on_round) {
             name_first_bad_value(job);
         }
         throw;
-    } catch (const std::exception& e) {
-        // An Error at the end (the final flush or rename on a full disk) keeps its exit code;
-        // anything else is a bug.
-        const auto* error = dynamic_cast<const Error*>(&e);
-        if (comm.size() == 1) throw;
-        // Caught here, before the output's destructor could start a collective close that
-        // the other ranks would never join.
-        abort_job(comm, error ? error->exit_code() : exit_internal, (error ? "" : "internal error: ") + std::string(e.what()));
+    } catch (const std::exception&) {
+        fail_alone(comm);
     }
     JobResult result = summarize(std::move(rounds), wall_seconds() - job.started_at);
     result.phases = slowest_phases(comm, job.phases, result.rounds.phases);

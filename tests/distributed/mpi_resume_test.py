@@ -316,7 +316,9 @@ def case_sigterm(job, rng):
 
 
 def case_faults(job, rng):
-    sites = ["after_unit:3", "before_flush:4", "after_flush:4", "before_rename"]
+    # rounds: the phase's start, after the output's creation, where a throw on one rank once
+    # left it closing the output collectively while the others waited in a round's agreement.
+    sites = ["rounds", "after_unit:3", "before_flush:4", "after_flush:4", "before_rename"]
     for site in sites:
         for action in ["throw", "exit", "kill", "signal"]:
             job.reset()
