@@ -203,6 +203,15 @@ void lay_out(Job& job) {
         for (std::size_t i = 0; i < job.lengths.size(); ++i) (*offsets)[i + 1] = (*offsets)[i] + job.lengths[i];
         job.layout.packed = true;
         job.layout.offsets = std::move(offsets);
+        // A packed output of no rows cannot be made (its datasets' chunks would be empty); said
+        // here so that --dry-run refuses what the run would (the input as a whole is refused
+        // earlier, when it has no tokens at all).
+        agreed(job.comm, true, [&] {
+            if (job.layout.tokens() > 0) return;
+            throw Error(exit_usage, "--sequences " + range_syntax(job.spec.first_sequence, job.spec.first_sequence + job.spec.n) +
+                                        ": every one of these sequences has length 0, and a packed output needs at least "
+                                        "one row; hint: choose a block that holds a token, or leave out the empty sequences");
+        });
     }
     job.sizes = io::estimate_output_bytes(job.layout);
 

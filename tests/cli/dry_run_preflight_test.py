@@ -177,6 +177,15 @@ def weights_seqs_outside_sequences(c):
     return run_args(c, "--sequences", "2:4", "--weights-seqs", "0:2")
 
 
+def packed_block_without_tokens(c):
+    lengths = [3, 2, 0, 0, 4]
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    with h5py.File(c.input, "w") as f:
+        f["tokens"] = np.random.default_rng(5).standard_normal((int(offsets[-1]), 8)).astype(np.float32)
+        f["offsets"] = offsets
+    return run_args(c, "--sequences", "2:4")
+
+
 def report_directory_missing(c):
     c.generate()
     return run_args(c, "--report", "missing/run.json")
@@ -279,6 +288,7 @@ CASES = [
     ("--max-memory below one sequence", 2, max_memory_below_one_sequence),
     ("--sequences past N", 2, sequences_past_n),
     ("--weights-seqs outside --sequences", 2, weights_seqs_outside_sequences),
+    ("--sequences of a packed input, every one empty", 2, packed_block_without_tokens),
     ("--report directory missing", 4, report_directory_missing),
     ("--input missing", 4, input_missing),
     ("--resume of a .partial made with other options", 2, resume_partial_other_options),
