@@ -127,10 +127,6 @@ void write_provenance(const File& file, const OutputLayout& layout, const Proven
     set_int_attribute(file, attribute::complete, 0);
 }
 
-// The netCDF view of the output: one scale per distinct axis, attached to every axis it
-// measures. /attention's first axis is N only when it holds every sequence, and its head
-// axis H only when it holds every head. A packed output's /output and /lse measure the tokens T
-// (and /offsets N+1) where a padded one's measure N and L.
 // Both layouts' /attention: its first sequence counts in the input's numbers, as the root's
 // first_sequence and weights_sequences do (a packed output once wrote its own row instead).
 void set_attention_attributes(const Dataset& attention, const OutputLayout& layout) {
@@ -138,6 +134,10 @@ void set_attention_attributes(const Dataset& attention, const OutputLayout& layo
     set_int_attribute(attention, attribute::mean_over_heads, layout.save_weights == SaveWeights::mean ? 1 : 0);
 }
 
+// The netCDF view of the output: one scale per distinct axis, attached to every axis it
+// measures. /attention's first axis is N only when it holds every sequence, and its head
+// axis H only when it holds every head. A packed output's /output and /lse measure the tokens T
+// (and /offsets N+1) where a padded one's measure N and L.
 void attach_dimension_scales(const File& file, const OutputLayout& layout, const Dataset& output, const Dataset& lse,
                              const Dataset& lengths, const std::optional<Dataset>& attention,
                              const std::optional<Dataset>& offsets) {
