@@ -203,16 +203,9 @@ void lay_out(Job& job) {
         for (std::size_t i = 0; i < job.lengths.size(); ++i) (*offsets)[i + 1] = (*offsets)[i] + job.lengths[i];
         job.layout.packed = true;
         job.layout.offsets = std::move(offsets);
-        // A packed output of no rows cannot be made (its datasets' chunks would be empty); said
-        // here so that --dry-run refuses what the run would (the input as a whole is refused
-        // earlier, when it has no tokens at all).
-        agreed(job.comm, true, [&] {
-            if (job.layout.tokens() > 0) return;
-            throw Error(exit_usage, "--sequences " + range_syntax(job.spec.first_sequence, job.spec.first_sequence + job.spec.n) +
-                                        ": every one of these sequences has length 0, and a packed output needs at least "
-                                        "one row; hint: choose a block that holds a token, or leave out the empty sequences");
-        });
     }
+    // What OutputFile::create will check, here too so that --dry-run refuses it as the run would.
+    agreed(job.comm, true, [&] { io::check_output_layout(job.layout, s.output); });
     job.sizes = io::estimate_output_bytes(job.layout);
 
     // A dry run for --simulate-ranks P sizes the job those P ranks would run.
@@ -645,19 +638,15 @@ void preflight(Job& job) {
 
 namespace {
 
-// For the handlers of an exception one rank met alone, while the output is open: the rank
+// For the handlers of an exception `e` one rank met alone, while the output is open: the rank
 // ends the job here, before the output's destructor could start a collective close that the
 // other ranks (in a round's agreement, or the next one) would never join. An Error (the final
 // flush or rename on a full disk) keeps its exit code; anything else is a bug. On one rank the
 // exception goes on, and the output is closed resumable on the way out.
-[[noreturn]] void fail_alone(Comm& comm) {
-    try {
-        throw;
-    } catch (const std::exception& e) {
-        if (comm.size() == 1) throw;
-        const auto* error = dynamic_cast<const Error*>(&e);
-        abort_job(comm, error ? error->exit_code() : exit_internal, (error ? "" : "internal error: ") + std::string(e.what()));
-    }
+[[noreturn]] void fail_alone(Comm& comm, const std::exception& e) {
+    if (comm.size() == 1) throw;  // the exception being handled
+    const auto* error = dynamic_cast<const Error*>(&e);
+    abort_job(comm, error ? error->exit_code() : exit_internal, (error ? "" : "internal error: ") + std::string(e.what()));
 }
 
 }  // namespace
@@ -675,8 +664,8 @@ JobResult run_job(Job& job, const RoundCallback& on_round) {
     } catch (const AgreedFailure&) {
         step_io->abandon();  // created, and closed resumable like any interrupted output
         throw;
-    } catch (const std::exception&) {
-        fail_alone(comm);
+    } catch (const std::exception& e) {
+        fail_alone(comm, e);
     }
 
     const double step_cost = max_step_cost(job);
@@ -700,8 +689,8 @@ JobResult run_job(Job& job, const RoundCallback& on_round) {
             name_first_bad_value(job);
         }
         throw;
-    } catch (const std::exception&) {
-        fail_alone(comm);
+    } catch (const std::exception& e) {
+        fail_alone(comm, e);
     }
     JobResult result = summarize(std::move(rounds), wall_seconds() - job.started_at);
     result.phases = slowest_phases(comm, job.phases, result.rounds.phases);

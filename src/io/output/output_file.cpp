@@ -30,32 +30,6 @@
 namespace attnbatch::io {
 namespace {
 
-[[noreturn]] void usage(const std::string& message) { throw Error(exit_usage, message); }
-
-void check_layout(const OutputLayout& layout, const std::string& path) {
-    const auto fail = [&](const std::string& what) { usage(path + ": cannot create the output: " + what); };
-    if (layout.n < 1 || layout.len < 1 || layout.heads < 1 || layout.d_out < 1) {
-        fail("N, L, H and D_out must be at least 1 (got N = " + std::to_string(layout.n) + ", L = " +
-             std::to_string(layout.len) + ", H = " + std::to_string(layout.heads) + ", D_out = " +
-             std::to_string(layout.d_out) + ")");
-    }
-    if (layout.packed && (!layout.offsets || static_cast<std::int64_t>(layout.offsets->size()) != layout.n + 1 ||
-                          layout.offsets->front() != 0 || layout.tokens() < 1)) {
-        fail("the packed layout needs N + 1 = " + std::to_string(layout.n + 1) + " offsets from 0 and at least one row");
-    }
-    if (layout.gzip_level < 0 || layout.gzip_level > 9) {
-        fail("--compression gzip level " + std::to_string(layout.gzip_level) + ", expected 1-9");
-    }
-    if (layout.save_weights != SaveWeights::none) {
-        const std::int64_t first = layout.weights_first;
-        const std::int64_t last = layout.weights_end();
-        if (first < 0 || first >= last || last > layout.n) {
-            fail("--weights-seqs " + std::to_string(first) + ":" + std::to_string(last) +
-                 ", expected 0 <= A < B <= N = " + std::to_string(layout.n));
-        }
-    }
-}
-
 // What a dataset's storage holds before the run writes there: a marker of unwritten
 // sequences (NaN in /lse, -1 in /lengths: see the header), zeros where the run leaves some
 // elements unwritten for good (a compressed packed output's maps past a sequence's length), or
@@ -199,7 +173,7 @@ std::uint64_t OutputFile::direct_bytes() const noexcept {
 
 OutputFile OutputFile::create(const std::string& output_path, const OutputLayout& layout,
                               const Provenance& provenance, const OutputOptions& options) {
-    check_layout(layout, output_path);
+    check_output_layout(layout, output_path);
     if (!options.paths_prepared) prepare_output_path(output_path, options.force);
     const std::string partial = partial_path_for(output_path);
     const std::string staging = staging_path_for(output_path);

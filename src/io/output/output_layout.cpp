@@ -1,8 +1,12 @@
-// The names of the attention-map settings, and which sequences have stored maps.
+// The names of the attention-map settings, which sequences have stored maps, and what makes a
+// layout that an output file can be created with.
 #include "attnbatch/io/output/output_layout.hpp"
+
+#include "attnbatch/error.hpp"
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 namespace attnbatch::io {
 
@@ -16,6 +20,35 @@ const char* name_of(SaveWeights save) {
 }
 
 const char* name_of(WeightsDtype type) { return type == WeightsDtype::f16 ? "f16" : "f32"; }
+
+void check_output_layout(const OutputLayout& layout, const std::string& path) {
+    const auto fail = [&](const std::string& what) { throw Error(exit_usage, path + ": cannot create the output: " + what); };
+    if (layout.n < 1 || layout.len < 1 || layout.heads < 1 || layout.d_out < 1) {
+        fail("N, L, H and D_out must be at least 1 (got N = " + std::to_string(layout.n) + ", L = " +
+             std::to_string(layout.len) + ", H = " + std::to_string(layout.heads) + ", D_out = " +
+             std::to_string(layout.d_out) + ")");
+    }
+    if (layout.packed && (!layout.offsets || static_cast<std::int64_t>(layout.offsets->size()) != layout.n + 1 ||
+                          layout.offsets->front() != 0)) {
+        fail("the packed layout needs N + 1 = " + std::to_string(layout.n + 1) + " offsets from 0");
+    }
+    if (layout.packed && layout.tokens() < 1) {  // its datasets' chunks would be empty
+        fail("sequences [" + std::to_string(layout.first_sequence) + ", " + std::to_string(layout.first_sequence + layout.n) +
+             ") all have length 0, and a packed output needs at least one row; hint: choose a --sequences block that "
+             "holds a token, or leave out the empty sequences");
+    }
+    if (layout.gzip_level < 0 || layout.gzip_level > 9) {
+        fail("--compression gzip level " + std::to_string(layout.gzip_level) + ", expected 1-9");
+    }
+    if (layout.save_weights != SaveWeights::none) {
+        const std::int64_t first = layout.weights_first;
+        const std::int64_t last = layout.weights_end();
+        if (first < 0 || first >= last || last > layout.n) {
+            fail("--weights-seqs " + std::to_string(first) + ":" + std::to_string(last) +
+                 ", expected 0 <= A < B <= N = " + std::to_string(layout.n));
+        }
+    }
+}
 
 std::pair<std::int64_t, std::int64_t> OutputLayout::weights_range(std::int64_t first, std::int64_t last) const noexcept {
     if (save_weights == SaveWeights::none) return {first, first};

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -54,6 +55,11 @@ struct OutputLayout {
     // empty (first == second) when they do not meet.
     std::pair<std::int64_t, std::int64_t> weights_range(std::int64_t first, std::int64_t last) const noexcept;
 };
+
+// Throws an Error (exit_usage) naming `path` and what is wrong when no output file can be made
+// for `layout`: OutputFile::create calls it, and so does a run's preflight, so that --dry-run
+// refuses what the run would.
+void check_output_layout(const OutputLayout& layout, const std::string& path);
 
 // The padded layout's /output [N, L, D_out], and /attention [N_w, H or 1, L, L] (the packed
 // layout's too: its maps are L rows long).
