@@ -12,10 +12,6 @@ it (then it is reported, never complete); the input, weights and config files by
 
 Conditions that need privileges (tmpfs mounts, setpriv, prlimit) are set up for real; when one
 cannot be set up the case FAILS, it never passes silently. Mounts are undone in `finally`.
-
-Cases marked KNOWN_BUG assert the right behaviour; when they instead show the exact known
-wrong behaviour (a defect in a file this change may not edit, see the notes), they are
-reported as XFAIL and do not fail the test; any other deviation fails.
 """
 import os
 import shutil
@@ -34,7 +30,7 @@ TIMEOUT = 60
 BASE_ENV = {k: v for k, v in os.environ.items() if not k.startswith("ATTNBATCH_")}
 BASE_ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
-failures, xfails, passes = [], [], []
+failures, passes = [], []
 
 
 class CaseFailure(Exception):
@@ -105,10 +101,8 @@ class Case:
         self.elapsed = time.monotonic() - start
         return done
 
-    def expect_rejected(self, extra, code, fragments, env=None, prefix=None, output=None, partial_may_remain=False,
-                        known_bug=None):
-        """Runs and checks everything a rejection promises. known_bug: (code, fragment) of the
-        exact wrong behaviour known today, turned into XFAIL."""
+    def expect_rejected(self, extra, code, fragments, env=None, prefix=None, output=None, partial_may_remain=False):
+        """Runs and checks everything a rejection promises."""
         output = output or self.output
         partial = output + ".partial"
         guarded = [p for p in [self.input] + self.guarded if os.path.isfile(p)]
@@ -125,14 +119,15 @@ class Case:
         # Open MPI may add its own lines (e.g. a signal forwarded by the singleton's daemon);
         # ours is the one that starts with "attnbatch".
         ours = [line for line in lines if line.startswith("attnbatch")]
-        if known_bug and done.returncode == known_bug[0] and known_bug[1] in err:
-            self.notes.append("XFAIL (known bug): exit %d: %s" % (done.returncode, err.strip()[:300]))
-            raise KnownBug(self.notes[-1])
         self.check(done.returncode == code, "exit %d, expected %d; stderr: %s" % (done.returncode, code, err.strip()[:2000]))
         self.check(len(ours) == 1, "expected one error line, got %d: %r" % (len(ours), err[:2000]))
         self.check(ours[0].startswith("attnbatch run: error: "), "not an error line: " + ours[0])
         for fragment in fragments:
             self.check(fragment in ours[0], "message lacks %r: %s" % (fragment, ours[0]))
+        # Once created, the output is OUTPUT.partial: a failure while writing must name that file
+        # (the one --resume continues), not the name it had while it was being created.
+        if "cannot create the output" not in ours[0]:
+            self.check(".partial.new" not in ours[0], "the message names OUTPUT.partial.new: " + ours[0])
         if not had_output:
             self.check(not os.path.lexists(output), "%s exists after a failed run" % output)
         if not had_partial and os.path.lexists(partial):
@@ -142,10 +137,6 @@ class Case:
             self.check(os.path.isfile(p) and digest(p) == earlier, "%s was modified" % p)
         self.message = ours[0]
         return ours[0]
-
-
-class KnownBug(Exception):
-    pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,14 +164,12 @@ def disk_full_while_writing(c):
 
 def disk_full_at_final_flush(c):
     """Everything fits the chunk cache; the disk fills only when the output is flushed at the
-    end. Used to crash (SIGSEGV in HDF5's shutdown, no message); now exits without a crash,
-    but the finalize error escapes as 'internal error' exit 1 (run_command.cpp, see notes)."""
+    end. It once crashed (SIGSEGV in HDF5's shutdown), then exited 1 as an internal error."""
     c.generate(c.input, 64, 64, 32)
     mount = c.mount_tmpfs("small", "size=1m")
     c.check(mount is not None, "cannot mount a tmpfs: the case cannot be set up")
     c.expect_rejected(["--compression", "gzip:1"], IO, ["out.h5.partial", "No space left on device", "file system is full"],
-                      output=os.path.join(mount, "out.h5"), partial_may_remain=True,
-                      known_bug=(1, "internal error: " + os.path.join(mount, "out.h5.partial") + ": cannot complete the output"))
+                      output=os.path.join(mount, "out.h5"), partial_may_remain=True)
 
 
 # RLIMIT_FSIZE is inherited by the daemon a singleton MPI_Init starts; its PMIx shared-memory
@@ -200,8 +189,7 @@ def file_size_limit_while_writing(c):
 def file_size_limit_at_final_flush(c):
     c.generate(c.input, 64, 64, 32)
     c.expect_rejected([], IO, ["out.h5.partial", "File too large", "ulimit -f"], prefix=["prlimit", "--fsize=300000"],
-                      env=FSIZE_ENV, partial_may_remain=True,
-                      known_bug=(1, "internal error: " + c.output + ".partial: cannot complete the output"))
+                      env=FSIZE_ENV, partial_may_remain=True)
 
 
 def output_dir_read_only_mount(c):
@@ -335,7 +323,7 @@ def partial_held_open_by_another_run(c):
 
 def partial_held_open_with_force(c):
     """--force must not delete an OUTPUT.partial that another live process is writing (two runs
-    on one output). Today it unlinks it and writes its own (output.cpp, see notes)."""
+    on one output). It once unlinked it and wrote its own."""
     c.embeddings()
     partial = c.output + ".partial"
     with h5py.File(partial, "w") as f:
@@ -344,9 +332,6 @@ def partial_held_open_with_force(c):
     before = digest(partial)  # as the holder left it: opening for append may touch the file
     try:
         done = c.run(["--force"])
-        if done.returncode == 0 and os.path.exists(c.output):
-            os.remove(c.output)
-            raise KnownBug("XFAIL (known bug): --force removed the locked OUTPUT.partial of a live writer and ran")
         c.check(done.returncode in (USAGE, IO), "exit %d: %s" % (done.returncode, done.stderr))
         c.check(partial in done.stderr and "another process" in done.stderr, done.stderr)
         c.check(os.path.exists(partial) and digest(partial) == before, "the live OUTPUT.partial was changed")
@@ -661,16 +646,12 @@ def main():
             passes.append(name)
             print("PASS  %s%s" % (name, "".join("\n      note: " + n for n in case.notes)), flush=True)
             print("      " + getattr(case, "message", "(no error line)")[:400], flush=True)
-        except KnownBug as bug:
-            xfails.append(name)
-            print("XFAIL %s: %s" % (name, bug), flush=True)
         except (CaseFailure, AssertionError, OSError, subprocess.SubprocessError) as failure:
             failures.append(name)
             print("FAIL  %s: %s" % (name, failure), flush=True)
         finally:
             case.cleanup()
-    print("%d passed, %d known bugs (XFAIL), %d failed in %.1f s" % (len(passes), len(xfails), len(failures),
-                                                                     time.monotonic() - start))
+    print("%d passed, %d failed in %.1f s" % (len(passes), len(failures), time.monotonic() - start))
     return 1 if failures else 0
 
 

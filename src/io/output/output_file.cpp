@@ -183,7 +183,6 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
     out.path_ = output_path;
     out.force_ = options.force;
     out.fsync_ = options.fsync;
-    bool closed = false;
     try {
         out.h5_->file = File::create(staging, options.access, output_file_tuning(layout));
         if (layout.packed) {
@@ -195,16 +194,13 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
             out.create_padded(provenance, options);
         }
         out.prepare_checkpoints();
-        // The file's metadata must be in it before it takes the name --resume looks for. A flush
-        // writes it, but HDF5's MPI-IO driver ends every flush with MPI_File_sync (an fsync on
-        // every rank), which --fsync off promises not to do: there the file is closed instead,
-        // which writes the same metadata without a sync, and opened again once renamed.
-        closed = out.mpi_io_ && !options.fsync;
-        if (closed) {
-            out.close_handles();
-        } else {
-            out.h5_->file.flush();
-        }
+        // The file's metadata must be in it before it takes the name --resume looks for: closing
+        // writes it. The file is then opened again under that name, because HDF5 names a file
+        // in its errors by the name it was opened with, and a later failure must name the file
+        // the user can resume, not OUTPUT.partial.new. Under MPI-IO the durable mode flushes
+        // first, which there is an MPI_File_sync on every rank (--fsync off promises none).
+        if (out.mpi_io_ && options.fsync) out.h5_->file.flush();
+        out.close_handles();
     } catch (const H5Error& error) {
         out = OutputFile();  // close every handle before removing the file
         ::unlink(staging.c_str());
@@ -219,16 +215,14 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
         throw Error(exit_io, partial + ": cannot create the output: cannot rename " + staging + " to it: " +
                                  std::strerror(saved));
     }
-    if (closed) {
-        try {
-            out.h5_->file = File::open(partial, FileMode::read_write, options.access, output_file_tuning(layout));
-            out.open_datasets();
-            if (options.journal) out.h5_->journal_progress = Dataset::open(out.h5_->file, dataset::journal_progress);
-        } catch (const H5Error& error) {
-            throw Error(exit_io, partial + ": cannot open the output it created: " + error.what());
-        } catch (const std::invalid_argument& error) {
-            throw Error(exit_io, partial + ": cannot open the output it created: " + error.what());
-        }
+    try {
+        out.h5_->file = File::open(partial, FileMode::read_write, options.access, output_file_tuning(layout));
+        out.open_datasets();
+        if (options.journal) out.h5_->journal_progress = Dataset::open(out.h5_->file, dataset::journal_progress);
+    } catch (const H5Error& error) {
+        throw Error(exit_io, partial + ": cannot open the output it created: " + error.what());
+    } catch (const std::invalid_argument& error) {
+        throw Error(exit_io, partial + ": cannot open the output it created: " + error.what());
     }
     return out;
 }
