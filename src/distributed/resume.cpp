@@ -111,10 +111,12 @@ bool ResumeInspection::verify_some(std::uint64_t bytes) {
         }
         ++last;
     }
-    const std::vector<std::int64_t> failing = file_->units_failing_checksum(journal_, next_unit_, last);
+    const std::vector<std::int64_t> failing = file_->units_failing_checksum(journal_, next_unit_, last, &read_back_);
     failing_.insert(failing_.end(), failing.begin(), failing.end());
     next_unit_ = last;
     if (next_unit_ < units) return false;
+    // Compressed chunks a crash left unreadable would make every rewrite of their units fail.
+    if (layout_.gzip_level != 0) reset_chunks_ = file_->reset_unreadable_chunks(read_back_);
     file_.reset();  // closed before the run reopens it
     return true;
 }
@@ -136,6 +138,10 @@ ResumeState ResumeInspection::result() const {
         summary << "; " << failing_.size() << " failed their checksum (first: unit " << failing_.front()
                 << ", sequences [" << resume.unit_bounds[static_cast<std::size_t>(failing_.front())] << ", "
                 << resume.unit_bounds[static_cast<std::size_t>(failing_.front()) + 1] << ")) and are computed again";
+    }
+    if (reset_chunks_ > 0) {
+        summary << "; " << reset_chunks_ << (reset_chunks_ == 1 ? " compressed chunk" : " compressed chunks")
+                << " could not be read and " << (reset_chunks_ == 1 ? "was" : "were") << " reset";
     }
     resume.summary = summary.str();
     return resume;

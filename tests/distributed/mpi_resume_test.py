@@ -14,7 +14,8 @@ CASE
   faults   every fault site x action, each from a fresh start, then a resume
   gzip     a compressed output killed before and after a checkpoint's flush (--io gather and
            parallel), each from a fresh start, then resumed: the same datasets as an
-           uninterrupted run (compressed chunks are placed as written, so not the same bytes)
+           uninterrupted run (compressed chunks are placed as written, so not the same bytes);
+           then one whose stored chunks a crash damaged so that they cannot be read
   checks   requeue without --resume, changed options or input, a damaged unit, a damaged
            .partial, a complete OUTPUT, no .partial
   pieces   4 kill cycles as `kill` on a heavy-tailed packed input whose long sequences the
@@ -351,6 +352,28 @@ def case_gzip(job, rng):
         label = "gzip, %s, fault %s" % (io, fault)
         job.interrupted(label, job.attempt(2, io, "static", fault, ["--resume"]))
         job.finish(label)
+
+    # Bytes a crash of the node lost inside stored compressed chunks (here their zlib headers):
+    # every read of such a chunk fails (inflate), and HDF5 reads a chunk to write part of it, so
+    # the resume must replace these chunks before it computes their units again.
+    job.reset()
+    job.watching = True
+    label = "gzip, damaged chunks"
+    job.interrupted(label, job.attempt(2, "gather", "static", "0:after_unit:6:kill", ["--resume"]))
+    # Every stored chunk, the maps' last one cut by the dataset's end (40 of 6 rows each).
+    with h5py.File(job.partial, "r") as f:
+        starts = [f[name].id.get_chunk_info(i).byte_offset for name in ("output", "lse", "attention")
+                  for i in range(f[name].id.get_num_chunks())]
+    with open(job.partial, "r+b") as raw:
+        for start in starts:
+            raw.seek(start)
+            raw.write(b"\0" * 64)
+    job.watching = False  # this attempt completes OUTPUT
+    code, out, err, _ = job.attempt(2, io=rng.choice(["gather", "parallel"]), extra=["--resume"])
+    said = "%d compressed chunks could not be read and were reset" % len(starts)
+    check(code == 0 and said in out, "%s: exit %s, expected 0 and '%s'; stdout: %s; stderr: %s" %
+          (label, code, said, out.strip()[-400:], err.strip()[-400:]))
+    job.finish(label)
 
 
 def case_checks(job, rng):

@@ -56,6 +56,8 @@ private:
     bool dry_run_ = false;
     std::size_t next_unit_ = 0;
     std::vector<std::int64_t> failing_;
+    io::OutputFile::ChunksReadBack read_back_;  // the chunks the checks read: no need to read them again
+    std::size_t reset_chunks_ = 0;
 };
 
 // All of ResumeInspection at once (rank 0).

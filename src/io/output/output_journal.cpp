@@ -2,6 +2,7 @@
 // partial output for --resume and re-checking what it says is done (journal.hpp).
 #include "attnbatch/io/output/fault_injection.hpp"
 #include "attnbatch/io/h5/attribute.hpp"
+#include "attnbatch/io/h5/chunk_repair.hpp"
 #include "attnbatch/io/output/journal.hpp"
 #include "attnbatch/io/output/output_file.hpp"
 #include "attnbatch/io/output/output_reader.hpp"
@@ -244,8 +245,37 @@ JournalState OutputFile::journal_state() const {
     return state;
 }
 
+namespace {
+
+// Adds the chunks rows [first, first + count) of a chunked dataset lie in.
+void note_rows(const Dataset& dataset, hsize_t first, hsize_t count, ChunkIndices& chunks) {
+    const Dims chunk = dataset.chunk();
+    if (chunk.empty()) return;
+    add_chunks_of(dataset.dims(), chunk, rows_slab(dataset, first, count), chunks);
+}
+
+}  // namespace
+
+std::size_t OutputFile::reset_unreadable_chunks(const ChunksReadBack& read_back) {
+    std::size_t replaced = 0;
+    const ChunkIndices none;
+    const std::pair<const std::optional<Dataset>*, const ChunkIndices*> datasets[] = {
+        {&h5_->output, &read_back.output}, {&h5_->attention, &read_back.attention}, {&h5_->lse, &read_back.lse},
+        {&h5_->lengths, &read_back.lengths}, {&h5_->offsets, &none}};
+    for (const auto& [dataset, read] : datasets) {
+        if (!*dataset) continue;
+        try {
+            replaced += io::reset_unreadable_chunks(**dataset, *read);
+        } catch (const H5Error& error) {
+            throw Error(exit_io, partial_path() + ": cannot replace its unreadable chunks: " + error.what() +
+                                     "; hint: run with --force instead of --resume to discard it and start afresh");
+        }
+    }
+    return replaced;
+}
+
 std::vector<std::int64_t> OutputFile::units_failing_checksum(const JournalState& state, std::size_t first_unit,
-                                                             std::size_t last_unit) const {
+                                                             std::size_t last_unit, ChunksReadBack* read_back) const {
     std::vector<std::int64_t> failing;
     std::vector<float> output, lse, attention_f32;
     std::vector<std::int32_t> lengths;
@@ -258,7 +288,9 @@ std::vector<std::int64_t> OutputFile::units_failing_checksum(const JournalState&
         const OutputSpan span = unit_span(u);
         if (layout_.packed || span.piece()) {
             try {
-                if (static_cast<std::int64_t>(stored_checksum(span)) != state.checksums[u]) failing.push_back(static_cast<std::int64_t>(u));
+                if (static_cast<std::int64_t>(stored_checksum(span, read_back)) != state.checksums[u]) {
+                    failing.push_back(static_cast<std::int64_t>(u));
+                }
             } catch (const H5Error&) {
                 failing.push_back(static_cast<std::int64_t>(u));
             }
@@ -289,6 +321,12 @@ std::vector<std::int64_t> OutputFile::units_failing_checksum(const JournalState&
             }
             if (static_cast<std::int64_t>(unit_checksum(layout_, first, last, first, block)) != state.checksums[u]) {
                 failing.push_back(static_cast<std::int64_t>(u));
+            }
+            if (read_back) {
+                note_rows(*h5_->output, rows(first), rows(count), read_back->output);
+                note_rows(*h5_->lse, rows(first), rows(count), read_back->lse);
+                note_rows(*h5_->lengths, rows(first), rows(count), read_back->lengths);
+                if (end > begin) note_rows(*h5_->attention, rows(begin - layout_.weights_first), rows(end - begin), read_back->attention);
             }
         } catch (const H5Error&) {
             failing.push_back(static_cast<std::int64_t>(u));  // unreadable data is redone too

@@ -403,7 +403,7 @@ void OutputFile::remember_span_checksums(const OutputSpan& span, const OutputBlo
     }
 }
 
-std::uint64_t OutputFile::stored_checksum(const OutputSpan& span) const {
+std::uint64_t OutputFile::stored_checksum(const OutputSpan& span, ChunksReadBack* read_back) const {
     const SpanSizes sizes = span_sizes(layout_, span);
     const Boxes boxes = boxes_of(layout_, span);
     std::vector<float> output(sizes.output), lse(sizes.lse), attention_f32;
@@ -423,6 +423,17 @@ std::uint64_t OutputFile::stored_checksum(const OutputSpan& span) const {
             read_boxes(*h5_->attention, boxes.attention, MemType::f32, attention_f32.data(), attention_f32.size());
             block.attention_f32 = attention_f32.data();
         }
+    }
+    if (read_back) {
+        const auto note = [](const Dataset& dataset, const std::vector<Slab>& slabs, ChunkIndices& chunks) {
+            const Dims dims = dataset.dims(), chunk = dataset.chunk();
+            if (chunk.empty()) return;
+            for (const Slab& slab : slabs) add_chunks_of(dims, chunk, slab, chunks);
+        };
+        note(*h5_->output, boxes.output, read_back->output);
+        note(*h5_->lse, boxes.lse, read_back->lse);
+        note(*h5_->lengths, boxes.lengths, read_back->lengths);
+        if (h5_->attention && sizes.attention > 0) note(*h5_->attention, boxes.attention, read_back->attention);
     }
     return span_checksum(layout_, span, span, block);
 }

@@ -30,6 +30,7 @@
 #pragma once
 
 #include "attnbatch/error.hpp"
+#include "attnbatch/io/h5/chunk_indices.hpp"
 #include "attnbatch/io/h5/file_access.hpp"
 #include "attnbatch/io/h5/transfer.hpp"
 #include "attnbatch/io/output/journal.hpp"
@@ -139,11 +140,22 @@ public:
     JournalState journal_state() const;
     // The run's options as its creation recorded them (OutputReader::recorded_options()).
     std::map<std::string, std::string> recorded_options() const;
+    // The chunks of each dataset a check read without error.
+    struct ChunksReadBack {
+        ChunkIndices output, attention, lse, lengths;
+    };
     // The units marked done whose data no longer match their checksum, read back unit by
     // unit (memory: one unit's data); only units [first_unit, last_unit) when given, so that
-    // a caller can check a large file in slices.
+    // a caller can check a large file in slices. `read_back`, when given, gains the chunks
+    // read without error.
     std::vector<std::int64_t> units_failing_checksum(const JournalState& state, std::size_t first_unit = 0,
-                                                     std::size_t last_unit = SIZE_MAX) const;
+                                                     std::size_t last_unit = SIZE_MAX,
+                                                     ChunksReadBack* read_back = nullptr) const;
+    // The compressed chunks that cannot be read, replaced so that they can be written again
+    // (chunk_repair.hpp); how many. Chunks in `read_back` are known to be readable and are not
+    // read again. A unit with data in a replaced chunk failed units_failing_checksum() (a unit
+    // whose data cannot be read fails it) or was never recorded done. Serial.
+    std::size_t reset_unreadable_chunks(const ChunksReadBack& read_back);
     // complete = 1, flush, close every object and the file. Collective under MPI-IO.
     void close_complete();
     // Flush and close, complete stays 0: the end of a failed or interrupted run, called on
@@ -231,7 +243,7 @@ private:
     std::pair<std::size_t, std::size_t> units_of(const OutputSpan& span) const;
     OutputSpan unit_span(std::size_t unit) const;
     // XXH3-64 of a span's data as stored (span_checksum() of it read back).
-    std::uint64_t stored_checksum(const OutputSpan& span) const;
+    std::uint64_t stored_checksum(const OutputSpan& span, ChunksReadBack* read_back = nullptr) const;
     std::vector<std::int64_t> unit_bounds_, unit_rows_;
     std::vector<std::pair<std::int64_t, std::int64_t>> pending_;  // (unit, checksum) written, not yet recorded
     bool checkpoint_flushes_ = true;
