@@ -217,7 +217,10 @@ int bench_command(const std::vector<std::string>& args) {
     if (kernel_text != "blocked" && kernel_text != "reference") {
         throw Error(exit_usage, "--kernel: '" + kernel_text + "' is not one of blocked|reference");
     }
-    if (vm["threads"].as<int>() < 0) throw Error(exit_usage, "--threads: expected 0 (automatic) or more");
+    if (vm["threads"].as<int>() < 0 || vm["threads"].as<int>() > k::max_threads) {
+        throw Error(exit_usage, "--threads " + std::to_string(vm["threads"].as<int>()) +
+                                    ": expected 0 (automatic) or a count up to " + std::to_string(k::max_threads));
+    }
     if (vm["block-q"].as<int>() < 0 || vm["block-k"].as<int>() < 0) {
         throw Error(exit_usage, "--block-q/--block-k: expected 0 (automatic) or a positive tile size");
     }

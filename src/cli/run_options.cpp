@@ -6,6 +6,7 @@
 
 #include "amx_permission.hpp"
 #include "command_line.hpp"
+#include "attnbatch/kernels/threads.hpp"
 #include "ranges.hpp"
 
 namespace attnbatch::cli {
@@ -215,7 +216,10 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     else if (schedule == "dynamic") j.schedule = distributed::ScheduleKind::dynamic;
     else throw Error(exit_usage, "--schedule: '" + schedule + "' is not one of static|dynamic");
     j.kernel.threads = vm["threads"].as<int>();
-    if (j.kernel.threads < 0) throw Error(exit_usage, "--threads " + std::to_string(j.kernel.threads) + ": expected 0 (automatic) or more");
+    if (j.kernel.threads < 0 || j.kernel.threads > kernels::max_threads) {
+        throw Error(exit_usage, "--threads " + std::to_string(j.kernel.threads) + ": expected 0 (automatic) or a count up to " +
+                                    std::to_string(kernels::max_threads));
+    }
     j.kernel.block_q = vm["block-q"].as<int>();
     j.kernel.block_k = vm["block-k"].as<int>();
     if (j.kernel.block_q < 0 || j.kernel.block_k < 0) throw Error(exit_usage, "--block-q/--block-k: expected 0 (automatic) or a positive tile size");

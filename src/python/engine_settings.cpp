@@ -5,6 +5,7 @@
 #include "amx_permission.hpp"
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/models/weights_spec.hpp"
+#include "attnbatch/kernels/threads.hpp"
 #include "run_options.hpp"
 
 namespace attnbatch::python {
@@ -84,7 +85,9 @@ EngineSettings engine_settings(const AttentionRequest& r) {
     // heads 0: not given, the weights file's attribute (only with a weights file).
     if (r.heads < 0 || (r.heads == 0 && r.weights_path.empty())) usage("heads=" + str(r.heads) + " is not a positive number of heads");
     if (r.kv_heads < 0) usage("kv_heads=" + str(r.kv_heads) + " is negative; expected G >= 1");
-    if (r.threads < 0) usage("threads=" + str(r.threads) + ": expected None (automatic) or a positive count");
+    if (r.threads < 0 || r.threads > kernels::max_threads) {
+        usage("threads=" + str(r.threads) + ": expected None (automatic) or a count from 1 to " + str(kernels::max_threads));
+    }
     spec.path = "<arrays>";
     spec.n = r.n;
     spec.len = r.len;

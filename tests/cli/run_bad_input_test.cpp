@@ -634,6 +634,17 @@ TEST_F(RunBadInput, NegativeScale) {
     expect_rejected({"--scale=-1"}, kUsage, {"--scale"});
 }
 
+// Tens of thousands of threads made libgomp abort over several lines (exit 1) and left
+// OUTPUT.partial behind; bench and the Python binding crashed.
+TEST_F(RunBadInput, ThreadsBeyondAnyNode) {
+    write_embeddings();
+    expect_rejected({"--threads", "100000"}, kUsage, {"--threads 100000", "up to 1024"});
+    expect_rejected({"--threads", "100000", "--dry-run"}, kUsage, {"--threads 100000", "up to 1024"});
+    const Outcome bench = attnbatch({"bench", "--threads", "100000"});
+    EXPECT_EQ(bench.status, kUsage) << bench.err;
+    EXPECT_EQ(bench.err, "attnbatch bench: error: --threads 100000: expected 0 (automatic) or a count up to 1024\n");
+}
+
 TEST_F(RunBadInput, HeadsNotANumber) {
     write_embeddings();
     expect_rejected({"--heads", "two"}, kUsage, {"heads", "two"});

@@ -54,6 +54,8 @@ def main():
            lambda: attnbatch.attention(x, x[:, :8].copy(), x))
     raises("kv_heads not dividing", attnbatch.UsageError, ["kv_heads=3"],
            lambda: attnbatch.attention(x, x, x, heads=4, kv_heads=3))
+    raises("threads beyond any node", attnbatch.UsageError, ["threads=100000", "1 to 1024"],
+           lambda: attnbatch.attention(x, threads=100000))
     raises("precision", attnbatch.UsageError, ["--precision", "fp32|bf16"], lambda: attnbatch.attention(x, precision="fp8"))
     raises("return_maps", attnbatch.UsageError, ["return_maps"], lambda: attnbatch.attention(x, return_maps="some"))
     raises("projections missing w_v", attnbatch.UsageError, ["w_v"],

@@ -5,6 +5,11 @@
 
 namespace attnbatch::kernels {
 
+// The most threads a thread count may ask for. The largest nodes have a few hundred hardware
+// threads; tens of thousands made OpenMP fail to start them (libgomp aborted, or the process
+// crashed) instead of being refused as a mistyped option.
+inline constexpr int max_threads = 1024;
+
 // `threads` when positive, else OpenMP's default (OMP_NUM_THREADS, else every core); 1 in a
 // build without OpenMP.
 int resolved_threads(int threads);
