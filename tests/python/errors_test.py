@@ -78,6 +78,18 @@ def main():
     e = raises("run: not HDF5", attnbatch.InvalidInputError, ["bad.h5"], lambda: attnbatch.run(bad, os.path.join(work, "o.h5")))
     check(e is None or e.exit_code == 3, "run: not HDF5: not exit code 3")
     raises("run: comm of another kind", TypeError, ["mpi4py"], lambda: attnbatch.run(bad, "o.h5", comm=object()))
+
+    # open(): h5py's own KeyError or OSError came out before.
+    e = raises("open: missing file", attnbatch.FileError, ["nowhere.h5"], lambda: attnbatch.open(os.path.join(work, "nowhere.h5")))
+    check(e is None or e.exit_code == 4, "open: missing file: not exit code 4")
+    raises("open: not HDF5", attnbatch.InvalidInputError, ["bad.h5", "not an HDF5 file"], lambda: attnbatch.open(bad))
+    other = os.path.join(work, "other.h5")
+    import h5py
+    with h5py.File(other, "w") as f:
+        f["embeddings"] = np.zeros((2, 4, 8), np.float32)
+    e = raises("open: not an output", attnbatch.InvalidInputError, ["other.h5", "not an attnbatch output", "/output"],
+               lambda: attnbatch.open(other))
+    check(e is None or e.exit_code == 3, "open: not an output: not exit code 3")
     return exit_status()
 
 

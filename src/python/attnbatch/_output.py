@@ -5,7 +5,11 @@ documented (docs/formats.md), h5py is the maintained reader of it, and reading i
 neither the compiled core nor MPI, so results open anywhere numpy and h5py do.
 """
 
+import os
+
 import numpy as np
+
+from ._errors import FileError, InvalidInputError
 
 
 def _plain(value):
@@ -39,7 +43,21 @@ class Output:
         import h5py
 
         self.path = str(path)
-        with h5py.File(self.path, "r") as f:
+        try:
+            f = h5py.File(self.path, "r")
+        except OSError as error:
+            # As the command line tells them apart: a file that cannot be read is exit 4, one
+            # that reads but is not HDF5 is invalid input (exit 3).
+            readable = os.path.isfile(self.path) and os.access(self.path, os.R_OK)
+            if readable and not h5py.is_hdf5(self.path):
+                raise InvalidInputError("%s is not an HDF5 file (expected an attnbatch output)" % self.path) from None
+            reason = os.strerror(error.errno) if error.errno else str(error)
+            raise FileError("%s: cannot open: %s" % (self.path, reason)) from None
+        with f:
+            missing = [name for name in ("output", "lse", "lengths") if not isinstance(f.get(name), h5py.Dataset)]
+            if missing:
+                raise InvalidInputError("%s is not an attnbatch output: no dataset /%s (expected /output, /lse and "
+                                        "/lengths, as run writes them)" % (self.path, missing[0]))
             self.attrs = {name: _plain(value) for name, value in f.attrs.items()}
             self.output = f["output"][()]
             self.lse = f["lse"][()]
