@@ -54,6 +54,10 @@ def main():
            lambda: attnbatch.attention(x, x[:, :8].copy(), x))
     raises("kv_heads not dividing", attnbatch.UsageError, ["kv_heads=3"],
            lambda: attnbatch.attention(x, x, x, heads=4, kv_heads=3))
+    raises("heads as text", attnbatch.UsageError, ["heads='2'", "integer"], lambda: attnbatch.attention(x, heads="2"))
+    raises("heads fractional", attnbatch.UsageError, ["heads=2.5", "integer"], lambda: attnbatch.attention(x, heads=2.5))
+    raises("heads past int", attnbatch.UsageError, ["heads=%d" % 2**40, "out of range"],
+           lambda: attnbatch.attention(x, heads=2**40))
     raises("threads beyond any node", attnbatch.UsageError, ["threads=100000", "1 to 1024"],
            lambda: attnbatch.attention(x, threads=100000))
     raises("precision", attnbatch.UsageError, ["--precision", "fp32|bf16"], lambda: attnbatch.attention(x, precision="fp8"))

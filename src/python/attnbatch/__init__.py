@@ -173,13 +173,13 @@ def attention(x_or_q, k=None, v=None, *, heads=1, kv_heads=None, causal=False, l
         raise UsageError(f"rope_theta: {rope_theta!r} is not a positive base (None: off)")
     arrays, weights_path = _projections(projections)
     options = {
-        "heads": 0 if weights_path and heads == 1 else int(heads),
-        "kv_heads": 0 if kv_heads is None else int(kv_heads),
+        "heads": 0 if weights_path and heads == 1 else _count("heads", heads),
+        "kv_heads": 0 if kv_heads is None else _count("kv_heads", kv_heads),
         "causal": bool(causal),
         "scale": 0.0 if scale is None else float(scale),
         "rope_theta": 0.0 if rope_theta is None else float(rope_theta),
         "precision": str(precision),
-        "threads": 0 if threads is None else int(threads),
+        "threads": 0 if threads is None else _count("threads", threads),
         "maps": return_maps or "none",
         "maps_dtype": dtypes[dtype_name],
     }
@@ -193,6 +193,17 @@ def attention(x_or_q, k=None, v=None, *, heads=1, kv_heads=None, causal=False, l
     if single:
         results = [r[0] for r in results]
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def _count(name, value):
+    """A count argument as an int, refused unless it is an integer that the engine's int holds:
+    int() took "2" and 2.7 (as 2), and a value past 2**31 failed in the binding's conversion
+    with a RuntimeError."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise UsageError(f"{name}={value!r}: expected an integer, not {type(value).__name__}")
+    if not -2**31 <= int(value) < 2**31:
+        raise UsageError(f"{name}={int(value)}: out of range")
+    return int(value)
 
 
 def _warn_without_tiles():
