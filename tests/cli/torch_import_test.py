@@ -21,6 +21,10 @@ cases:
                  with --rope-theta; multi-query G = 1) against the numpy reference; `weights`
                  recomputes the same maps
   import_errors  every bad model gets one line and the right exit code
+  import_empty_extents  a projection with no rows or columns (q_proj, k_proj, v_proj, o_proj,
+                 in_proj_weight, out_proj.weight) exits 3 naming the tensor (q_proj and k_proj
+                 died of SIGFPE, an empty o_proj was dropped and the file written); a
+                 config.json head count of 0, -4 or 2.5 exits 3 naming the key
 """
 import json
 import os
@@ -418,7 +422,59 @@ def import_errors(work):
     refused(bad_kv, 2, "--kv-heads 4", "G = 2", options=("--heads", 4, "--kv-heads", 4))
 
 
-CASES = {"mha_causal": mha_causal, "llama_gqa": llama_gqa, "bert_layer": bert_layer, "qkv_kv_heads": qkv_kv_heads, "import_errors": import_errors}
+def refuse(work, model, code, words, options=(), out=None):
+    """import-weights of `model` exits `code`, one line holding every word, and writes nothing."""
+    scratch = out is None
+    out = out or os.path.join(work, "w.h5")
+    result = attnbatch("import-weights", "--input", model, "--output", out, *options, expect=code)
+    for word in words:
+        check(word in result.stderr, "%s: %r not in %r" % (os.path.basename(model), word, result.stderr))
+    check(not os.path.exists(out + ".partial"), "a refused import left %s.partial" % out)
+    if scratch and os.path.exists(out):
+        check(False, "%s: a refused import wrote %s" % (os.path.basename(model), out))
+        os.remove(out)  # so that the next case fails for its own reason
+    return result
+
+
+def import_empty_extents(work):
+    prefix = "model.layers.0.self_attn."
+    for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        state = llama_layer(16, 4, 2, 4, 0)
+        state[name + ".weight"] = torch.zeros(0, 16)
+        model = os.path.join(work, "empty_%s.safetensors" % name)
+        save_safetensors({prefix + k: v for k, v in state.items()}, model)
+        refuse(work, model, 3, [prefix + name + ".weight", "[0, 16]", "at least one row"], options=("--heads", 4))
+    no_columns = llama_layer(16, 4, 2, 4, 0)
+    no_columns["q_proj.weight"] = torch.zeros(16, 0)
+    model = os.path.join(work, "no_columns.safetensors")
+    save_safetensors(no_columns, model)
+    refuse(work, model, 3, ["q_proj.weight", "[16, 0]"], options=("--heads", 4))
+    mha = torch.nn.MultiheadAttention(16, 4).state_dict()
+    for name, shape in (("in_proj_weight", (0, 16)), ("out_proj.weight", (0, 16))):
+        state = dict(mha)
+        state[name] = torch.zeros(*shape)
+        if name == "in_proj_weight":
+            del state["in_proj_bias"]
+        else:
+            del state["out_proj.bias"]
+        model = os.path.join(work, "mha_empty_%s.safetensors" % name)
+        save_safetensors(state, model)
+        refuse(work, model, 3, [name, "[0, 16]"], options=("--heads", 4))
+    for value in (0, -4, 2.5):
+        directory = os.path.join(work, "config_%s" % value)
+        os.makedirs(directory)
+        model = os.path.join(directory, "model.safetensors")
+        save_safetensors(llama_layer(16, 4, 2, 4, 0), model)
+        with open(os.path.join(directory, "config.json"), "w") as f:
+            json.dump({"num_attention_heads": value, "num_key_value_heads": 2}, f)
+        refuse(work, model, 3, ["num_attention_heads", str(value)])
+        with open(os.path.join(directory, "config.json"), "w") as f:
+            json.dump({"num_attention_heads": 4, "num_key_value_heads": value}, f)
+        refuse(work, model, 3, ["num_key_value_heads", str(value)])
+
+
+CASES = {"mha_causal": mha_causal, "llama_gqa": llama_gqa, "bert_layer": bert_layer, "qkv_kv_heads": qkv_kv_heads,
+         "import_errors": import_errors, "import_empty_extents": import_empty_extents}
 
 
 def main():

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -92,6 +93,14 @@ ModelConfig read_config(const std::string& model_path) {
     config.heads = integer("num_attention_heads");
     if (config.heads == 0) config.heads = integer("n_head");
     config.kv_heads = integer("num_key_value_heads");
+    // 0 stands for "not given" below, so a stated count must be at least 1.
+    for (const char* key : {"num_attention_heads", "n_head", "num_key_value_heads"}) {
+        const auto it = json.find(key);
+        if (it == json.end() || it->is_null()) continue;
+        if (!it->is_number_integer() || it->get<std::int64_t>() < 1 || it->get<std::int64_t>() > std::numeric_limits<int>::max()) {
+            invalid(path + ": " + key + " = " + it->dump() + ", expected a positive whole number of heads");
+        }
+    }
     if (const auto it = json.find("rope_theta"); it != json.end() && it->is_number()) config.rope_theta = it->get<double>();
     if (const auto it = json.find("model_type"); it != json.end() && it->is_string()) config.model_type = it->get<std::string>();
     if (const auto it = json.find("rope_scaling"); it != json.end() && !it->is_null()) config.rope_scaling = true;
@@ -169,6 +178,15 @@ void expect_rank(const Tensor& t, std::size_t rank, const std::string& path, con
     invalid(path + ": tensor " + t.name + " has shape " + shape_text(t.shape) + ", expected " + expected);
 }
 
+// Every later step divides by these extents (features per head, heads per group); a matrix
+// with no rows or columns has no head, so it is refused by name here.
+void expect_matrix(const Tensor& t, const std::string& path, const std::string& expected) {
+    expect_rank(t, 2, path, expected);
+    if (t.shape[0] > 0 && t.shape[1] > 0) return;
+    invalid(path + ": tensor " + t.name + " has shape " + shape_text(t.shape) + ", expected " + expected +
+            " with at least one row and one column");
+}
+
 // The layer's matrices in the row-vector layout, before any head count is applied.
 struct Projections {
     std::vector<float> w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o;
@@ -180,7 +198,7 @@ struct Projections {
 // A Linear-like [out, in] weight and its optional [out] bias.
 void take_linear(Projections& p, const Tensor& weight, const std::optional<Tensor>& bias, const std::string& path,
                  const char* w_name, const char* b_name, std::vector<float>& w, std::vector<float>& b, std::int64_t& width) {
-    expect_rank(weight, 2, path, "[out, in] (a Linear weight)");
+    expect_matrix(weight, path, "[out, in] (a Linear weight)");
     width = weight.shape[0];
     w = transposed(weight, 0, width);
     p.sources.emplace_back(w_name, weight.name + " (transposed)");
@@ -200,7 +218,7 @@ Projections read_multihead(const Layer& layer) {
     Projections p;
     const std::string& path = layer.path();
     if (std::optional<Tensor> packed = layer.optional("in_proj_weight")) {
-        expect_rank(*packed, 2, path, "[3E, E] (queries, keys and values stacked)");
+        expect_matrix(*packed, path, "[3E, E] (queries, keys and values stacked)");
         if (packed->shape[0] % 3 != 0) {
             invalid(path + ": tensor " + packed->name + " has shape " + shape_text(packed->shape) +
                     ", expected [3E, E]: its rows do not split into queries, keys and values");
