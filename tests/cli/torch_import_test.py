@@ -25,6 +25,10 @@ cases:
                  in_proj_weight, out_proj.weight) exits 3 naming the tensor (q_proj and k_proj
                  died of SIGFPE, an empty o_proj was dropped and the file written); a
                  config.json head count of 0, -4 or 2.5 exits 3 naming the key
+  import_non_finite  NaN (F32), inf (F16) and 1e300 (F64, beyond float32) in the layer's
+                 tensors exit 3 naming the tensor, the first bad element's index and its value
+                 (the file was written and `run` refused it); a tensor relabelled F8_E4M3 or BOOL
+                 exits 3 naming the dtype and the ones read
 """
 import json
 import os
@@ -473,8 +477,46 @@ def import_empty_extents(work):
         refuse(work, model, 3, ["num_key_value_heads", str(value)])
 
 
+def rewrite_header(source, target, change):
+    """Copies the safetensors file `source` to `target` with change(header) applied."""
+    with open(source, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        data = f.read()
+    change(header)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(target, "wb") as f:
+        f.write(len(text).to_bytes(8, "little") + text + data)
+
+
+def import_non_finite(work):
+    torch.manual_seed(2)
+    state = {k: v.detach().numpy() for k, v in torch.nn.MultiheadAttention(16, 4).state_dict().items()}
+    cases = (("nan", np.float32, (5, 3), np.nan, "nan"), ("inf", np.float16, (40, 15), np.inf, "inf"),
+             ("overflow", np.float64, (17, 0), -1e300, "-1e+300"))
+    for name, dtype, index, value, text in cases:
+        tensors = {k: v.astype(dtype) for k, v in state.items()}
+        tensors["in_proj_weight"][index] = value
+        model = os.path.join(work, "%s.safetensors" % name)
+        save_safetensors(tensors, model)
+        refuse(work, model, 3, ["in_proj_weight", "[%d, %d]" % index, text], options=("--heads", 4))
+    bias = {k: v.copy() for k, v in state.items()}
+    bias["out_proj.bias"][7] = -np.inf
+    model = os.path.join(work, "bias.safetensors")
+    save_safetensors(bias, model)
+    refuse(work, model, 3, ["out_proj.bias", "[7]", "-inf"], options=("--heads", 4))
+    good = os.path.join(work, "good.safetensors")
+    save_safetensors(state, good)
+    for dtype in ("F8_E4M3", "BOOL"):
+        model = os.path.join(work, "%s.safetensors" % dtype)
+        rewrite_header(good, model, lambda header: header["in_proj_weight"].__setitem__("dtype", dtype))
+        refuse(work, model, 3, ["in_proj_weight", dtype, "F32, F16, BF16 or F64"], options=("--heads", 4))
+
+
 CASES = {"mha_causal": mha_causal, "llama_gqa": llama_gqa, "bert_layer": bert_layer, "qkv_kv_heads": qkv_kv_heads,
-         "import_errors": import_errors, "import_empty_extents": import_empty_extents}
+         "import_errors": import_errors, "import_empty_extents": import_empty_extents,
+         "import_non_finite": import_non_finite}
 
 
 def main():

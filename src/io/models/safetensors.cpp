@@ -3,6 +3,7 @@
 #include "attnbatch/io/models/safetensors.hpp"
 
 #include "attnbatch/error.hpp"
+#include "attnbatch/io/h5/scan.hpp"
 #include "attnbatch/kernels/half.hpp"
 
 #include <nlohmann/json.hpp>
@@ -11,9 +12,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cfloat>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <sstream>
 
 namespace attnbatch::io {
 namespace {
@@ -31,6 +35,42 @@ std::uint64_t element_bytes(const std::string& dtype) {
     if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
     if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2") return 1;
     return 0;
+}
+
+// The dtypes read_floats converts; the format has more (F8_E4M3, BOOL, integers), which a model
+// may hold in tensors that are not the layer's.
+constexpr const char* kWeightDtypes = "F32, F16, BF16 or F64";
+
+bool weight_dtype(const std::string& dtype) { return dtype == "F32" || dtype == "F16" || dtype == "BF16" || dtype == "F64"; }
+
+std::string number_text(double value) {
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
+// run computes in float32 and refuses weights files with NaN, inf or values beyond FLT_MAX;
+// the import refuses them at the source, naming the tensor and the first bad element.
+[[noreturn]] void refuse_value(const std::string& path, const SafetensorsTensor& tensor, std::size_t flat, double value) {
+    Dims dims;
+    for (const std::int64_t extent : tensor.shape) dims.push_back(static_cast<std::uint64_t>(extent));
+    const std::string at = "tensor " + tensor.name + " (" + tensor.dtype + ") has ";
+    const std::string where = " at " + shape_text(unravel_index(flat, dims));
+    if (!std::isfinite(value)) {
+        invalid(path, at + "a non-finite value (" + number_text(value) + ")" + where +
+                          ", expected finite weights; hint: replace them, e.g. torch.nan_to_num, or check the model");
+    }
+    invalid(path, at + "the value " + number_text(value) + where +
+                      ", beyond float32's range (|x| <= 3.4e38), expected weights that float32 holds");
+}
+
+bool within_float(double value) { return std::fabs(value) <= static_cast<double>(FLT_MAX); }  // false for NaN
+
+void expect_finite(const std::string& path, const SafetensorsTensor& tensor, const std::vector<float>& values) {
+    if (all_within(values.data(), values.size(), static_cast<double>(FLT_MAX))) return;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (!within_float(static_cast<double>(values[i]))) refuse_value(path, tensor, i, static_cast<double>(values[i]));
+    }
 }
 
 float bfloat16_to_float(std::uint16_t bits) {
@@ -110,11 +150,18 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
             tensor.begin = offsets[0].get<std::uint64_t>();
             tensor.end = offsets[1].get<std::uint64_t>();
             const std::uint64_t element = element_bytes(tensor.dtype);
-            if (element == 0) invalid(path, where + "unknown dtype " + tensor.dtype);
+            if (element == 0) {
+                invalid(path, where + "unknown dtype " + tensor.dtype + ", expected a safetensors dtype (weights: " +
+                                  kWeightDtypes + ")");
+            }
             if (tensor.end < tensor.begin || tensor.end - tensor.begin != elements * element) {
-                invalid(path, where + "data_offsets [" + std::to_string(tensor.begin) + ", " + std::to_string(tensor.end) +
-                                  ") do not hold its shape of " + tensor.dtype + " (" + std::to_string(elements * element) +
-                                  " bytes)");
+                // A tensor relabelled to a dtype of another width fails here before read_floats
+                // could name the dtype, so the message names it when weights cannot have it.
+                const std::string dtype_note = weight_dtype(tensor.dtype) ? std::string()
+                    : "dtype " + tensor.dtype + ", which import-weights does not read (expected " + kWeightDtypes + "), and ";
+                invalid(path, where + dtype_note + "data_offsets [" + std::to_string(tensor.begin) + ", " +
+                                  std::to_string(tensor.end) + ") do not hold its shape of " + tensor.dtype + " (" +
+                                  std::to_string(elements * element) + " bytes)");
             }
             if (tensor.end > data_bytes) {
                 invalid(path, "truncated safetensors file: tensor " + name + " ends at byte " + std::to_string(tensor.end) +
@@ -139,9 +186,8 @@ const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
 std::vector<float> SafetensorsFile::read_floats(const SafetensorsTensor& tensor) const {
     const std::uint64_t bytes = tensor.end - tensor.begin;
     const std::uint64_t element = element_bytes(tensor.dtype);
-    const bool floating = tensor.dtype == "F32" || tensor.dtype == "F16" || tensor.dtype == "BF16" || tensor.dtype == "F64";
-    if (!floating) {
-        invalid(path_, "tensor " + tensor.name + " has dtype " + tensor.dtype + ", expected F32, F16, BF16 or F64 weights");
+    if (!weight_dtype(tensor.dtype)) {
+        invalid(path_, "tensor " + tensor.name + " has dtype " + tensor.dtype + ", expected " + kWeightDtypes + " weights");
     }
     std::ifstream in(path_, std::ios::binary);
     std::vector<unsigned char> raw(bytes);
@@ -159,6 +205,8 @@ std::vector<float> SafetensorsFile::read_floats(const SafetensorsTensor& tensor)
         } else if (tensor.dtype == "F64") {
             double wide = 0;
             std::memcpy(&wide, at, 8);
+            // Checked before narrowing: 1e300 would become inf and be reported as such.
+            if (!within_float(wide)) refuse_value(path_, tensor, i, wide);
             values[i] = static_cast<float>(wide);
         } else {
             std::uint16_t bits = 0;
@@ -166,6 +214,7 @@ std::vector<float> SafetensorsFile::read_floats(const SafetensorsTensor& tensor)
             values[i] = tensor.dtype == "F16" ? kernels::half_to_float(bits) : bfloat16_to_float(bits);
         }
     }
+    expect_finite(path_, tensor, values);
     return values;
 }
 

@@ -32,7 +32,8 @@ public:
     const SafetensorsTensor* find(const std::string& name) const;  // null when absent
 
     // The tensor's values as float32, converted from F32, F16, BF16 or F64 (exactly, but for
-    // F64 values rounded to nearest). Error exit 3 for another dtype.
+    // F64 values rounded to nearest). Error exit 3 for another dtype, and for a NaN, an
+    // infinity or an F64 value beyond float32's range (naming the first one's index).
     std::vector<float> read_floats(const SafetensorsTensor& tensor) const;
 
 private:
