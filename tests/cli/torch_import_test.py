@@ -29,6 +29,9 @@ cases:
                  tensors exit 3 naming the tensor, the first bad element's index and its value
                  (the file was written and `run` refused it); a tensor relabelled F8_E4M3 or BOOL
                  exits 3 naming the dtype and the ones read
+  import_over_input  --output naming the model itself (same spelling, ./ spelling, a symbolic
+                 and a hard link) or its config.json exits 2 even with --force, and the model
+                 is unchanged (it was replaced by the weights file)
 """
 import json
 import os
@@ -514,9 +517,41 @@ def import_non_finite(work):
         refuse(work, model, 3, ["in_proj_weight", dtype, "F32, F16, BF16 or F64"], options=("--heads", 4))
 
 
+def import_over_input(work):
+    torch.manual_seed(3)
+    directory = os.path.join(work, "model")
+    os.makedirs(directory)
+    model = os.path.join(directory, "model.safetensors")
+    save_safetensors(torch.nn.MultiheadAttention(16, 4).state_dict(), model)
+    config = os.path.join(directory, "config.json")
+    with open(config, "w") as f:
+        json.dump({"num_attention_heads": 4}, f)
+    os.symlink(model, os.path.join(work, "link.safetensors"))
+    os.link(model, os.path.join(work, "hard.safetensors"))
+
+    def content():
+        with open(model, "rb") as f:
+            model_bytes = f.read()
+        with open(config, "rb") as f:
+            return model_bytes, f.read()
+
+    before = content()
+    spellings = (model, os.path.join(directory, ".", "model.safetensors"), os.path.join(work, "link.safetensors"),
+                 os.path.join(work, "hard.safetensors"), config)
+    for out in spellings:
+        refuse(work, model, 2, ["--output", "same file"], options=("--force",), out=out)
+        check(content() == before, "--output %s --force changed the model or its config" % out)
+    # From the model's directory, the bare name and ./ differ as strings only.
+    result = subprocess.run([BINARY, "import-weights", "--input", "model.safetensors", "--output", "./model.safetensors",
+                             "--force"], cwd=directory, capture_output=True, text=True, timeout=120)
+    check(result.returncode == 2, "--output ./model.safetensors: exit %d, expected 2: %s" % (result.returncode, result.stderr))
+    check(content() == before, "--output ./model.safetensors --force changed the model")
+    attnbatch("import-weights", "--input", model, "--output", os.path.join(work, "w.h5"))
+
+
 CASES = {"mha_causal": mha_causal, "llama_gqa": llama_gqa, "bert_layer": bert_layer, "qkv_kv_heads": qkv_kv_heads,
          "import_errors": import_errors, "import_empty_extents": import_empty_extents,
-         "import_non_finite": import_non_finite}
+         "import_non_finite": import_non_finite, "import_over_input": import_over_input}
 
 
 def main():
