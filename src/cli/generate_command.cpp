@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "attnbatch/io/h5/file_paths.hpp"
 #include "attnbatch/io/input/input_writer.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
@@ -187,7 +188,11 @@ GenerateRequest request_from(const po::variables_map& vm) {
     if (request.min_len && request.dataset == io::dataset::lengths) {
         usage(std::string("--dataset ") + io::dataset::lengths + " collides with the lengths of --min-len");
     }
-    if (weights && request.weights_out == request.output) usage("--weights-out must differ from --output (" + request.output + ")");
+    // Two spellings of one path ("a.h5", "./a.h5", a link) would make the second creation fail.
+    if (weights && io::same_file(request.weights_out, request.output)) {
+        usage("--weights-out " + request.weights_out + " names the same file as --output " + request.output +
+              ", expected a different path");
+    }
 
     const std::optional<std::int64_t> head_dim = optional_positive(vm, "head-dim");
     const std::optional<std::int64_t> value_dim = optional_positive(vm, "value-dim");

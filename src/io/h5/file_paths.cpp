@@ -28,4 +28,16 @@ bool path_exists(const std::string& path) {
     return ::lstat(path.c_str(), &status) == 0;
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+    struct stat first {}, second {};
+    const bool a_exists = ::stat(a.c_str(), &first) == 0, b_exists = ::stat(b.c_str(), &second) == 0;
+    if (a_exists && b_exists) return first.st_dev == second.st_dev && first.st_ino == second.st_ino;
+    if (a_exists != b_exists) return false;
+    std::error_code error_a, error_b;
+    const std::filesystem::path real_a = std::filesystem::weakly_canonical(std::filesystem::absolute(a, error_a), error_a);
+    const std::filesystem::path real_b = std::filesystem::weakly_canonical(std::filesystem::absolute(b, error_b), error_b);
+    if (error_a || error_b) return a == b;
+    return real_a == real_b;
+}
+
 }  // namespace attnbatch::io

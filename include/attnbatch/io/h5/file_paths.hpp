@@ -18,4 +18,8 @@ std::string directory_of(const std::string& path);
 // Whether anything (a file, a directory, a dangling link) has the name `path`.
 bool path_exists(const std::string& path);
 
+// Whether `a` and `b` name one file: the same inode when both exist (links, "./a" and "a"),
+// else the same path once the directories that exist are resolved (files yet to be written).
+bool same_file(const std::string& a, const std::string& b);
+
 }  // namespace attnbatch::io
