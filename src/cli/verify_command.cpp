@@ -23,16 +23,36 @@ namespace attnbatch::cli {
 
 namespace {
 
+constexpr double infinite = std::numeric_limits<double>::infinity();
+
+// std::max(worst, NaN) keeps `worst`, so a NaN error would pass: it counts as infinite.
+void raise_to(double& worst, double error) {
+    if (std::isnan(error)) error = infinite;
+    if (error > worst) worst = error;
+}
+
 struct ErrorStat {
     double max_abs = 0, max_ref = 0;
+    std::size_t non_finite = 0;  // values NaN or infinite where the reference is finite (or NaN)
     void add(double got, double ref) {
-        if (std::isinf(ref) && got == ref) return;
-        const double e = std::isfinite(got) ? std::fabs(got - ref) : std::numeric_limits<double>::infinity();
-        max_abs = std::max(max_abs, e);
-        max_ref = std::max(max_ref, std::fabs(ref));
+        if (std::isinf(ref) && got == ref) return;  // -inf lse of a row that sees no key
+        const bool finite = std::isfinite(got) && std::isfinite(ref);
+        if (!finite) ++non_finite;
+        raise_to(max_abs, finite ? std::fabs(got - ref) : infinite);
+        if (std::isfinite(ref)) raise_to(max_ref, std::fabs(ref));
     }
     double rel() const { return max_ref > 0 ? max_abs / max_ref : max_abs; }
+    std::string note() const {
+        return non_finite == 0 ? std::string()
+                               : "  (" + std::to_string(non_finite) + " NaN or infinite where a finite value is expected)";
+    }
 };
+
+// A count as the whole text, digits only: stol would read '3abc' as 3.
+long parse_count(const std::string& text) {
+    if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos) return 0;
+    return std::stol(text);
+}
 
 // One sequence's row of `dataset` holds what the recomputation gives, or the output was not
 // made from this input (and weights) with the options it records.
@@ -78,7 +98,8 @@ int verify_command(const std::vector<std::string>& args) {
         const RecordedRun run = read_recorded_run(out, input_path, vm.count("weights") ? vm["weights"].as<std::string>() : "");
         const io::InputSpec& in = run.input;
         const std::string& save = run.save_weights;
-        const bool f16 = run.maps_f16;
+        // The maps are read in the dtype /attention has; /config's weights-dtype must agree with it.
+        const bool f16 = out.layout().weights_dtype == io::WeightsDtype::f16;
         const auto& proj = run.projections;
         const bool bf16 = run.attention.precision == kernels::Precision::bf16;
 
@@ -89,17 +110,18 @@ int verify_command(const std::vector<std::string>& args) {
             throw Error(exit_invalid_input, output_path + ": the run saved attention maps (--save-weights " + save + ") but " +
                                                 io::dataset::attention + " is missing");
         }
+        if (stored_maps && f16 != run.maps_f16) {
+            throw Error(exit_invalid_input, output_path + ": dataset " + io::dataset::attention + " holds " +
+                                                (f16 ? "float16" : "float32") + " maps, but " + io::dataset::config +
+                                                " records weights-dtype " + (run.maps_f16 ? "f16" : "f32") +
+                                                "; expected them to agree (the output is inconsistent)");
+        }
         std::vector<std::int64_t> samples;
         const std::string samples_text = vm["samples"].as<std::string>();
         if (samples_text == "all") {
             for (std::size_t s = 0; s < n; ++s) samples.push_back(static_cast<std::int64_t>(s));
         } else {
-            long k = 0;
-            try {
-                k = std::stol(samples_text);
-            } catch (const std::exception&) {
-                k = 0;
-            }
+            const long k = parse_count(samples_text);
             if (k < 1) throw Error(exit_usage, "--samples: '" + samples_text + "' is not a positive count or 'all'");
             const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(k), n);
             for (std::size_t i = 0; i < count; ++i)
@@ -160,7 +182,7 @@ int verify_command(const std::vector<std::string>& args) {
                 for (std::size_t i = 0; i < expected.size(); ++i) n_out.add(naive_expected[i], expected[i]);
                 for (std::size_t i = 0; i < ref_lse.size(); ++i) {
                     n_lse.add(naive_lse[i], ref_lse[i]);
-                    if (std::isfinite(ref_lse[i])) naive_lse_rel = std::max(naive_lse_rel, std::fabs(naive_lse[i] - ref_lse[i]) / std::max(1.0, std::fabs(ref_lse[i])));
+                    if (std::isfinite(ref_lse[i])) raise_to(naive_lse_rel, std::fabs(naive_lse[i] - ref_lse[i]) / std::max(1.0, std::fabs(ref_lse[i])));
                 }
                 for (std::size_t i = 0; i < naive_w.size(); ++i) n_w.add(naive_w[i], ref_w[i]);
             }
@@ -175,8 +197,8 @@ int verify_command(const std::vector<std::string>& args) {
                 for (std::size_t r = 0; r < stored; ++r) {
                     const double ref = ref_lse[h * len + r], got = got_lse[h * stored + r];
                     e_lse.add(got, ref);
-                    if (std::isfinite(ref)) lse_rel = std::max(lse_rel, std::fabs(got - ref) / std::max(1.0, std::fabs(ref)));
-                    else if (!(std::isinf(got) && got < 0)) lse_rel = std::numeric_limits<double>::infinity();
+                    if (std::isfinite(ref)) raise_to(lse_rel, std::fabs(got - ref) / std::max(1.0, std::fabs(ref)));
+                    else if (!(std::isinf(got) && got < 0)) lse_rel = infinite;
                 }
             }
             if (has_w) {
@@ -198,7 +220,9 @@ int verify_command(const std::vector<std::string>& args) {
         const double out_tol = 2e-4 * std::max(e_out.max_ref, 1e-30) + (bf16 ? 2.0 * n_out.max_abs : 0.0);
         const double lse_tol = 2e-5 + (bf16 ? 2.0 * naive_lse_rel : 0.0);
         const double w_tol = (f16 ? 1e-3 : 1e-5) + (bf16 ? 2.0 * n_w.max_abs : 0.0);
-        const bool ok = e_out.max_abs <= out_tol && lse_rel <= lse_tol && e_w.max_abs <= w_tol;
+        // A tolerance made infinite by a non-finite plain bf16 figure would pass anything.
+        const bool ok = std::isfinite(out_tol) && std::isfinite(lse_tol) && std::isfinite(w_tol) &&
+                        e_out.max_abs <= out_tol && lse_rel <= lse_tol && e_w.max_abs <= w_tol;
         std::cout << std::scientific << std::setprecision(3) << "attnbatch verify: " << samples.size() << " of " << n
                   << " sequences recomputed in fp64" << (bf16 ? " (the run computed in bf16)" : "") << "\n";
         if (input_path.empty() || (in.weights && !vm.count("weights"))) {
@@ -206,12 +230,12 @@ int verify_command(const std::vector<std::string>& args) {
                       << '\n';
         }
         std::cout
-                  << "  output     max abs " << e_out.max_abs << "  max rel " << e_out.rel() << "  (tolerance " << out_tol << ")\n"
+                  << "  output     max abs " << e_out.max_abs << "  max rel " << e_out.rel() << "  (tolerance " << out_tol << ")" << e_out.note() << "\n"
                   << "  lse        max abs " << e_lse.max_abs << "  max rel " << lse_rel << "  (tolerance ";
         if (bf16) std::cout << lse_tol; else std::cout << "2e-05";  // as before bf16 existed
-        std::cout << " relative)\n";
+        std::cout << " relative)" << e_lse.note() << "\n";
         if (stored_maps) {
-            std::cout << "  attention  max abs " << e_w.max_abs << "  (tolerance " << w_tol << ", " << (f16 ? "f16" : "f32") << ")\n";
+            std::cout << "  attention  max abs " << e_w.max_abs << "  (tolerance " << w_tol << ", " << (f16 ? "f16" : "f32") << ")" << e_w.note() << "\n";
         }
         if (bf16) {
             std::cout << "  plain bf16 max abs " << n_out.max_abs << " (output), " << naive_lse_rel << " (lse, relative)"

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""verify refuses what it cannot vouch for, one test per case:
+
+  verify_nan              a NaN at a valid position of /lse or /output, or in a map, fails verify
+                          (exit 3) and the report says so; the untouched output passes
+  verify_samples_syntax   --samples takes a whole count or 'all': '3abc' is refused (exit 2)
+  verify_maps_dtype       /config's weights-dtype disagreeing with /attention's dtype: exit 3,
+                          one line, not an internal error
+
+Usage: verify_weights_test.py ATTNBATCH WORKDIR CASE
+"""
+import os
+import sys
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from harness import check, digest, failures, fresh_directory, mpi_env, run_with_timeout  # noqa: E402
+
+TIMEOUT = 120
+ENV = {k: v for k, v in mpi_env().items() if not k.startswith("ATTNBATCH_")}
+
+
+class Context:
+    def __init__(self, binary, work):
+        self.binary, self.work = os.path.abspath(binary), os.path.abspath(work)
+        fresh_directory(self.work)
+
+    def path(self, *names):
+        return os.path.join(self.work, *names)
+
+    def run(self, *args):
+        done = run_with_timeout([self.binary, *args], TIMEOUT, cwd=self.work, env=dict(ENV))
+        if done is None:
+            failures.append("attnbatch %s: no exit within %d s" % (" ".join(args), TIMEOUT))
+            raise SystemExit(1)
+        return done
+
+    def ok(self, *args):
+        done = self.run(*args)
+        check(done.returncode == 0, "attnbatch %s: exit %d, %r" % (" ".join(args), done.returncode, done.stderr))
+        return done
+
+    def copy(self, source, name):
+        with open(self.path(source), "rb") as f, open(self.path(name), "wb") as g:
+            g.write(f.read())
+        return name
+
+
+def one_line_error(done, code, fragments, what):
+    check(done.returncode == code, "%s: exit %d, expected %d; stdout %r stderr %r"
+          % (what, done.returncode, code, done.stdout[-300:], done.stderr))
+    check(len(done.stderr.splitlines()) == 1, "%s: stderr should be one line: %r" % (what, done.stderr))
+    check("internal error" not in done.stderr, "%s: %r" % (what, done.stderr))
+    for fragment in fragments:
+        check(fragment in done.stderr, "%s: stderr lacks %r: %r" % (what, fragment, done.stderr))
+
+
+def verify_nan(c):
+    c.ok("generate", "--output", "in.h5", "--num-seqs", "2", "--seq-len", "8", "--dim", "8", "--min-len", "4", "--seed", "1")
+    c.ok("run", "--input", "in.h5", "--output", "out.h5", "--heads", "2", "--progress", "never")
+    c.ok("verify", "--output", "out.h5", "--samples", "all")
+    with h5py.File(c.path("out.h5"), "r") as f:
+        valid = int(f["lengths"][0])
+    # The last valid row of sequence 0: a position verify compares with a finite reference.
+    for dataset, index in (("lse", (0, 1, valid - 1)), ("output", (0, valid - 1, 3)), ("attention", (0, 1, 0, 0))):
+        for bad in (np.nan, np.inf):
+            name = c.copy("out.h5", "bad-%s.h5" % dataset)
+            with h5py.File(c.path(name), "r+") as f:
+                f[dataset][index] = bad
+            done = c.run("verify", "--output", name, "--samples", "all")
+            what = "verify with %s in /%s%s" % (bad, dataset, index)
+            check(done.returncode == 3, "%s: exit %d, expected 3; %r %r" % (what, done.returncode, done.stdout, done.stderr))
+            check("FAILED" in done.stdout and "OK" not in done.stdout, "%s: %r" % (what, done.stdout))
+            line = [l for l in done.stdout.splitlines() if l.strip().startswith(dataset)]
+            check(len(line) == 1 and "inf" in line[0] and "1 NaN or infinite" in line[0],
+                  "%s: the report does not show it: %r" % (what, done.stdout))
+
+
+def verify_samples_syntax(c):
+    c.ok("generate", "--output", "in.h5", "--num-seqs", "4", "--seq-len", "4", "--dim", "8", "--seed", "1")
+    c.ok("run", "--input", "in.h5", "--output", "out.h5", "--progress", "never")
+    for text in ("3abc", "3.5", "-2", "0", " 3", "+3", ""):
+        one_line_error(c.run("verify", "--output", "out.h5", "--samples", text), 2, ["--samples", "'%s'" % text],
+                       "verify --samples %r" % text)
+    check("3 of 4 sequences" in c.ok("verify", "--output", "out.h5", "--samples", "3").stdout, "--samples 3 no longer counts 3")
+
+
+def verify_maps_dtype(c):
+    c.ok("generate", "--output", "in.h5", "--num-seqs", "2", "--seq-len", "4", "--dim", "8", "--seed", "1")
+    for dtype, other in (("f32", "f16"), ("f16", "f32")):
+        out = "out-%s.h5" % dtype
+        c.ok("run", "--input", "in.h5", "--output", out, "--heads", "2", "--weights-dtype", dtype, "--progress", "never")
+        c.ok("verify", "--output", out)
+        name = c.copy(out, "bad-%s.h5" % dtype)
+        with h5py.File(c.path(name), "r+") as f:
+            text = f["config"][()].decode()
+            lines = [l for l in text.splitlines() if l.startswith("weights-dtype = ")]
+            check(len(lines) == 1, "no weights-dtype line in /config: %r" % text)
+            del f["config"]
+            f["config"] = text.replace(lines[0], "weights-dtype = " + other)
+        one_line_error(c.run("verify", "--output", name), 3, ["/attention", "/config", "weights-dtype " + other],
+                       "verify with /config weights-dtype %s on %s maps" % (other, dtype))
+
+
+CASES = {case.__name__: case for case in (verify_nan, verify_samples_syntax, verify_maps_dtype)}
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[3] not in CASES:
+        print(__doc__)
+        return 2
+    binary, work, case = sys.argv[1:]
+    CASES[case](Context(binary, work))
+    if failures:
+        print("%d failure(s) in %s" % (len(failures), case))
+        return 1
+    print("%s: OK" % case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
