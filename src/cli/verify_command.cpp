@@ -18,6 +18,7 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "recorded_run.hpp"
+#include "recorded_run_checks.hpp"
 
 namespace attnbatch::cli {
 
@@ -129,6 +130,8 @@ int verify_command(const std::vector<std::string>& args) {
         }
 
         io::InputReader reader(in);
+        check_recorded_shape(out, run);
+        check_output_lengths(out, run, reader);
         SequenceInputs seq;
         std::vector<float> got_out, got_lse;
         ErrorStat e_out, e_lse, e_w;

@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "ranges.hpp"
 #include "recorded_run.hpp"
+#include "recorded_run_checks.hpp"
 
 namespace attnbatch::cli {
 
@@ -58,6 +59,9 @@ int weights_command(const std::vector<std::string>& args) {
         const RecordedRun run = read_recorded_run(out, vm.count("input") ? vm["input"].as<std::string>() : "",
                                                   vm.count("weights") ? vm["weights"].as<std::string>() : "");
         const io::InputSpec& in = run.input;
+        // The maps are only as right as the files are the run's: what the output records of
+        // them must match.
+        check_recorded_shape(out, run);
         // Sequences are named as in the input (and in run --sequences); the output's rows start
         // at its first_sequence.
         const std::int64_t first = in.first_sequence;
@@ -80,6 +84,7 @@ int weights_command(const std::vector<std::string>& args) {
         const bool bf16 = run.attention.precision == kernels::Precision::bf16;
         const auto operand = [bf16](float x) { return static_cast<double>(bf16 ? kernels::round_to_bf16(x) : x); };
         io::InputReader reader(in);
+        check_output_lengths(out, run, reader);
         SequenceInputs seq;
         std::vector<float> lse;
         std::vector<float> maps(sequences.size() * heads.size() * len * len, 0.0f);  // (S, H_sel, L, L)

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""verify refuses what it cannot vouch for, one test per case:
+"""verify and weights refuse what they cannot vouch for, one test per case:
 
   verify_nan              a NaN at a valid position of /lse or /output, or in a map, fails verify
                           (exit 3) and the report says so; the untouched output passes
+  verify_lengths          an output whose /lengths differs from the input's (one value lowered), is
+                          missing, float-typed or of another shape fails verify with exit 3
   verify_samples_syntax   --samples takes a whole count or 'all': '3abc' is refused (exit 2)
   verify_maps_dtype       /config's weights-dtype disagreeing with /attention's dtype: exit 3,
                           one line, not an internal error
+  weights_mismatch        weights from an input with other lengths, or weights of another d_k,
+                          than the output records: exit 3 naming what differs, no maps written
 
 Usage: verify_weights_test.py ATTNBATCH WORKDIR CASE
 """
@@ -78,6 +82,29 @@ def verify_nan(c):
                   "%s: the report does not show it: %r" % (what, done.stdout))
 
 
+def verify_lengths(c):
+    c.ok("generate", "--output", "in.h5", "--num-seqs", "3", "--seq-len", "8", "--dim", "8", "--min-len", "2", "--seed", "1")
+    c.ok("run", "--input", "in.h5", "--output", "out.h5", "--progress", "never")
+    c.ok("verify", "--output", "out.h5", "--samples", "all")
+    with h5py.File(c.path("in.h5"), "r") as f:
+        lengths = f["lengths"][...]
+    for sequence in (0, 2):  # 2: not one --samples 1 recomputes; every length is compared
+        name = c.copy("out.h5", "lowered-%d.h5" % sequence)
+        with h5py.File(c.path(name), "r+") as f:
+            f["lengths"][sequence] = lengths[sequence] - 1
+        done = c.run("verify", "--output", name, "--samples", "1")
+        one_line_error(done, 3, ["/lengths", "sequence %d" % sequence, str(lengths[sequence] - 1), str(lengths[sequence])],
+                       "verify of /lengths[%d] lowered" % sequence)
+    for label, change in (("missing", lambda f: f.__delitem__("lengths")),
+                          ("float", lambda f: (f.__delitem__("lengths"), f.create_dataset("lengths", data=lengths.astype("f4")))),
+                          ("shape", lambda f: (f.__delitem__("lengths"), f.create_dataset("lengths", data=np.stack([lengths, lengths]))))):
+        name = c.copy("out.h5", "lengths-%s.h5" % label)
+        with h5py.File(c.path(name), "r+") as f:
+            change(f)
+        one_line_error(c.run("verify", "--output", name, "--samples", "all"), 3, ["/lengths", "expected an integer [3]"],
+                       "verify with /lengths %s" % label)
+
+
 def verify_samples_syntax(c):
     c.ok("generate", "--output", "in.h5", "--num-seqs", "4", "--seq-len", "4", "--dim", "8", "--seed", "1")
     c.ok("run", "--input", "in.h5", "--output", "out.h5", "--progress", "never")
@@ -104,7 +131,33 @@ def verify_maps_dtype(c):
                        "verify with /config weights-dtype %s on %s maps" % (other, dtype))
 
 
-CASES = {case.__name__: case for case in (verify_nan, verify_samples_syntax, verify_maps_dtype)}
+def weights_mismatch(c):
+    c.ok("generate", "--output", "in.h5", "--num-seqs", "3", "--seq-len", "8", "--dim", "8", "--heads", "2", "--min-len", "1",
+         "--weights-out", "w.h5", "--seed", "1")
+    c.ok("generate", "--output", "other.h5", "--num-seqs", "3", "--seq-len", "8", "--dim", "8", "--seed", "2")
+    c.ok("generate", "--output", "x.h5", "--num-seqs", "3", "--seq-len", "8", "--dim", "8", "--heads", "2", "--head-dim", "2",
+         "--weights-out", "w2.h5", "--seed", "2")
+    c.ok("run", "--input", "in.h5", "--weights", "w.h5", "--output", "out.h5", "--save-weights", "none", "--progress", "never")
+    with h5py.File(c.path("in.h5"), "r") as f:
+        lengths = f["lengths"][...]
+    with h5py.File(c.path("out.h5"), "r") as f:
+        d_k = int(f.attrs["d_k"])
+    with h5py.File(c.path("w2.h5"), "r") as f:
+        d_k2 = f["w_q"].shape[1] // 2
+    check(d_k2 != d_k, "the test's weights have the run's d_k %d" % d_k)
+    c.ok("weights", "--output", "out.h5", "--sequences", "0:3", "--to", "good.h5")
+    short = int(np.argmax(lengths < 8))
+    check(lengths[short] < 8, "the test's input has no sequence shorter than L: %r" % lengths)
+    done = c.run("weights", "--output", "out.h5", "--input", "other.h5", "--sequences", "0:3", "--to", "m1.h5")
+    one_line_error(done, 3, ["/lengths", "sequence %d" % short, str(lengths[short]), "other.h5"], "weights from another input")
+    check(not os.path.exists(c.path("m1.h5")), "weights from another input wrote m1.h5")
+    done = c.run("weights", "--output", "out.h5", "--weights", "w2.h5", "--sequences", "0:3", "--to", "m2.h5")
+    one_line_error(done, 3, ["d_k = %d" % d_k, "d_k = %d" % d_k2, "w2.h5"], "weights with weights of another d_k")
+    check(not os.path.exists(c.path("m2.h5")), "weights with other weights wrote m2.h5")
+
+
+CASES = {case.__name__: case for case in (verify_nan, verify_lengths, verify_samples_syntax, verify_maps_dtype,
+                                          weights_mismatch)}
 
 
 def main():
