@@ -1,6 +1,7 @@
 // `attnbatch weights`: attention maps of chosen sequences and heads, recomputed on demand from
 // a finished run's /lse and its inputs, for runs that did not store them (or stored only the
 // head mean): P[i, j] = exp(scale * q_i . k_j - lse[i]) for visible keys, else 0.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -64,17 +65,22 @@ int weights_command(const std::vector<std::string>& args) {
         check_recorded_shape(out, run);
         // Sequences are named as in the input (and in run --sequences); the output's rows start
         // at its first_sequence.
-        const std::int64_t first = in.first_sequence;
-        const std::vector<std::int64_t> sequences =
-            vm.count("sequences") ? expand_ranges(parse_ranges(vm["sequences"].as<std::string>(), "--sequences"),
-                                                  first + in.n, "--sequences", "N")
-                                  : std::vector<std::int64_t>{first};
-        for (const std::int64_t sequence : sequences) {
-            if (sequence < first) {
-                throw Error(exit_usage, "--sequences: sequence " + std::to_string(sequence) + " is not in " +
-                                            vm["output"].as<std::string>() + ", which holds the sequences " +
-                                            format_range(first, first + in.n) + " (run --sequences)");
+        const std::int64_t first = in.first_sequence, end = first + in.n;
+        const auto not_held = [&](std::int64_t sequence) {
+            return Error(exit_usage, "--sequences: sequence " + std::to_string(sequence) + " is not in " +
+                                         vm["output"].as<std::string>() + ", which holds the sequences " +
+                                         format_range(first, end) + " (run --sequences)");
+        };
+        std::vector<std::int64_t> sequences{first};
+        if (vm.count("sequences")) {
+            const std::vector<IndexRange> ranges = parse_ranges(vm["sequences"].as<std::string>(), "--sequences");
+            // Past the output's end is not past the input's N (a run --sequences output holds
+            // part of it): the same message as before its start.
+            for (const IndexRange& range : ranges) {
+                if (range.first < first) throw not_held(range.first);
+                if (range.first >= end || (range.last && *range.last > end)) throw not_held(std::max(range.first, end));
             }
+            sequences = expand_ranges(ranges, end, "--sequences", "N");
         }
         const std::vector<std::int64_t> heads =
             expand_ranges(parse_ranges(vm["heads"].as<std::string>(), "--heads"), in.heads, "--heads", "H");

@@ -10,6 +10,8 @@
                           one line, not an internal error
   weights_mismatch        weights from an input with other lengths, or weights of another d_k,
                           than the output records: exit 3 naming what differs, no maps written
+  weights_sequences_past  weights --sequences past the end of a run --sequences output names
+                          the output's sequences, not the input's N
 
 Usage: verify_weights_test.py ATTNBATCH WORKDIR CASE
 """
@@ -156,8 +158,21 @@ def weights_mismatch(c):
     check(not os.path.exists(c.path("m2.h5")), "weights with other weights wrote m2.h5")
 
 
+def weights_sequences_past(c):
+    c.ok("generate", "--output", "in.h5", "--num-seqs", "6", "--seq-len", "4", "--dim", "8", "--seed", "1")
+    c.ok("run", "--input", "in.h5", "--output", "part.h5", "--sequences", "2:5", "--progress", "never")
+    for text, sequence in (("1", 1), ("5", 5), ("4:6", 5), ("3,5", 5), ("0:3", 0)):
+        one_line_error(c.run("weights", "--output", "part.h5", "--sequences", text, "--to", "m.h5"), 2,
+                       ["sequence %d is not in" % sequence, "part.h5", "[2, 5)"], "weights --sequences %s" % text)
+    c.ok("weights", "--output", "part.h5", "--sequences", "3:", "--to", "m.h5")
+    with h5py.File(c.path("m.h5"), "r") as f:
+        check(list(f["attention"].attrs["sequences"]) == [3, 4], "--sequences 3: gave %r" % list(f["attention"].attrs["sequences"]))
+    one_line_error(c.run("weights", "--output", "part.h5", "--sequences", "7", "--to", "m7.h5"), 2,
+                   ["sequence 7 is not in", "[2, 5)"], "weights --sequences 7 (past the input too)")
+
+
 CASES = {case.__name__: case for case in (verify_nan, verify_lengths, verify_samples_syntax, verify_maps_dtype,
-                                          weights_mismatch)}
+                                          weights_mismatch, weights_sequences_past)}
 
 
 def main():
