@@ -61,7 +61,9 @@ int weights_command(const std::vector<std::string>& args) {
                                                   vm.count("weights") ? vm["weights"].as<std::string>() : "");
         const io::InputSpec& in = run.input;
         // The maps are only as right as the files are the run's: what the output records of
-        // them must match.
+        // them must match, and nothing read may be overwritten.
+        check_not_a_source("--to", to, {{"--output", vm["output"].as<std::string>()}, {"the input", in.path},
+                                         {"the weights", in.weights ? in.weights->path : std::string()}});
         check_recorded_shape(out, run);
         // Sequences are named as in the input (and in run --sequences); the output's rows start
         // at its first_sequence.

@@ -12,6 +12,8 @@
                           than the output records: exit 3 naming what differs, no maps written
   weights_sequences_past  weights --sequences past the end of a run --sequences output names
                           the output's sequences, not the input's N
+  weights_to_source       weights --to naming the output, input or weights it reads: exit 2 even
+                          with --force, the file unchanged
 
 Usage: verify_weights_test.py ATTNBATCH WORKDIR CASE
 """
@@ -171,8 +173,22 @@ def weights_sequences_past(c):
                    ["sequence 7 is not in", "[2, 5)"], "weights --sequences 7 (past the input too)")
 
 
+def weights_to_source(c):
+    c.ok("generate", "--output", "in.h5", "--num-seqs", "2", "--seq-len", "4", "--dim", "8", "--heads", "2",
+         "--weights-out", "w.h5", "--seed", "1")
+    c.ok("run", "--input", "in.h5", "--weights", "w.h5", "--output", "out.h5", "--save-weights", "none", "--progress", "never")
+    os.symlink("out.h5", c.path("link.h5"))
+    for to, fragment in (("out.h5", "--output"), ("./link.h5", "--output"), ("in.h5", "the input"), ("w.h5", "the weights")):
+        before = {name: digest(c.path(name)) for name in ("out.h5", "in.h5", "w.h5")}
+        one_line_error(c.run("weights", "--output", "out.h5", "--to", to, "--force"), 2, ["--to " + to, fragment, "same file"],
+                       "weights --to %s --force" % to)
+        for name, value in before.items():
+            check(digest(c.path(name)) == value, "weights --to %s --force changed %s" % (to, name))
+    c.ok("verify", "--output", "out.h5")
+
+
 CASES = {case.__name__: case for case in (verify_nan, verify_lengths, verify_samples_syntax, verify_maps_dtype,
-                                          weights_mismatch, weights_sequences_past)}
+                                          weights_mismatch, weights_sequences_past, weights_to_source)}
 
 
 def main():
