@@ -78,13 +78,57 @@ TEST(H5Attribute, ReadsAsciiStringsOtherToolsWrite) {
     }
 }
 
-TEST(H5Attribute, WrongKindIsAnError) {
+TEST(H5Attribute, WrongKindIsInvalidInputNamingWhatWasFoundAndExpected) {
     const TempDir dir;
     const File file = File::create(dir.file("a.h5"));
+    const auto refusal = [](const auto& read) -> std::pair<int, std::string> {
+        try {
+            read();
+        } catch (const H5Error& error) {
+            return {-1, error.what()};  // an H5Error is exit 4: a file that cannot be read
+        } catch (const Error& error) {
+            return {error.exit_code(), error.what()};
+        }
+        return {0, "no exception"};
+    };
+    const std::string path = dir.file("a.h5");
     set_text_attribute(file, "name", "x");
-    EXPECT_THROW(get_int_attribute(file, "name"), std::runtime_error);
+    EXPECT_EQ(refusal([&] { get_int_attribute(file, "name"); }),
+              std::make_pair(3, path + ": root attribute name is a string, expected a scalar integer"));
+    EXPECT_EQ(refusal([&] { get_real_attribute(file, "name"); }),
+              std::make_pair(3, path + ": root attribute name is a string, expected a scalar number"));
     set_int_attribute(file, "n", 1);
-    EXPECT_THROW(get_text_attribute(file, "n"), std::runtime_error);
+    EXPECT_EQ(refusal([&] { get_text_attribute(file, "n"); }),
+              std::make_pair(3, path + ": root attribute n is an int64, expected a scalar string"));
+    set_real_attribute(file, "x", 0.5);
+    EXPECT_EQ(refusal([&] { get_int_attribute(file, "x"); }),
+              std::make_pair(3, path + ": root attribute x is a float64, expected a scalar integer"));
+    set_int_array_attribute(file, "range", {3, 9});
+    EXPECT_EQ(refusal([&] { get_int_attribute(file, "range"); }),
+              std::make_pair(3, path + ": root attribute range is an int64 array of shape [2], expected a scalar integer"));
+    set_text_attribute(file, "r", "x");
+    EXPECT_EQ(refusal([&] { get_int_array_attribute(file, "r"); }),
+              std::make_pair(3, path + ": root attribute r is a string, expected an integer array"));
+    const Dataset dataset = Dataset::create(file, "/x", Datatype::float32(), {2});
+    set_text_attribute(dataset, "first_sequence", "0");
+    EXPECT_EQ(refusal([&] { get_int_attribute(Dataset::open(file, "/x"), "first_sequence"); }),
+              std::make_pair(3, path + ": attribute first_sequence of /x is a string, expected a scalar integer"));
+}
+
+TEST(H5Attribute, TextDatasetOfAnotherTypeIsInvalidInput) {
+    const TempDir dir;
+    const File file = File::create(dir.file("a.h5"));
+    Dataset::create(file, "/config", Datatype::float32(), {2});
+    try {
+        read_text_dataset(file, "/config");
+        FAIL() << "no exception";
+    } catch (const H5Error& error) {
+        FAIL() << error.what();
+    } catch (const Error& error) {
+        EXPECT_EQ(error.exit_code(), 3);
+        EXPECT_EQ(std::string(error.what()),
+                  dir.file("a.h5") + ": /config is a float32 array of shape [2], expected a scalar string");
+    }
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 #include "attnbatch/io/h5/file_schema.hpp"
 #include "attnbatch/io/models/weights_spec.hpp"
 
+#include <filesystem>
+#include <functional>
+
 namespace attnbatch::io {
 namespace {
 
@@ -47,6 +50,42 @@ TEST(WeightsSpec, RunStopsAtTheFirstBrokenRuleInspectListsThemAll) {
     request.d = 16;
     request.d_source = "in.h5:/embeddings";
     EXPECT_EQ(first_broken_rule(path, request), check.problems[0]);
+}
+
+// A stated count of another type or below 1 was ignored (run used H = 1) or escaped as an
+// internal error; now both paths refuse it in the same words.
+TEST(WeightsSpec, BothRefuseAStatedAttributeOfAnotherTypeOrValue) {
+    const testing::TempDir dir;
+    const std::string path = dir.file("w.h5");
+    const auto with = [&](const std::function<void(const File&)>& state) {
+        std::filesystem::remove(path);
+        const File file = File::create(path);
+        matrix(file, "/w_q", {16, 8});
+        matrix(file, "/w_k", {16, 8});
+        matrix(file, "/w_v", {16, 8});
+        state(file);
+    };
+    const std::vector<std::pair<std::function<void(const File&)>, std::string>> cases = {
+        {[](const File& f) { set_text_attribute(f, "heads", "2"); },
+         "root attribute heads is a string, expected a positive scalar integer (the number of query heads)"},
+        {[](const File& f) { set_real_attribute(f, "heads", 2.0); },
+         "root attribute heads is a float64, expected a positive scalar integer (the number of query heads)"},
+        {[](const File& f) { set_int_array_attribute(f, "heads", {2, 2}); },
+         "root attribute heads is an int64 array of shape [2], expected a positive scalar integer (the number of query heads)"},
+        {[](const File& f) { set_int_attribute(f, "heads", 0); },
+         "root attribute heads = 0, expected a positive scalar integer (the number of query heads)"},
+        {[](const File& f) { set_int_attribute(f, "kv_heads", -2); },
+         "root attribute kv_heads = -2, expected a positive scalar integer (the number of key/value heads)"},
+        {[](const File& f) { set_text_attribute(f, "rope_theta", "1e4"); },
+         "root attribute rope_theta is a string, expected a scalar number (the base of the model's rotary embeddings)"},
+    };
+    for (const auto& [state, expected] : cases) {
+        with(state);
+        const WeightsCheck check = check_weights(path, read_file_schema(path), 0);
+        ASSERT_FALSE(check.valid()) << expected;
+        EXPECT_EQ(check.problems.front().rfind(path + ": " + expected, 0), 0u) << check.problems.front();
+        EXPECT_EQ(first_broken_rule(path, WeightsRequest{0, 0, 16, "in.h5:/embeddings"}), check.problems.front());
+    }
 }
 
 TEST(WeightsSpec, BothFindTheHeadsTheFileStates) {

@@ -4,6 +4,7 @@
 #include "h5/check.hpp"
 #include "h5/compat.hpp"
 #include "h5/strings.hpp"
+#include "h5/type_info_of.hpp"
 
 #include <stdexcept>
 
@@ -52,28 +53,49 @@ void write_attribute(ObjectRef object, const std::string& name, hid_t file_type,
 }
 
 struct OpenAttribute {
+    ObjectRef object;
+    std::string name;
     Where where;
     AttributeHandle attribute;
     DataspaceHandle space;
+    DatatypeHandle type;
     H5T_class_t type_class;
     hssize_t points;
 };
 
 OpenAttribute open_attribute(ObjectRef object, const std::string& name) {
-    OpenAttribute open{attribute_where(object, name), {}, {}, H5T_NO_CLASS, 0};
+    OpenAttribute open{object, name, attribute_where(object, name), {}, {}, {}, H5T_NO_CLASS, 0};
     open.attribute = AttributeHandle(H5_CALL(H5Aopen, open.where, object.id, name.c_str(), H5P_DEFAULT));
     open.space = DataspaceHandle(H5_CALL(H5Aget_space, open.where, open.attribute.id()));
-    const DatatypeHandle type(H5_CALL(H5Aget_type, open.where, open.attribute.id()));
-    open.type_class = H5_CALL(H5Tget_class, open.where, type.id());
+    open.type = DatatypeHandle(H5_CALL(H5Aget_type, open.where, open.attribute.id()));
+    open.type_class = H5_CALL(H5Tget_class, open.where, open.type.id());
     open.points = H5_CALL(H5Sget_simple_extent_npoints, open.where, open.space.id());
     return open;
 }
 
 void expect(bool condition, const OpenAttribute& open, const char* what) {
-    if (!condition) throw std::runtime_error(open.where.file + ":" + open.where.object + " is not " + what);
+    if (condition) return;
+    const std::string type = detail::type_info_of(open.type.id(), open.where).name();
+    const std::string found = open.points == 0 ? "an empty " + type : attribute_type_text(type, space_dims(open.space.id(), open.where));
+    throw Error(exit_invalid_input,
+                attribute_type_message(open.object.where->file, open.object.where->object, open.name, found, what));
 }
 
 }  // namespace
+
+std::string attribute_label(const std::string& object, const std::string& name) {
+    return object == "/" || object.empty() ? "root attribute " + name : "attribute " + name + " of " + object;
+}
+
+std::string attribute_type_text(const std::string& type, const Dims& shape) {
+    const std::string article = type.find_first_of("aeiou") == 0 ? "an " : "a ";
+    return shape.empty() ? article + type : article + type + " array of shape " + shape_text(shape);
+}
+
+std::string attribute_type_message(const std::string& file, const std::string& object, const std::string& name,
+                                   const std::string& found, const std::string& expected) {
+    return file + ": " + attribute_label(object, name) + " is " + found + ", expected " + expected;
+}
 
 bool has_attribute(ObjectRef object, const std::string& name) {
     return H5_CALL(H5Aexists, attribute_where(object, name), object.id, name.c_str()) > 0;
@@ -117,10 +139,10 @@ double get_real_attribute(ObjectRef object, const std::string& name) {
 
 std::string get_text_attribute(ObjectRef object, const std::string& name) {
     const OpenAttribute open = open_attribute(object, name);
-    const DatatypeHandle type(H5_CALL(H5Aget_type, open.where, open.attribute.id()));
+    expect(open.type_class == H5T_STRING && open.points == 1, open, "a scalar string");
     const hid_t attribute = open.attribute.id();
     return detail::read_string(
-        type.id(), open.space.id(),
+        open.type.id(), open.space.id(),
         [attribute](hid_t mem_type, void* buffer) { return H5Aread(attribute, mem_type, buffer); }, "H5Aread",
         open.where);
 }

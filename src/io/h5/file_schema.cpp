@@ -156,6 +156,8 @@ FileSchema read_file_schema(const std::string& path) {
     return schema;
 }
 
+AttributeValue read_root_attribute(const File& file, const std::string& name) { return read_attribute(file, name); }
+
 std::string filter_name(int id) {
     switch (id) {
         case H5Z_FILTER_DEFLATE: return "deflate";

@@ -3,6 +3,9 @@
 
 #include "h5/check.hpp"
 #include "h5/compat.hpp"
+#include "h5/type_info_of.hpp"
+
+#include "attnbatch/io/h5/attribute.hpp"
 
 #include <stdexcept>
 #include <vector>
@@ -18,11 +21,16 @@ DatatypeHandle utf8_string_type(const Where& where) {
 
 std::string read_string(hid_t file_type, hid_t space, const std::function<herr_t(hid_t, void*)>& read,
                         const char* call, const Where& where) {
-    if (H5_CALL(H5Tget_class, where, file_type) != H5T_STRING) {
-        throw std::runtime_error(where.file + ":" + where.object + " holds no string");
-    }
-    if (H5_CALL(H5Sget_simple_extent_npoints, where, space) != 1) {
-        throw std::runtime_error(where.file + ":" + where.object + " holds more than one string");
+    // What a file stores is user data: another type is the file's fault (exit 3), not a bug.
+    const hssize_t points = H5_CALL(H5Sget_simple_extent_npoints, where, space);
+    if (H5_CALL(H5Tget_class, where, file_type) != H5T_STRING || points != 1) {
+        const int rank = H5_CALL(H5Sget_simple_extent_ndims, where, space);
+        std::vector<hsize_t> extents(static_cast<std::size_t>(rank));
+        if (rank > 0) H5_CALL(H5Sget_simple_extent_dims, where, space, extents.data(), nullptr);
+        const std::string type = type_info_of(file_type, where).name();
+        throw Error(exit_invalid_input, where.file + ": " + where.object + " is " +
+                                            (points == 0 ? "an empty " + type : attribute_type_text(type, dims_of(extents))) +
+                                            ", expected a scalar string");
     }
     // The memory type copies the stored one: HDF5 will not convert between ASCII and UTF-8
     // character sets, and padding and size then need no conversion either.

@@ -7,6 +7,7 @@
 #include "attnbatch/io/h5/attribute.hpp"
 #include "attnbatch/io/h5/dataset.hpp"
 #include "attnbatch/io/h5/file.hpp"
+#include "attnbatch/io/h5/file_schema.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "h5/dataset_rules.hpp"
 #include "h5/open_checked.hpp"
@@ -49,8 +50,9 @@ struct WeightsFacts {
     };
     Entry entries[kSlots];
     std::vector<std::string> root_datasets;  // named in the hint when a dataset is missing
-    std::int64_t stated_heads = 0, stated_kv_heads = 0;  // root attributes; 0: absent or unusable
-    double rope_theta = 0;
+    // The root attributes heads, kv_heads and rope_theta, as stored: judged by apply_rules so
+    // that run (from the file) and inspect (from its schema) refuse the same ones.
+    std::optional<AttributeValue> heads, kv_heads, rope_theta;
 };
 
 struct Findings {
@@ -73,17 +75,70 @@ std::optional<RuleBreak> agreement_rule(int option_value, std::int64_t stated, c
                                      option + " to use the file's " + text(stated) + ", or fix the file's attribute"};
 }
 
+// The facts of the dataset of `slot`, or, when this HDF5 cannot decode it (a filter it lacks),
+// the rule it breaks.
+DatasetFacts open_entry(const File& file, int slot, std::optional<RuleBreak>& unreadable) {
+    try {
+        const Dataset dataset = detail::open_input_dataset(file, kRules[slot].path, kOption, kHolds);
+        return detail::facts_of(dataset, kOption, kRole);
+    } catch (const H5Error&) {
+        throw;
+    } catch (const Error& error) {
+        unreadable = RuleBreak{error.exit_code(), error.what()};
+        return DatasetFacts{};
+    }
+}
+
+bool is_scalar(const AttributeValue& value, std::size_t count) { return count == 1 && element_count(value.shape) == 1; }
+
+// A head count the file states: a positive scalar integer. Ignoring any other value would run
+// with H = 1 and cut the weights into heads other than the model's.
+std::optional<RuleBreak> stated_count_rule(const std::optional<AttributeValue>& value, const std::string& file,
+                                           const char* what, std::int64_t& count) {
+    count = 0;
+    if (!value) return std::nullopt;
+    const std::string expected = std::string("a positive scalar integer (") + what + ")";
+    if (value->kind != AttributeValue::Kind::integer || !is_scalar(*value, value->integers.size())) {
+        return invalid(attribute_type_message(file, "/", value->name, attribute_type_text(value->type, value->shape), expected) +
+                       "; hint: fix or delete the attribute (h5py: del f.attrs[\"" + value->name + "\"])");
+    }
+    if (value->integers[0] < 1) {
+        return invalid(file + ": " + attribute_label("/", value->name) + " = " + text(value->integers[0]) + ", expected " +
+                       expected + "; hint: fix or delete the attribute (h5py: del f.attrs[\"" + value->name + "\"])");
+    }
+    count = value->integers[0];
+    return std::nullopt;
+}
+
+std::optional<RuleBreak> rope_theta_rule(const std::optional<AttributeValue>& value, const std::string& file, double& theta) {
+    theta = 0;
+    if (!value) return std::nullopt;
+    const bool integer = value->kind == AttributeValue::Kind::integer && is_scalar(*value, value->integers.size());
+    const bool real = value->kind == AttributeValue::Kind::real && is_scalar(*value, value->reals.size());
+    if (!integer && !real) {
+        return invalid(attribute_type_message(file, "/", value->name, attribute_type_text(value->type, value->shape),
+                                              "a scalar number (the base of the model's rotary embeddings)"));
+    }
+    theta = integer ? static_cast<double>(value->integers[0]) : value->reals[0];
+    return std::nullopt;
+}
+
 // `heads_default_to_one`: run computes with H = 1 when neither the request nor the file says;
 // inspect leaves H unknown then.
 Findings apply_rules(const WeightsFacts& f, const WeightsRequest& request, bool heads_default_to_one) {
     Findings out;
-    out.spec.file_heads = f.stated_heads;
-    out.spec.file_kv_heads = f.stated_kv_heads;
-    out.spec.file_rope_theta = f.rope_theta;
     const auto broken = [&](std::optional<RuleBreak> rule) {
         if (rule) out.problems.push_back(std::move(*rule));
         return rule.has_value();
     };
+    // The stated attributes first; a heads attribute refused leaves H unknown rather than 1, so
+    // that no head rule below blames the datasets for it.
+    std::int64_t stated_heads = 0, stated_kv_heads = 0;
+    const bool heads_unknown = broken(stated_count_rule(f.heads, f.file, "the number of query heads", stated_heads));
+    broken(stated_count_rule(f.kv_heads, f.file, "the number of key/value heads", stated_kv_heads));
+    broken(rope_theta_rule(f.rope_theta, f.file, out.spec.file_rope_theta));
+    out.spec.file_heads = stated_heads;
+    out.spec.file_kv_heads = stated_kv_heads;
     const auto at = [&](Slot slot) { return f.entries[slot].facts.at(); };
 
     // Each dataset on its own: present, float32 or float64, its rank, its extents.
@@ -143,15 +198,15 @@ Findings apply_rules(const WeightsFacts& f, const WeightsRequest& request, bool 
 
     // The heads H: the request's, else the file's (else 1 for a run); the K/V heads G: the
     // request's, else the file's, else what the key width says.
-    broken(agreement_rule(request.heads, f.stated_heads, "--heads", attribute::heads, f.file));
-    std::int64_t heads = request.heads != 0 ? request.heads : f.stated_heads;
-    if (heads == 0 && heads_default_to_one) heads = 1;
+    broken(agreement_rule(request.heads, stated_heads, "--heads", attribute::heads, f.file));
+    std::int64_t heads = request.heads != 0 ? request.heads : stated_heads;
+    if (heads == 0 && heads_default_to_one && !heads_unknown) heads = 1;
     out.heads = heads;
-    const std::string stated_by = request.heads == 0 && f.stated_heads != 0 ? "the attribute heads of " + f.file : "";
+    const std::string stated_by = request.heads == 0 && stated_heads != 0 ? "the attribute heads of " + f.file : "";
     if (heads > 0 && !broken(detail::heads_divide_rule(heads, qk, "the columns H*d_k", f.file + ":" + dataset::w_q, stated_by))) {
         const std::int64_t d_k = qk / heads;
-        broken(agreement_rule(request.kv_heads, f.stated_kv_heads, "--kv-heads", attribute::kv_heads, f.file));
-        std::int64_t kv_heads = request.kv_heads != 0 ? request.kv_heads : f.stated_kv_heads;
+        broken(agreement_rule(request.kv_heads, stated_kv_heads, "--kv-heads", attribute::kv_heads, f.file));
+        std::int64_t kv_heads = request.kv_heads != 0 ? request.kv_heads : stated_kv_heads;
         if (kv_heads != 0) {
             const std::string source = request.kv_heads != 0 ? "given" : "the attribute of " + f.file;
             if (broken(detail::kv_heads_divide_rule(kv_heads, heads, source))) {
@@ -232,17 +287,6 @@ Findings apply_rules(const WeightsFacts& f, const WeightsRequest& request, bool 
     return out;
 }
 
-// A head count the file states (root attribute `name`), 0 when it states none usable.
-std::int64_t stated_count(const File& file, const char* name) {
-    if (!has_attribute(file, name)) return 0;
-    try {
-        const std::int64_t value = get_int_attribute(file, name);
-        return value > 0 ? value : 0;
-    } catch (const H5Error&) {
-        return 0;  // not an integer: the file states nothing usable
-    }
-}
-
 }  // namespace
 
 std::vector<const char*> WeightsSpec::datasets() const {
@@ -263,24 +307,12 @@ DescribedWeights describe_weights(const std::string& path, const WeightsRequest&
             WeightsFacts::Entry& entry = facts.entries[slot];
             entry.kind = object_kind(file, kRules[slot].path);
             if (entry.kind != ObjectKind::dataset) continue;
-            try {
-                const Dataset dataset = detail::open_input_dataset(file, kRules[slot].path, kOption, kHolds);
-                entry.facts = detail::facts_of(dataset, kOption, kRole);
-            } catch (const H5Error&) {
-                throw;
-            } catch (const Error& error) {  // a filter this HDF5 lacks: broken in its turn
-                entry.unreadable = RuleBreak{error.exit_code(), error.what()};
-            }
+            entry.facts = open_entry(file, slot, entry.unreadable);
         }
         facts.root_datasets = root_datasets(file);
-        facts.stated_heads = stated_count(file, attribute::heads);
-        facts.stated_kv_heads = stated_count(file, attribute::kv_heads);
-        if (has_attribute(file, attribute::rope_theta)) {
-            try {
-                facts.rope_theta = get_real_attribute(file, attribute::rope_theta);
-            } catch (const H5Error&) {
-                facts.rope_theta = 0;
-            }
+        for (auto [name, value] : {std::pair{attribute::heads, &facts.heads}, std::pair{attribute::kv_heads, &facts.kv_heads},
+                                   std::pair{attribute::rope_theta, &facts.rope_theta}}) {
+            if (has_attribute(file, name)) *value = read_root_attribute(file, name);
         }
     } catch (const H5Error& error) {
         detail::rethrow_read_failure(error);
@@ -307,13 +339,10 @@ WeightsCheck check_weights(const std::string& file, const FileSchema& schema, in
     for (const DatasetSchema& dataset : schema.datasets) {
         if (dataset.path.find('/', 1) == std::string::npos) facts.root_datasets.push_back(dataset.path);
     }
-    const auto stated = [&](const char* name) -> std::int64_t {
-        const AttributeValue* value = schema.attribute(name);
-        const bool integer = value && value->kind == AttributeValue::Kind::integer && value->integers.size() == 1;
-        return integer && value->integers[0] > 0 ? value->integers[0] : 0;
-    };
-    facts.stated_heads = stated(attribute::heads);
-    facts.stated_kv_heads = stated(attribute::kv_heads);
+    for (auto [name, value] : {std::pair{attribute::heads, &facts.heads}, std::pair{attribute::kv_heads, &facts.kv_heads},
+                               std::pair{attribute::rope_theta, &facts.rope_theta}}) {
+        if (const AttributeValue* stated = schema.attribute(name)) *value = *stated;
+    }
     WeightsRequest request;
     request.heads = heads;
     const Findings found = apply_rules(facts, request, false);

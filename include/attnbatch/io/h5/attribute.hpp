@@ -30,9 +30,23 @@ void set_real_attribute(ObjectRef object, const std::string& name, double value)
 void set_text_attribute(ObjectRef object, const std::string& name, const std::string& value);
 void set_int_array_attribute(ObjectRef object, const std::string& name, const std::vector<std::int64_t>& values);
 
+// The readers below throw Error exit 3 (invalid input) when the attribute has another type or
+// shape, naming file, object, attribute, what was found and what was expected: a file's
+// attributes are user data, so a wrong one is the file's fault, never an internal error.
+// A missing attribute or a failed read stays an H5Error.
 std::int64_t get_int_attribute(ObjectRef object, const std::string& name);
 double get_real_attribute(ObjectRef object, const std::string& name);
 std::string get_text_attribute(ObjectRef object, const std::string& name);  // variable or fixed length
 std::vector<std::int64_t> get_int_array_attribute(ObjectRef object, const std::string& name);
+
+// The wording those errors use, shared with the checks that judge a file from its schema
+// (inspect), so that inspect and the commands reading the attribute refuse it alike.
+// "root attribute heads" or "attribute first_sequence of /attention":
+std::string attribute_label(const std::string& object, const std::string& name);
+// "a string", "an int64 array of shape [2]"; `type` as TypeInfo::name() spells it:
+std::string attribute_type_text(const std::string& type, const Dims& shape);
+// "FILE: root attribute heads is a string, expected a scalar integer":
+std::string attribute_type_message(const std::string& file, const std::string& object, const std::string& name,
+                                   const std::string& found, const std::string& expected);
 
 }  // namespace attnbatch::io

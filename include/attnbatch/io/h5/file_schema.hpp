@@ -52,6 +52,11 @@ struct FileSchema {
 // H5Error (with HDF5's error stack) when the file's structure cannot be read (a damaged file).
 FileSchema read_file_schema(const std::string& path);
 
+// One root attribute as the schema holds it, for readers that judge an attribute's type
+// themselves (the weights rules, applied alike to a file and to its schema).
+class File;
+AttributeValue read_root_attribute(const File& file, const std::string& name);
+
 // "deflate", "shuffle", ..., or "filter 32015" for an id without a name here.
 std::string filter_name(int id);
 

@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""Files whose attributes are wrong: every command that reads them refuses them with exit 3 and
+one line naming the file, what was found and what was expected (they ended in "internal
+error", exit 1), and inspect refuses exactly what the other commands refuse (it called several
+of them valid). Every case failed with the binary from before.
+
+usage: bad_attributes_test.py ATTNBATCH WORKDIR CASE
+
+Cases:
+  weights_attributes  a weights file whose root heads, kv_heads or rope_theta has another
+                      type or shape, or whose heads/kv_heads is 0 or negative: inspect (as
+                      weights and with an input), run --dry-run and run all exit 3 with the
+                      same line (a heads of 0 ran with H = 1)
+"""
+import os
+import shutil
+import sys
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from harness import check, failures, fresh_directory, mpi_env, run_with_timeout  # noqa: E402
+
+TIMEOUT = 120
+ENV = {k: v for k, v in mpi_env().items() if not k.startswith("ATTNBATCH_")}
+
+
+class Context:
+    def __init__(self, binary, work):
+        self.binary, self.work = os.path.abspath(binary), os.path.abspath(work)
+        fresh_directory(self.work)
+
+    def path(self, *names):
+        return os.path.join(self.work, *names)
+
+    def run(self, *args):
+        done = run_with_timeout([self.binary, *args], TIMEOUT, cwd=self.work, env=dict(ENV))
+        if done is None:
+            failures.append("attnbatch %s: no exit within %d s" % (" ".join(args), TIMEOUT))
+            raise SystemExit(1)
+        return done
+
+    def ok(self, *args):
+        done = self.run(*args)
+        check(done.returncode == 0, "attnbatch %s failed: %s" % (" ".join(args), done.stderr))
+        return done
+
+    def copy(self, source, name, change):
+        shutil.copy(self.path(source), self.path(name))
+        with h5py.File(self.path(name), "r+") as f:
+            change(f)
+        return name
+
+
+def refused(done, fragments, what):
+    """Exit 3, one line on stderr holding every fragment; returns it from the first fragment on."""
+    check(done.returncode == 3, "%s: exit %d, expected 3; stderr %r" % (what, done.returncode, done.stderr))
+    lines = done.stderr.splitlines()
+    check(len(lines) == 1, "%s: stderr should be one line: %r" % (what, done.stderr))
+    check("internal error" not in done.stderr, "%s: %r" % (what, done.stderr))
+    for fragment in fragments:
+        check(fragment in done.stderr, "%s: stderr lacks %r: %r" % (what, fragment, done.stderr))
+    first = lines[0] if lines else ""
+    return first[first.find(fragments[0]):]  # from the file's name on: the prefix names the command
+
+
+def inspect_refuses(done, fragments, what):
+    check(done.returncode == 3, "%s: exit %d, expected 3; %r" % (what, done.returncode, done.stdout[-300:] + done.stderr))
+    for fragment in fragments:
+        check(fragment in done.stdout + done.stderr, "%s: output lacks %r: %r" % (what, fragment, done.stdout[-400:]))
+
+
+def set_attribute(name, value, on="/"):
+    def change(f):
+        f[on].attrs[name] = value
+    return change
+
+
+def weights_attributes(c):
+    c.ok("generate", "--output", "in.h5", "--num-seqs", "2", "--seq-len", "4", "--dim", "8", "--heads", "2",
+         "--weights-out", "w.h5", "--seed", "1")
+    cases = [
+        ("heads", "2", ["root attribute heads is a string, expected a positive scalar integer"]),
+        ("heads", 2.0, ["root attribute heads is a float64, expected a positive scalar integer"]),
+        ("heads", np.array([2, 2]), ["root attribute heads is an int64 array of shape [2], expected a positive scalar integer"]),
+        ("heads", 0, ["root attribute heads = 0, expected a positive scalar integer"]),
+        ("heads", -2, ["root attribute heads = -2, expected a positive scalar integer"]),
+        ("kv_heads", "2", ["root attribute kv_heads is a string, expected a positive scalar integer"]),
+        ("kv_heads", 0, ["root attribute kv_heads = 0, expected a positive scalar integer"]),
+        ("rope_theta", "10000", ["root attribute rope_theta is a string, expected a scalar number"]),
+    ]
+    for index, (name, value, fragments) in enumerate(cases):
+        w = c.copy("w.h5", "w%d.h5" % index, set_attribute(name, value))
+        what = "weights attribute %s = %r" % (name, value)
+        if os.path.exists(c.path("o.h5")):
+            os.remove(c.path("o.h5"))
+        fragments = [w + ": "] + fragments
+        inspect_refuses(c.run("inspect", w, "--as", "weights"), fragments, what + ": inspect --as weights")
+        lines = [
+            refused(c.run("inspect", "in.h5", "--weights", w), fragments, what + ": inspect --weights"),
+            refused(c.run("run", "--input", "in.h5", "--weights", w, "--output", "o.h5", "--dry-run", "--progress", "never"),
+                    fragments, what + ": run --dry-run"),
+            refused(c.run("run", "--input", "in.h5", "--weights", w, "--output", "o.h5", "--progress", "never"),
+                    fragments, what + ": run"),
+        ]
+        check(len(set(lines)) == 1, "%s: inspect, dry run and run disagree: %r" % (what, lines))
+        check(not os.path.exists(c.path("o.h5")), what + ": run wrote o.h5")
+
+
+CASES = {case.__name__: case for case in (weights_attributes,)}
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[3] not in CASES:
+        print(__doc__)
+        return 2
+    binary, work, case = sys.argv[1:]
+    CASES[case](Context(binary, work))
+    if failures:
+        print("%d failure(s) in %s" % (len(failures), case))
+        return 1
+    print("%s: OK" % case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
