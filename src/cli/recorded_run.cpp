@@ -75,6 +75,12 @@ std::string find_recorded_file(const io::OutputReader& output, const std::string
 RecordedRun read_recorded_run(const io::OutputReader& output, const std::string& input_path,
                               const std::string& weights_path) {
     const std::map<std::string, std::string> config = output.recorded_options();
+    const bool maps = output.layout().save_weights != io::SaveWeights::none;
+    const std::vector<std::string> problems =
+        io::recorded_options_problems(config, maps ? std::optional(output.layout().weights_dtype) : std::nullopt);
+    if (!problems.empty()) {
+        throw Error(exit_invalid_input, output.path() + ": " + problems.front());
+    }
     io::InputOptions in_opt;
     in_opt.input_path = !input_path.empty() ? input_path : find_recorded_file(output, "input");
     if (in_opt.input_path.empty()) {

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""Files whose attributes are wrong: every command that reads them refuses them with exit 3 and
-one line naming the file, what was found and what was expected (they ended in "internal
-error", exit 1), and inspect refuses exactly what the other commands refuse (it called several
-of them valid). Every case failed with the binary from before.
+"""Files whose attributes or /config are wrong: every command that reads them refuses
+them with exit 3 and one line naming the file, what was found and what was expected (they
+ended in "internal error", exit 1), and inspect refuses exactly what the other commands refuse
+(it called several of them valid). Every case failed with the binary from before.
 
 usage: bad_attributes_test.py ATTNBATCH WORKDIR CASE
 
@@ -11,6 +11,11 @@ Cases:
                       type or shape, or whose heads/kv_heads is 0 or negative: inspect (as
                       weights and with an input), run --dry-run and run all exit 3 with the
                       same line (a heads of 0 ran with H = 1)
+  output_attributes   an output whose complete, scale, causal, precision, first_sequence, d_k,
+                      kv_heads, rope_theta or /attention@mean_over_heads has another type, whose
+                      /config records heads = two, a weights-dtype other than its maps', or is
+                      no string, or which has no /config: verify and weights exit 3 naming the
+                      attribute or /config, and inspect exits 3 too
 """
 import os
 import shutil
@@ -108,7 +113,54 @@ def weights_attributes(c):
         check(not os.path.exists(c.path("o.h5")), what + ": run wrote o.h5")
 
 
-CASES = {case.__name__: case for case in (weights_attributes,)}
+def replace_config(old, new):
+    def change(f):
+        text = f["config"][()].decode()
+        check(old in text, "the recorded /config lacks %r" % old)
+        del f["config"]
+        f["config"] = text.replace(old, new)
+    return change
+
+
+def output_attributes(c):
+    c.ok("generate", "--output", "in.h5", "--num-seqs", "2", "--seq-len", "4", "--dim", "8", "--seed", "1")
+    c.ok("run", "--input", "in.h5", "--output", "out.h5", "--heads", "2", "--progress", "never")
+    c.ok("verify", "--output", "out.h5")
+
+    def remove_config(f):
+        del f["config"]
+
+    def number_config(f):
+        del f["config"]
+        f["config"] = 7
+
+    cases = [
+        (set_attribute("complete", "1"), ["root attribute complete is a string, expected a scalar integer"]),
+        (set_attribute("scale", "0.5"), ["root attribute scale is a string, expected a scalar number"]),
+        (set_attribute("causal", "no"), ["root attribute causal is a string, expected a scalar integer"]),
+        (set_attribute("precision", 16), ["root attribute precision is an int64, expected a scalar string"]),
+        (set_attribute("first_sequence", "0"), ["root attribute first_sequence is a string, expected a scalar integer"]),
+        (set_attribute("d_k", "4"), ["root attribute d_k is a string, expected a scalar integer"]),
+        (set_attribute("kv_heads", "2"), ["root attribute kv_heads is a string, expected a scalar integer"]),
+        (set_attribute("rope_theta", "0"), ["root attribute rope_theta is a string, expected a scalar number"]),
+        (set_attribute("mean_over_heads", "0", on="attention"),
+         ["attribute mean_over_heads of /attention is a string, expected a scalar integer"]),
+        (replace_config("heads = 2", "heads = two"), ["/config records heads = two, expected a positive integer"]),
+        (replace_config("weights-dtype = f32  # default", "weights-dtype = f16"),
+         ["/config records weights-dtype = f16, expected f32, the dtype of the maps /attention holds"]),
+        (number_config, ["/config is an int64, expected a scalar string"]),
+        (remove_config, ["no dataset /config, expected the run's resolved configuration"]),
+    ]
+    for index, (change, fragments) in enumerate(cases):
+        bad = c.copy("out.h5", "bad%d.h5" % index, change)
+        what = "%s (%s)" % (bad, fragments[0])
+        fragments = [bad + ": "] + fragments
+        refused(c.run("verify", "--output", bad), fragments, what + ": verify")
+        refused(c.run("weights", "--output", bad, "--to", "maps%d.h5" % index), fragments, what + ": weights")
+        inspect_refuses(c.run("inspect", bad), fragments[1:], what + ": inspect")
+
+
+CASES = {case.__name__: case for case in (weights_attributes, output_attributes)}
 
 
 def main():

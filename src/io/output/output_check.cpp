@@ -1,10 +1,13 @@
 // The output schema rules, each failure one line naming file, dataset, expected and found.
 #include "attnbatch/io/output/output_check.hpp"
 
+#include "attnbatch/io/h5/attribute.hpp"
 #include "attnbatch/io/h5/dataset.hpp"
 #include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/h5/scan.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
+#include "attnbatch/io/output/output_reader.hpp"
+#include "attnbatch/kernels/isa.hpp"
 
 #include <algorithm>
 
@@ -48,14 +51,46 @@ public:
         return false;
     }
 
-    std::optional<std::int64_t> integer_attribute(const AttributeValue* attribute, const std::string& where) {
+    // `object`: "/" or the dataset holding the attribute. Worded as the attribute readers word
+    // it (attribute.hpp), since those refuse what fails here.
+    std::optional<std::int64_t> integer_attribute(const AttributeValue* attribute, const std::string& object) {
         if (!attribute) return std::nullopt;
         if (attribute->kind != AttributeValue::Kind::integer || attribute->integers.size() != 1) {
-            problem(where + "attribute " + attribute->name + " is " + attribute->type + " " + shape_text(attribute->shape) +
-                    ", expected a scalar integer");
+            wrong_type(*attribute, object, "a scalar integer");
             return std::nullopt;
         }
         return attribute->integers[0];
+    }
+
+    void wrong_type(const AttributeValue& attribute, const std::string& object, const std::string& expected) {
+        problem(attribute_label(object, attribute.name) + " is " + attribute_type_text(attribute.type, attribute.shape) +
+                ", expected " + expected);
+    }
+
+    // The attributes verify and weights read (OutputReader): each of the type they read it as,
+    // so that an output inspect calls valid is one they can read.
+    void expect_read_types() {
+        for (const char* name : {attribute::heads, attribute::kv_heads, attribute::d_k, attribute::d_v, attribute::ranks,
+                                 attribute::threads, attribute::causal}) {
+            integer_attribute(schema_.attribute(name), "/");
+        }
+        for (const char* name : {attribute::scale, attribute::rope_theta}) {
+            const AttributeValue* value = schema_.attribute(name);
+            if (!value) continue;
+            const bool number = (value->kind == AttributeValue::Kind::integer && value->integers.size() == 1) ||
+                                (value->kind == AttributeValue::Kind::real && value->reals.size() == 1);
+            if (!number) wrong_type(*value, "/", "a scalar number");
+        }
+        for (const char* name : {attribute::version, attribute::creation_time, attribute::input_file,
+                                 attribute::input_file_absolute, attribute::weights_file, attribute::weights_file_absolute,
+                                 attribute::input_dataset, attribute::io_mode, attribute::precision}) {
+            const AttributeValue* value = schema_.attribute(name);
+            if (value && value->kind != AttributeValue::Kind::text) wrong_type(*value, "/", "a scalar string");
+        }
+        const AttributeValue* precision = schema_.attribute(attribute::precision);
+        if (precision && precision->kind == AttributeValue::Kind::text && !kernels::find_precision(precision->text)) {
+            problem(std::string("root attribute ") + attribute::precision + " is '" + precision->text + "', expected fp32 or bf16");
+        }
     }
 
     const File& file_;
@@ -78,6 +113,7 @@ void check_attention(Checker& c, OutputCheck& check, const std::string& source) 
     const DatasetSchema* attention = c.expect(dataset::attention, {"float32", "float16"}, 4, expected);
     if (!attention) return;
     check.has_attention = true;
+    c.integer_attribute(attention->attribute(attribute::mean_over_heads), attention->path);
     check.attention_dtype = attention->type.name();
     check.attention_count = static_cast<std::int64_t>(attention->dims[0]);
     check.attention_heads = static_cast<std::int64_t>(attention->dims[1]);
@@ -103,7 +139,7 @@ void check_attention(Checker& c, OutputCheck& check, const std::string& source) 
     }
     if (check.n <= 0) return;
     const std::optional<std::int64_t> first =
-        c.integer_attribute(attention->attribute(attribute::first_sequence), "dataset " + attention->path + " ");
+        c.integer_attribute(attention->attribute(attribute::first_sequence), attention->path);
     if (!first && check.attention_count < check.n) {
         c.problem("dataset " + attention->path + " holds " + std::to_string(check.attention_count) + " of N = " +
                   std::to_string(check.n) + " sequences but has no attribute " + attribute::first_sequence);
@@ -249,7 +285,7 @@ OutputCheck check_output(const std::string& path, const FileSchema& schema) {
     const DatasetSchema* lse = packed ? nullptr : c.expect(dataset::lse, {"float32"}, 3, "float32 [N, H, L]");
     // Before the packed checks, which check /attention's sequences against the rows'.
     if (const std::optional<std::int64_t> first =
-            c.integer_attribute(schema.attribute(attribute::first_sequence), "root ")) {
+            c.integer_attribute(schema.attribute(attribute::first_sequence), "/")) {
         check.first_sequence = *first;
         if (*first < 0) c.problem(std::string("root attribute ") + attribute::first_sequence + " = " + std::to_string(*first) + ", expected >= 0");
     }
@@ -280,11 +316,16 @@ OutputCheck check_output(const std::string& path, const FileSchema& schema) {
 
     const DatasetSchema* config = schema.dataset(dataset::config);
     if (!config) {
-        c.problem(std::string("dataset ") + dataset::config +
-                  " is missing, expected the resolved configuration as a scalar string");
+        c.problem(std::string("no dataset ") + dataset::config +
+                  ", expected the run's resolved configuration (a scalar string) that every output of attnbatch run records");
     } else if (config->type.type_class != TypeClass::string || element_count(config->dims) != 1) {
-        c.problem("dataset " + config->path + " is " + config->type.name() + " " + shape_text(config->dims) +
-                  ", expected a scalar string (the resolved configuration)");
+        c.problem(config->path + " is " + attribute_type_text(config->type.name(), config->dims) + ", expected a scalar string");
+    } else {
+        std::optional<WeightsDtype> maps;
+        if (check.has_attention) maps = check.attention_dtype == "float16" ? WeightsDtype::f16 : WeightsDtype::f32;
+        for (const std::string& text : recorded_options_problems(parse_recorded_options(read_text_dataset(file, dataset::config)), maps)) {
+            c.problem(text);
+        }
     }
 
     const AttributeValue* complete = schema.attribute(attribute::complete);
@@ -292,12 +333,17 @@ OutputCheck check_output(const std::string& path, const FileSchema& schema) {
         c.problem(std::string("no root attribute ") + attribute::complete +
                   ", expected 0 (in progress) or 1 (every sequence written)");
     } else {
-        check.complete = c.integer_attribute(complete, "root ");
+        check.complete = c.integer_attribute(complete, "/");
         if (check.complete && *check.complete != 0 && *check.complete != 1) {
             c.problem(std::string("root attribute ") + attribute::complete + " = " + std::to_string(*check.complete) + ", expected 0 or 1");
         }
     }
-    if (const std::optional<std::int64_t> heads = c.integer_attribute(schema.attribute(attribute::heads), "root ");
+    c.expect_read_types();
+    const AttributeValue* heads_attribute = schema.attribute(attribute::heads);
+    if (const std::optional<std::int64_t> heads =
+            heads_attribute && heads_attribute->kind == AttributeValue::Kind::integer && heads_attribute->integers.size() == 1
+                ? std::optional(heads_attribute->integers[0])
+                : std::nullopt;
         heads && check.heads > 0 && *heads != check.heads) {
         c.problem(std::string("root attribute ") + attribute::heads + " = " + std::to_string(*heads) + " but " +
                   dataset::lse + " has H = " + std::to_string(check.heads));

@@ -141,7 +141,16 @@ Provenance OutputReader::provenance() const {
     return provenance;
 }
 
-std::string OutputReader::config() const { return read_text_dataset(h5_->file, dataset::config); }
+std::string OutputReader::config() const {
+    // Without it the run's options are unknown: a file that is no (whole) output of run, which
+    // is the file's fault, not a read failure.
+    if (object_kind(h5_->file, dataset::config) != ObjectKind::dataset) {
+        throw Error(exit_invalid_input, path_ + ": no dataset " + dataset::config +
+                                            ", expected the run's resolved configuration (a scalar string) that every "
+                                            "output of attnbatch run records; hint: is this an output of attnbatch run?");
+    }
+    return read_text_dataset(h5_->file, dataset::config);
+}
 
 std::map<std::string, std::string> OutputReader::recorded_options() const { return parse_recorded_options(config()); }
 
@@ -158,6 +167,34 @@ std::map<std::string, std::string> parse_recorded_options(const std::string& con
         values[line.substr(0, eq)] = value;
     }
     return values;
+}
+
+std::vector<std::string> recorded_options_problems(const std::map<std::string, std::string>& options,
+                                                   std::optional<WeightsDtype> maps) {
+    std::vector<std::string> problems;
+    const auto recorded = [&](const char* name, const std::string& expected) {
+        problems.push_back(std::string(dataset::config) + " records " + name + " = " + options.at(name) + ", expected " + expected);
+    };
+    for (const char* name : {"heads", "kv-heads"}) {
+        if (!options.count(name)) continue;
+        const std::string& value = options.at(name);
+        const bool digits = !value.empty() && value.size() <= 9 && value.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || std::stoi(value) < 1) recorded(name, "a positive integer");
+    }
+    if (options.count("save-weights")) {
+        const std::string& save = options.at("save-weights");
+        if (save != "none" && save != "all" && save != "mean") recorded("save-weights", "none, all or mean");
+    }
+    if (options.count("weights-dtype")) {
+        const std::string& dtype = options.at("weights-dtype");
+        if (dtype != name_of(WeightsDtype::f32) && dtype != name_of(WeightsDtype::f16)) {
+            recorded("weights-dtype", "f32 or f16");
+        } else if (maps && dtype != name_of(*maps)) {
+            recorded("weights-dtype", std::string(name_of(*maps)) + ", the dtype of the maps " + dataset::attention + " holds (" +
+                                          (*maps == WeightsDtype::f16 ? "float16" : "float32") + ")");
+        }
+    }
+    return problems;
 }
 
 namespace {

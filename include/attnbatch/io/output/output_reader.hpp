@@ -82,4 +82,11 @@ private:
 // mark that flags defaulted values dropped.
 std::map<std::string, std::string> parse_recorded_options(const std::string& config);
 
+// The recorded options that verify and weights rely on, judged: heads and kv-heads positive
+// integers, save-weights none|all|mean, weights-dtype f32|f16 and, when the output holds maps
+// (`maps`), their dtype. One line per problem, naming the option, its value and what was
+// expected; `inspect` lists them, the readers throw the first (exit 3).
+std::vector<std::string> recorded_options_problems(const std::map<std::string, std::string>& options,
+                                                   std::optional<WeightsDtype> maps);
+
 }  // namespace attnbatch::io
