@@ -13,6 +13,7 @@
 #include "attnbatch/io/h5/file_schema.hpp"
 #include "attnbatch/io/input/input_spec.hpp"
 #include "attnbatch/io/input/npy_shards.hpp"
+#include "attnbatch/io/input/value_scan.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
@@ -195,7 +196,20 @@ void validate_maps(InspectReport& report, const io::FileSchema& schema) {
 
 void validate_weights(InspectReport& report, const io::FileSchema& schema, const po::variables_map& vm) {
     report.weights = io::check_weights(report.path, schema, vm.count("heads") ? vm["heads"].as<int>() : 0);
-    const io::WeightsCheck& check = *report.weights;
+    io::WeightsCheck& check = *report.weights;
+    // The values last, as run scans them (every one finite and within float32's range):
+    // a file inspect calls valid must be one run accepts.
+    const bool scan = !vm["quick"].as<bool>();
+    if (check.valid() && scan) {
+        io::InputSpec values;
+        values.weights = check.spec;
+        try {
+            io::ValueScanner(values).scan_weights();
+        } catch (const Error& error) {
+            if (error.exit_code() != exit_invalid_input) throw;
+            check.problems.push_back(error.what());
+        }
+    }
     if (!check.valid()) {
         report.code = exit_invalid_input;
         report.verdict = "invalid weights: " + check.problems.front();
@@ -211,8 +225,9 @@ void validate_weights(InspectReport& report, const io::FileSchema& schema, const
     if (check.kv_heads > 0 && check.kv_heads != check.heads) line << ", G=" << check.kv_heads;
     line << " (";
     for (std::size_t i = 0; i < check.present.size(); ++i) line << (i ? " " : "") << check.present[i];
-    line << "); check it against an input with: attnbatch inspect INPUT --weights "
-         << report.path;
+    line << ")";
+    if (!scan) line << "; values not scanned (--quick)";
+    line << "; check it against an input with: attnbatch inspect INPUT --weights " << report.path;
     report.verdict = line.str();
 }
 
@@ -269,7 +284,7 @@ int inspect_command(const std::vector<std::string>& args) {
         ("heads", po::value<int>(), "input: attention heads H, as `run --heads` [1, or from [N, H, L, d] data or the weights file]")
         ("kv-heads", po::value<int>(), "input: K/V heads G, as `run --kv-heads` [from the data or the weights file, else H]")
         ("weights", po::value<std::string>()->value_name("FILE"), "input: also check this projection weights file")
-        ("quick", po::bool_switch(), "input: skip the full read for NaN/inf (shapes, types and lengths only)")
+        ("quick", po::bool_switch(), "input, weights: skip the full read for NaN/inf (shapes, types and lengths only)")
         ("json", po::bool_switch(), "print one JSON object (schema, verdict, sizes) instead of text");
     po::variables_map vm;
     if (!parse_command_line(spec, options, positional_as_file(args, options), vm)) return exit_ok;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Files whose attributes or /config are wrong: every command that reads them refuses
+"""Files whose attributes, /config or values are wrong: every command that reads them refuses
 them with exit 3 and one line naming the file, what was found and what was expected (they
 ended in "internal error", exit 1), and inspect refuses exactly what the other commands refuse
 (it called several of them valid). Every case failed with the binary from before.
@@ -16,6 +16,10 @@ Cases:
                       /config records heads = two, a weights-dtype other than its maps', or is
                       no string, or which has no /config: verify and weights exit 3 naming the
                       attribute or /config, and inspect exits 3 too
+  weights_values      a weights file with NaN in /w_q, inf in /b_k, a float64 beyond float32's
+                      range, or an lzf-compressed /w_q: inspect exits 3 as run does, naming the
+                      dataset, index and value (or the filter); inspect --quick skips the value
+                      scan and says so, but still refuses the filter
 """
 import os
 import shutil
@@ -160,7 +164,53 @@ def output_attributes(c):
         inspect_refuses(c.run("inspect", bad), fragments[1:], what + ": inspect")
 
 
-CASES = {case.__name__: case for case in (weights_attributes, output_attributes)}
+def weights_values(c):
+    c.ok("generate", "--output", "in.h5", "--num-seqs", "2", "--seq-len", "4", "--dim", "8", "--heads", "2",
+         "--weights-out", "w.h5", "--seed", "1")
+    c.ok("generate", "--output", "in64.h5", "--num-seqs", "2", "--seq-len", "4", "--dim", "8", "--heads", "2",
+         "--weights-out", "w64.h5", "--seed", "1", "--dtype", "float64")
+
+    def nan(f):
+        f["w_q"][0, 0] = np.nan
+
+    def inf(f):
+        f["b_k"][3] = np.inf
+
+    def huge(f):
+        f["w_v"][1, 2] = 1e300
+
+    def lzf(f):
+        q = f["w_q"][...]
+        del f["w_q"]
+        f.create_dataset("w_q", data=q, chunks=(2, 8), compression="lzf")
+
+    cases = [
+        ("w.h5", "in.h5", nan, ["dataset /w_q has a non-finite value (nan) at [0, 0]"], True),
+        ("w.h5", "in.h5", inf, ["dataset /b_k has a non-finite value (inf) at [3]"], True),
+        ("w64.h5", "in64.h5", huge, ["dataset /w_v has the value 1e+300 at [1, 2], beyond float32's range"], True),
+        ("w.h5", "in.h5", lzf, ["dataset /w_q is compressed with the HDF5 filter lzf"], False),
+    ]
+    for index, (source, data, change, fragments, scanned) in enumerate(cases):
+        w = c.copy(source, "bad%d.h5" % index, change)
+        what = "%s (%s)" % (w, fragments[0])
+        fragments = [w + ": "] + fragments
+        run = refused(c.run("run", "--input", data, "--weights", w, "--output", "o.h5", "--progress", "never"),
+                      fragments, what + ": run")
+        for args in ([w], [w, "--as", "weights"]):
+            inspected = c.run("inspect", *args)
+            inspect_refuses(inspected, fragments, what + ": inspect " + " ".join(args[1:]))
+            check(run in inspected.stdout + inspected.stderr, "%s: inspect does not say what run says: %r" % (what, run))
+        quick = c.run("inspect", w, "--quick")
+        if scanned:
+            check(quick.returncode == 0 and "values not scanned (--quick)" in quick.stdout,
+                  "%s: inspect --quick: exit %d, %r" % (what, quick.returncode, quick.stdout[-300:] + quick.stderr))
+        else:
+            inspect_refuses(quick, fragments, what + ": inspect --quick")
+    good = c.ok("inspect", "w.h5")
+    check("valid weights" in good.stdout and "not scanned" not in good.stdout, "inspect w.h5: %r" % good.stdout[-300:])
+
+
+CASES = {case.__name__: case for case in (weights_attributes, output_attributes, weights_values)}
 
 
 def main():

@@ -55,14 +55,16 @@ struct DescribedWeights {
 // `run`: opens the file read-only and applies every rule; Error as above.
 DescribedWeights describe_weights(const std::string& path, const WeightsRequest& request);
 
-// `inspect`: the rules on a file's schema. H is `heads` when > 0, else the file's attribute,
-// else unknown (the rules that need it are then left out).
+// `inspect`: the rules on a file's schema (and, for a dataset with filters, whether this HDF5
+// can decode it, as run finds out). H is `heads` when > 0, else the file's attribute, else
+// unknown (the rules that need it are then left out). The values are not scanned here.
 struct WeightsCheck {
     std::int64_t d = 0, qk_width = 0, v_width = 0, d_out = 0;  // d_out: 0 without /w_o
     std::int64_t k_width = 0;              // columns of /w_k (G*d_k)
     std::int64_t heads = 0, kv_heads = 0;  // 0: not known
     std::vector<std::string> present;      // the datasets found, in the documented order
     std::vector<std::string> problems;     // one line each
+    WeightsSpec spec;                      // what to scan the values of (ValueScanner), when valid
 
     bool valid() const { return problems.empty(); }
 };
