@@ -99,7 +99,8 @@ int verify_command(const std::vector<std::string>& args) {
         const RecordedRun run = read_recorded_run(out, input_path, vm.count("weights") ? vm["weights"].as<std::string>() : "");
         const io::InputSpec& in = run.input;
         const std::string& save = run.save_weights;
-        // The maps are read in the dtype /attention has; /config's weights-dtype must agree with it.
+        // The maps are read in the dtype /attention has (read_recorded_run refused a /config
+        // whose weights-dtype disagrees with it).
         const bool f16 = out.layout().weights_dtype == io::WeightsDtype::f16;
         const auto& proj = run.projections;
         const bool bf16 = run.attention.precision == kernels::Precision::bf16;
@@ -110,12 +111,6 @@ int verify_command(const std::vector<std::string>& args) {
         if (stored_maps && !out.has_attention()) {
             throw Error(exit_invalid_input, output_path + ": the run saved attention maps (--save-weights " + save + ") but " +
                                                 io::dataset::attention + " is missing");
-        }
-        if (stored_maps && f16 != run.maps_f16) {
-            throw Error(exit_invalid_input, output_path + ": dataset " + io::dataset::attention + " holds " +
-                                                (f16 ? "float16" : "float32") + " maps, but " + io::dataset::config +
-                                                " records weights-dtype " + (run.maps_f16 ? "f16" : "f32") +
-                                                "; expected them to agree (the output is inconsistent)");
         }
         std::vector<std::int64_t> samples;
         const std::string samples_text = vm["samples"].as<std::string>();

@@ -131,7 +131,7 @@ def verify_maps_dtype(c):
             check(len(lines) == 1, "no weights-dtype line in /config: %r" % text)
             del f["config"]
             f["config"] = text.replace(lines[0], "weights-dtype = " + other)
-        one_line_error(c.run("verify", "--output", name), 3, ["/attention", "/config", "weights-dtype " + other],
+        one_line_error(c.run("verify", "--output", name), 3, ["/attention", "/config", "weights-dtype = " + other],
                        "verify with /config weights-dtype %s on %s maps" % (other, dtype))
 
 
