@@ -22,41 +22,20 @@ Cases:
                       scan and says so, but still refuses the filter
 """
 import os
-import shutil
 import sys
 
 import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from harness import check, failures, fresh_directory, mpi_env, run_with_timeout  # noqa: E402
+from harness import check  # noqa: E402
+import command_cases  # noqa: E402
+from command_cases import one_line_error, run_case  # noqa: E402
 
-TIMEOUT = 120
-ENV = {k: v for k, v in mpi_env().items() if not k.startswith("ATTNBATCH_")}
-
-
-class Context:
-    def __init__(self, binary, work):
-        self.binary, self.work = os.path.abspath(binary), os.path.abspath(work)
-        fresh_directory(self.work)
-
-    def path(self, *names):
-        return os.path.join(self.work, *names)
-
-    def run(self, *args):
-        done = run_with_timeout([self.binary, *args], TIMEOUT, cwd=self.work, env=dict(ENV))
-        if done is None:
-            failures.append("attnbatch %s: no exit within %d s" % (" ".join(args), TIMEOUT))
-            raise SystemExit(1)
-        return done
-
-    def ok(self, *args):
-        done = self.run(*args)
-        check(done.returncode == 0, "attnbatch %s failed: %s" % (" ".join(args), done.stderr))
-        return done
-
+class Context(command_cases.Context):
     def copy(self, source, name, change):
-        shutil.copy(self.path(source), self.path(name))
+        """A copy of `source` named `name`, changed by change(h5py.File) in place."""
+        super().copy(source, name)
         with h5py.File(self.path(name), "r+") as f:
             change(f)
         return name
@@ -64,14 +43,8 @@ class Context:
 
 def refused(done, fragments, what):
     """Exit 3, one line on stderr holding every fragment; returns it from the first fragment on."""
-    check(done.returncode == 3, "%s: exit %d, expected 3; stderr %r" % (what, done.returncode, done.stderr))
-    lines = done.stderr.splitlines()
-    check(len(lines) == 1, "%s: stderr should be one line: %r" % (what, done.stderr))
-    check("internal error" not in done.stderr, "%s: %r" % (what, done.stderr))
-    for fragment in fragments:
-        check(fragment in done.stderr, "%s: stderr lacks %r: %r" % (what, fragment, done.stderr))
-    first = lines[0] if lines else ""
-    return first[first.find(fragments[0]):]  # from the file's name on: the prefix names the command
+    line = one_line_error(done, 3, fragments, what)
+    return line[line.find(fragments[0]):]  # from the file's name on: the prefix names the command
 
 
 def inspect_refuses(done, fragments, what):
@@ -213,18 +186,5 @@ def weights_values(c):
 CASES = {case.__name__: case for case in (weights_attributes, output_attributes, weights_values)}
 
 
-def main():
-    if len(sys.argv) != 4 or sys.argv[3] not in CASES:
-        print(__doc__)
-        return 2
-    binary, work, case = sys.argv[1:]
-    CASES[case](Context(binary, work))
-    if failures:
-        print("%d failure(s) in %s" % (len(failures), case))
-        return 1
-    print("%s: OK" % case)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_case(__doc__, CASES, Context))

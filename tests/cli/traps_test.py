@@ -48,41 +48,8 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from harness import check, digest, failures, fresh_directory, mpi_env, run_with_timeout  # noqa: E402
-
-TIMEOUT = 120
-ENV = {k: v for k, v in mpi_env().items() if not k.startswith("ATTNBATCH_")}
-
-
-class Context:
-    def __init__(self, binary, work):
-        self.binary, self.work = os.path.abspath(binary), os.path.abspath(work)
-        fresh_directory(self.work)
-
-    def path(self, *names):
-        return os.path.join(self.work, *names)
-
-    def run(self, *args, cwd=None, env=None):
-        environment = dict(ENV)
-        environment.update(env or {})
-        done = run_with_timeout([self.binary, *args], TIMEOUT, cwd=cwd or self.work, env=environment)
-        if done is None:
-            failures.append("attnbatch %s: no exit within %d s" % (" ".join(args), TIMEOUT))
-            raise SystemExit(1)
-        return done
-
-    def generate(self, name, *extra):
-        done = self.run("generate", "--output", self.path(name), *extra)
-        check(done.returncode == 0, "generate %s failed: %s" % (name, done.stderr))
-
-
-def one_line_error(done, code, fragments, what):
-    check(done.returncode == code, "%s: exit %d, expected %d; stderr %r" % (what, done.returncode, code, done.stderr))
-    lines = done.stderr.splitlines()
-    check(len(lines) == 1, "%s: stderr should be one line: %r" % (what, done.stderr))
-    for fragment in fragments:
-        check(fragment in done.stderr, "%s: stderr lacks %r: %r" % (what, fragment, done.stderr))
-
+from harness import check, digest, failures  # noqa: E402
+from command_cases import ENV, TIMEOUT, one_line_error, run_case  # noqa: E402
 
 def resume_complete_other_options(c):
     c.generate("in.h5", "--num-seqs", "6", "--seq-len", "8", "--dim", "8", "--min-len", "2")
@@ -384,18 +351,5 @@ CASES = {case.__name__: case for case in (
     inspect_error_once, one_rank_wording, maps_inspectable, stdout_closed)}
 
 
-def main():
-    if len(sys.argv) != 4 or sys.argv[3] not in CASES:
-        print(__doc__)
-        return 2
-    binary, work, case = sys.argv[1:]
-    CASES[case](Context(binary, work))
-    if failures:
-        print("%d failure(s) in %s" % (len(failures), case))
-        return 1
-    print("%s: OK" % case)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_case(__doc__, CASES))

@@ -24,46 +24,8 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from harness import check, digest, failures, fresh_directory, mpi_env, run_with_timeout  # noqa: E402
-
-TIMEOUT = 120
-ENV = {k: v for k, v in mpi_env().items() if not k.startswith("ATTNBATCH_")}
-
-
-class Context:
-    def __init__(self, binary, work):
-        self.binary, self.work = os.path.abspath(binary), os.path.abspath(work)
-        fresh_directory(self.work)
-
-    def path(self, *names):
-        return os.path.join(self.work, *names)
-
-    def run(self, *args):
-        done = run_with_timeout([self.binary, *args], TIMEOUT, cwd=self.work, env=dict(ENV))
-        if done is None:
-            failures.append("attnbatch %s: no exit within %d s" % (" ".join(args), TIMEOUT))
-            raise SystemExit(1)
-        return done
-
-    def ok(self, *args):
-        done = self.run(*args)
-        check(done.returncode == 0, "attnbatch %s: exit %d, %r" % (" ".join(args), done.returncode, done.stderr))
-        return done
-
-    def copy(self, source, name):
-        with open(self.path(source), "rb") as f, open(self.path(name), "wb") as g:
-            g.write(f.read())
-        return name
-
-
-def one_line_error(done, code, fragments, what):
-    check(done.returncode == code, "%s: exit %d, expected %d; stdout %r stderr %r"
-          % (what, done.returncode, code, done.stdout[-300:], done.stderr))
-    check(len(done.stderr.splitlines()) == 1, "%s: stderr should be one line: %r" % (what, done.stderr))
-    check("internal error" not in done.stderr, "%s: %r" % (what, done.stderr))
-    for fragment in fragments:
-        check(fragment in done.stderr, "%s: stderr lacks %r: %r" % (what, fragment, done.stderr))
-
+from harness import check, digest  # noqa: E402
+from command_cases import one_line_error, run_case  # noqa: E402
 
 def verify_nan(c):
     c.ok("generate", "--output", "in.h5", "--num-seqs", "2", "--seq-len", "8", "--dim", "8", "--min-len", "4", "--seed", "1")
@@ -191,18 +153,5 @@ CASES = {case.__name__: case for case in (verify_nan, verify_lengths, verify_sam
                                           weights_mismatch, weights_sequences_past, weights_to_source)}
 
 
-def main():
-    if len(sys.argv) != 4 or sys.argv[3] not in CASES:
-        print(__doc__)
-        return 2
-    binary, work, case = sys.argv[1:]
-    CASES[case](Context(binary, work))
-    if failures:
-        print("%d failure(s) in %s" % (len(failures), case))
-        return 1
-    print("%s: OK" % case)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_case(__doc__, CASES))
