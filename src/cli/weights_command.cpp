@@ -117,6 +117,16 @@ int weights_command(const std::vector<std::string>& args) {
                     const float* q = p.q + h * p.q_strides.head + i * p.q_strides.row;
                     const std::int64_t keys = run.attention.causal ? std::min<std::int64_t>(seq.length, i + 1) : seq.length;
                     const double row_lse = lse[static_cast<std::size_t>(h) * stored + static_cast<std::size_t>(i)];
+                    // A row that sees a key has a finite log-sum-exp; any other value would make
+                    // the whole row of the map NaN, 0 or inf, written as if it were a result.
+                    if (!std::isfinite(row_lse)) {
+                        throw Error(exit_invalid_input, vm["output"].as<std::string>() + ": dataset " + io::dataset::lse +
+                                                            " holds " + std::to_string(row_lse) + " for sequence " +
+                                                            std::to_string(sequences[si]) + ", head " + std::to_string(h) +
+                                                            ", row " + std::to_string(i) +
+                                                            ", expected a finite value (the row sees " + std::to_string(keys) +
+                                                            " keys); hint: attnbatch verify checks the output");
+                    }
                     for (std::int64_t j = 0; j < keys; ++j) {
                         const float* k = p.k + kernels::kv_head_of(p, static_cast<int>(h)) * p.k_strides.head + j * p.k_strides.row;
                         double dot = 0;

@@ -3,6 +3,8 @@
 
   verify_nan              a NaN at a valid position of /lse or /output, or in a map, fails verify
                           (exit 3) and the report says so; the untouched output passes
+  weights_nan_lse         a NaN or infinite /lse value of a row that sees keys: weights refuses
+                          (exit 3, naming sequence, head and row) and writes no maps
   verify_lengths          an output whose /lengths differs from the input's (one value lowered), is
                           missing, float-typed or of another shape fails verify with exit 3
   verify_samples_syntax   --samples takes a whole count or 'all': '3abc' is refused (exit 2)
@@ -46,6 +48,23 @@ def verify_nan(c):
             line = [l for l in done.stdout.splitlines() if l.strip().startswith(dataset)]
             check(len(line) == 1 and "inf" in line[0] and "1 NaN or infinite" in line[0],
                   "%s: the report does not show it: %r" % (what, done.stdout))
+
+
+def weights_nan_lse(c):
+    """weights wrote the NaN (or 0, or inf) rows a damaged /lse gives, with exit 0."""
+    c.ok("generate", "--output", "in.h5", "--num-seqs", "2", "--seq-len", "8", "--dim", "8", "--min-len", "4", "--seed", "1")
+    c.ok("run", "--input", "in.h5", "--output", "out.h5", "--heads", "2", "--save-weights", "none", "--progress", "never")
+    c.ok("weights", "--output", "out.h5", "--sequences", "1", "--to", "good.h5")
+    with h5py.File(c.path("out.h5"), "r") as f:
+        valid = int(f["lengths"][1])
+    for bad in (np.nan, np.inf, -np.inf):
+        name = c.copy("out.h5", "bad.h5")
+        with h5py.File(c.path(name), "r+") as f:
+            f["lse"][1, 1, valid - 1] = bad
+        one_line_error(c.run("weights", "--output", name, "--sequences", "1", "--to", "maps.h5", "--force"), 3,
+                       ["/lse", "sequence 1, head 1, row %d" % (valid - 1), "expected a finite value"],
+                       "weights with %s in /lse" % bad)
+        check(not os.path.exists(c.path("maps.h5")), "weights with %s in /lse wrote maps" % bad)
 
 
 def verify_lengths(c):
@@ -149,7 +168,7 @@ def weights_to_source(c):
     c.ok("verify", "--output", "out.h5")
 
 
-CASES = {case.__name__: case for case in (verify_nan, verify_lengths, verify_samples_syntax, verify_maps_dtype,
+CASES = {case.__name__: case for case in (verify_nan, weights_nan_lse, verify_lengths, verify_samples_syntax, verify_maps_dtype,
                                           weights_mismatch, weights_sequences_past, weights_to_source)}
 
 
