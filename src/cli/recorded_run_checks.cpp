@@ -1,7 +1,5 @@
 #include "recorded_run_checks.hpp"
 
-#include <sys/stat.h>
-
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/h5/file_schema.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
@@ -60,20 +58,6 @@ void check_output_lengths(const io::OutputReader& output, const RecordedRun& run
                                             " tokens for sequence " + std::to_string(first + static_cast<std::int64_t>(i)) +
                                             ", but " + run.input.path + " gives it " + std::to_string(input[i]) +
                                             "; expected the input the run read; hint: check --input");
-    }
-}
-
-void check_not_a_source(const std::string& option, const std::string& target,
-                        const std::vector<std::pair<std::string, std::string>>& sources) {
-    struct stat written {};
-    if (::stat(target.c_str(), &written) != 0) return;
-    for (const auto& [what, path] : sources) {
-        struct stat read {};
-        if (path.empty() || ::stat(path.c_str(), &read) != 0) continue;
-        if (read.st_dev == written.st_dev && read.st_ino == written.st_ino) {
-            throw Error(exit_usage, option + " " + target + " is the same file as " + what + " " + path +
-                                        ", expected a different path (the files read are never overwritten, even with --force)");
-        }
     }
 }
 

@@ -20,10 +20,4 @@ void check_recorded_shape(const io::OutputReader& output, const RecordedRun& run
 // holds (all of them: one small read).
 void check_output_lengths(const io::OutputReader& output, const RecordedRun& run, io::InputReader& reader);
 
-// `target` (named by `option`) is none of `sources`, compared by device and inode so that
-// another spelling or a link of the same file is caught: Error exit 2. Paths that do not exist
-// are fine.
-void check_not_a_source(const std::string& option, const std::string& target,
-                        const std::vector<std::pair<std::string, std::string>>& sources);  // {what, path}
-
 }  // namespace attnbatch::cli

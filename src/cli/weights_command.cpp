@@ -11,6 +11,7 @@
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/h5/file_paths.hpp"
 #include "attnbatch/io/output/attention_maps.hpp"
+#include "attnbatch/io/output/output_paths.hpp"
 #include "attnbatch/io/output/output_reader.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/kernels/bf16.hpp"
@@ -62,8 +63,9 @@ int weights_command(const std::vector<std::string>& args) {
         const io::InputSpec& in = run.input;
         // The maps are only as right as the files are the run's: what the output records of
         // them must match, and nothing read may be overwritten.
-        check_not_a_source("--to", to, {{"--output", vm["output"].as<std::string>()}, {"the input", in.path},
-                                         {"the weights", in.weights ? in.weights->path : std::string()}});
+        io::check_output_is_not_an_input(to, {{"--output", vm["output"].as<std::string>()}, {"the input", in.path},
+                                              {"the weights", in.weights ? in.weights->path : std::string()}},
+                                         "--to");
         check_recorded_shape(out, run);
         // Sequences are named as in the input (and in run --sequences); the output's rows start
         // at its first_sequence.

@@ -589,7 +589,8 @@ Job prepare_job(Comm& comm, const JobSettings& settings) {
         begin_phase(comm, Phase::validation);
         timed(job.phases.describe, [&] {
             agreed(comm, comm.is_root(), [&] {
-                io::check_output_is_not_an_input(job.settings.output, {job.settings.input.input_path, job.settings.input.weights_path});
+                io::check_output_is_not_an_input(job.settings.output, {{"--input", job.settings.input.input_path},
+                                                                       {"--weights", job.settings.input.weights_path}});
             });
             assess_resources(job);
             describe(job);

@@ -325,7 +325,8 @@ std::vector<AttentionLayer> find_attention_layers(const SafetensorsFile& model) 
 ImportedWeights import_weights(const ImportRequest& request) {
     // --force replaces --output, so an output that is the model or its config.json (another
     // spelling, a link) would destroy what is read; refused before anything is read.
-    check_output_is_not_an_input(request.output, {request.input, directory_of(request.input) + "/config.json"});
+    check_output_is_not_an_input(request.output,
+                                 {{"--input", request.input}, {"its config.json", directory_of(request.input) + "/config.json"}});
     const SafetensorsFile model(request.input);
     const std::vector<AttentionLayer> layers = find_attention_layers(model);
     const auto described = [&]() {

@@ -93,18 +93,19 @@ void prepare_output_path(const std::string& output_path, bool force) {
     }
 }
 
-void check_output_is_not_an_input(const std::string& output_path, const std::vector<std::string>& inputs) {
+void check_output_is_not_an_input(const std::string& output_path,
+                                  const std::vector<std::pair<std::string, std::string>>& inputs, const std::string& option) {
     struct stat out {};
     if (::stat(output_path.c_str(), &out) != 0) return;
     if (S_ISDIR(out.st_mode)) {
-        usage("--output " + output_path + " is a directory, expected a file path; hint: e.g. " + output_path + "/out.h5");
+        usage(option + " " + output_path + " is a directory, expected a file path; hint: e.g. " + output_path + "/out.h5");
     }
-    for (const std::string& input : inputs) {
+    for (const auto& [what, input] : inputs) {
         struct stat in {};
         if (input.empty() || ::stat(input.c_str(), &in) != 0) continue;
         if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
-            usage("--output " + output_path + " is the same file as " + input +
-                  ", expected a different path (inputs are never overwritten, even with --force)");
+            usage(option + " " + output_path + " is the same file as " + what + " " + input +
+                  ", expected a different path (the files read are never overwritten, even with --force)");
         }
     }
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnbatch::io {
@@ -14,10 +15,13 @@ namespace attnbatch::io {
 std::string partial_path_for(const std::string& output_path);  // OUTPUT + ".partial"
 std::string staging_path_for(const std::string& output_path);  // OUTPUT.partial + ".new"
 
-// --output names neither a directory nor one of `inputs` (the run's input and weights files:
-// inputs are never overwritten, even with --force): Error exit 2 otherwise. Paths that do not
-// exist are fine.
-void check_output_is_not_an_input(const std::string& output_path, const std::vector<std::string>& inputs);
+// The file a command writes, named by `option` (--output, --to), is neither a directory nor one
+// of the files it reads, `inputs`, each {what names it, path} ({"--input", "in.h5"}), compared
+// by device and inode so that another spelling or a link counts: files read are never
+// overwritten, even with --force. Error exit 2 otherwise; paths that do not exist are fine.
+void check_output_is_not_an_input(const std::string& output_path,
+                                  const std::vector<std::pair<std::string, std::string>>& inputs,
+                                  const std::string& option = "--output");
 
 // The checks and clean-up before creating OUTPUT.partial: Error with exit 2 when
 // OUTPUT exists (without force) or a .partial is left from an interrupted run (without force;
