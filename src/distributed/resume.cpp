@@ -115,8 +115,9 @@ bool ResumeInspection::verify_some(std::uint64_t bytes) {
     failing_.insert(failing_.end(), failing.begin(), failing.end());
     next_unit_ = last;
     if (next_unit_ < units) return false;
-    // Compressed chunks a crash left unreadable would make every rewrite of their units fail.
-    if (layout_.gzip_level != 0) reset_chunks_ = file_->reset_unreadable_chunks(read_back_);
+    // Compressed chunks a crash left unreadable would make every rewrite of their units fail
+    // (datasets without filters are left alone by the reset itself).
+    reset_chunks_ = file_->reset_unreadable_chunks(read_back_);
     file_.reset();  // closed before the run reopens it
     return true;
 }

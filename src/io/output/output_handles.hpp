@@ -2,11 +2,13 @@
 // them back (output_file.cpp, output_journal.cpp, output_spans.cpp).
 #pragma once
 
+#include "attnbatch/io/h5/chunk_indices.hpp"
 #include "attnbatch/io/h5/dataset.hpp"
 #include "attnbatch/io/h5/file.hpp"
 #include "attnbatch/io/output/output_file.hpp"
 
 #include <optional>
+#include <vector>
 
 namespace attnbatch::io {
 
@@ -25,6 +27,15 @@ inline FileTuning output_file_tuning(const OutputLayout& layout) {
     tuning.chunk_cache = layout.gzip_level != 0;
     tuning.reuse_freed_space = layout.gzip_level == 0;
     return tuning;
+}
+
+// Adds the chunks of `dataset` that `slabs` overlap (nothing for a contiguous dataset): the
+// chunks a check read without error (OutputFile::ChunksReadBack).
+inline void note_chunks_read(const Dataset& dataset, const std::vector<Slab>& slabs, ChunkIndices& chunks) {
+    const Dims chunk = dataset.chunk();
+    if (chunk.empty()) return;
+    const Dims dims = dataset.dims();
+    for (const Slab& slab : slabs) add_chunks_of(dims, chunk, slab, chunks);
 }
 
 struct OutputFile::Handles {

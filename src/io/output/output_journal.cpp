@@ -245,17 +245,6 @@ JournalState OutputFile::journal_state() const {
     return state;
 }
 
-namespace {
-
-// Adds the chunks rows [first, first + count) of a chunked dataset lie in.
-void note_rows(const Dataset& dataset, hsize_t first, hsize_t count, ChunkIndices& chunks) {
-    const Dims chunk = dataset.chunk();
-    if (chunk.empty()) return;
-    add_chunks_of(dataset.dims(), chunk, rows_slab(dataset, first, count), chunks);
-}
-
-}  // namespace
-
 std::size_t OutputFile::reset_unreadable_chunks(const ChunksReadBack& read_back) {
     std::size_t replaced = 0;
     const ChunkIndices none;
@@ -323,6 +312,9 @@ std::vector<std::int64_t> OutputFile::units_failing_checksum(const JournalState&
                 failing.push_back(static_cast<std::int64_t>(u));
             }
             if (read_back) {
+                const auto note_rows = [&](const Dataset& dataset, hsize_t from, hsize_t rows_read, ChunkIndices& chunks) {
+                    note_chunks_read(dataset, {rows_slab(dataset, from, rows_read)}, chunks);
+                };
                 note_rows(*h5_->output, rows(first), rows(count), read_back->output);
                 note_rows(*h5_->lse, rows(first), rows(count), read_back->lse);
                 note_rows(*h5_->lengths, rows(first), rows(count), read_back->lengths);

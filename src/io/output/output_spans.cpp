@@ -425,15 +425,10 @@ std::uint64_t OutputFile::stored_checksum(const OutputSpan& span, ChunksReadBack
         }
     }
     if (read_back) {
-        const auto note = [](const Dataset& dataset, const std::vector<Slab>& slabs, ChunkIndices& chunks) {
-            const Dims dims = dataset.dims(), chunk = dataset.chunk();
-            if (chunk.empty()) return;
-            for (const Slab& slab : slabs) add_chunks_of(dims, chunk, slab, chunks);
-        };
-        note(*h5_->output, boxes.output, read_back->output);
-        note(*h5_->lse, boxes.lse, read_back->lse);
-        note(*h5_->lengths, boxes.lengths, read_back->lengths);
-        if (h5_->attention && sizes.attention > 0) note(*h5_->attention, boxes.attention, read_back->attention);
+        note_chunks_read(*h5_->output, boxes.output, read_back->output);
+        note_chunks_read(*h5_->lse, boxes.lse, read_back->lse);
+        note_chunks_read(*h5_->lengths, boxes.lengths, read_back->lengths);
+        if (h5_->attention && sizes.attention > 0) note_chunks_read(*h5_->attention, boxes.attention, read_back->attention);
     }
     return span_checksum(layout_, span, span, block);
 }
