@@ -250,6 +250,14 @@ void size_steps(Job& job) {
         if (s.unit_sequences > 0) job.max_sequences = std::min<std::int64_t>(job.max_sequences, s.unit_sequences);
     });
     job.max_step_bytes = rows.budget;
+    if (job.layout.gzip_level > 0) {
+        // A quarter of a step of the static schedule (kMinRounds per rank's share, or fewer
+        // sequences where memory caps a step): its steps then end on chunk bounds (split_share),
+        // so each compressed chunk is written once (OutputLayout::chunk_sequences).
+        const std::int64_t per_round = (job.spec.n + std::int64_t{job.plan_ranks} * kMinRounds - 1) /
+                                       (std::int64_t{job.plan_ranks} * kMinRounds);
+        job.layout.chunk_sequences = std::max<std::int64_t>(1, std::min(job.max_sequences, per_round) / 4);
+    }
     job.split.ranks = job.plan_ranks;
     job.split.max_piece_cost = max_step_cost(job);
     job.split.padded_rows = job.spec.packed ? 0 : job.spec.len;

@@ -452,6 +452,40 @@ TEST_F(Output, ChunksHoldWholeSequences) {
     EXPECT_EQ(Dataset::open(out.file(), "/output").chunk(), (Dims{32, 128, 64}));
 }
 
+// A compressed chunk is written whole, to new space, by every step that writes part of it:
+// chunk_sequences keeps each dataset's chunks along the batch within a step's sequences (or
+// their share of the packed rows), and the schedule's grid (sequence_chunks) is the file's.
+TEST_F(Output, CompressedChunksHoldAtMostChunkSequences) {
+    OutputLayout layout = small_layout();
+    layout.n = 1000;
+    layout.len = 16;
+    layout.d_out = 16;
+    layout.gzip_level = 1;
+    layout.chunk_sequences = 6;
+    {
+        OutputFile out = OutputFile::create(path, layout, provenance());
+        EXPECT_EQ(out.sequences_per_chunk(), 6);
+        EXPECT_EQ(Dataset::open(out.file(), "/output").chunk(), (Dims{6, 16, 16}));  // 1024 sequences uncapped
+        EXPECT_EQ(Dataset::open(out.file(), "/attention").chunk(), (Dims{6, 2, 16, 16}));
+        EXPECT_EQ(Dataset::open(out.file(), "/lse").chunk(), (Dims{6, 2, 16}));
+        EXPECT_EQ(Dataset::open(out.file(), "/lengths").chunk(), (Dims{6}));
+        EXPECT_EQ(sequence_chunks(layout).every, 6);
+    }
+    ::unlink(partial.c_str());
+    // Packed: 1000 sequences of 1 to 16 rows; 6 sequences' share of T, rounded up.
+    auto offsets = std::make_shared<std::vector<std::int64_t>>(1, 0);
+    for (std::int64_t s = 0; s < layout.n; ++s) offsets->push_back(offsets->back() + 1 + s % 16);
+    layout.packed = true;
+    layout.offsets = offsets;
+    const auto tokens = static_cast<std::uint64_t>(offsets->back());
+    const std::uint64_t rows = (tokens * 6 + 999) / 1000;
+    OutputFile out = OutputFile::create(path, layout, provenance());
+    EXPECT_EQ(Dataset::open(out.file(), "/output").chunk(), (Dims{rows, 16}));
+    EXPECT_EQ(Dataset::open(out.file(), "/lse").chunk(), (Dims{2, rows}));
+    EXPECT_EQ(Dataset::open(out.file(), "/lengths").chunk(), (Dims{6}));
+    EXPECT_EQ(Dataset::open(out.file(), "/offsets").chunk(), (Dims{1001}));  // written once, at creation
+}
+
 TEST(OutputSize, EstimatesAndFreeSpace) {
     OutputLayout layout;
     layout.n = 10;

@@ -42,11 +42,14 @@ struct Fill {
 constexpr Fill kWrittenWhole{Fill::none, 0.0};
 Fill marker(double value) { return Fill{Fill::marker, value}; }
 
+// `batch`: the axis that runs along the batch (output_chunk_shape); none for a dataset written
+// once, at creation.
 Dataset make_dataset(const File& file, const std::string& path, const Datatype& type, const Dims& dims,
-                     std::size_t element_size, const OutputLayout& layout, const std::vector<std::string>& labels,
-                     Fill fill = {}) {
+                     std::size_t element_size, const OutputLayout& layout, std::optional<BatchAxis> batch,
+                     const std::vector<std::string>& labels, Fill fill = {}) {
     DatasetCreation creation;
-    creation.chunk = chunk_shape(dims, element_size, layout.chunk_bytes);
+    creation.chunk = batch ? output_chunk_shape(layout, dims, element_size, *batch)
+                           : chunk_shape(dims, element_size, layout.chunk_bytes);
     creation.gzip_level = layout.gzip_level;
     // Uncompressed, the file's layout is then fixed at creation: a resumed run writes the
     // same bytes at the same places as an uninterrupted one, and a crash between flushes
@@ -233,19 +236,20 @@ void OutputFile::create_padded(const Provenance& provenance, const OutputOptions
     const auto len = static_cast<hsize_t>(layout.len);
     const auto heads = static_cast<hsize_t>(layout.heads);
     h5_->output = make_dataset(h5_->file, dataset::output, Datatype::float32(), padded_output_dims(layout), 4, layout,
-                               {"N", "L", "D"}, kWrittenWhole);
+                               BatchAxis{}, {"N", "L", "D"}, kWrittenWhole);
     sequences_per_chunk_ = static_cast<std::int64_t>(h5_->output->chunk()[0]);
     if (layout.save_weights != SaveWeights::none) {
         const bool half = layout.weights_dtype == WeightsDtype::f16;
         h5_->attention = make_dataset(
             h5_->file, dataset::attention, half ? Datatype::float16() : Datatype::float32(), padded_maps_dims(layout),
-            layout.weights_element_bytes(), layout, {"N", "H", "L_q", "L_k"}, kWrittenWhole);
+            layout.weights_element_bytes(), layout, BatchAxis{}, {"N", "H", "L_q", "L_k"}, kWrittenWhole);
         set_attention_attributes(*h5_->attention, layout);
     }
     // NaN and -1 mark sequences not yet written (see the header).
-    h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, {"N", "H", "L"},
+    h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, BatchAxis{},
+                           {"N", "H", "L"},
                         marker(std::numeric_limits<double>::quiet_NaN()));
-    h5_->lengths = make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
+    h5_->lengths = make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, BatchAxis{}, {"N"}, marker(-1.0));
     attach_dimension_scales(h5_->file, layout, *h5_->output, *h5_->lse, *h5_->lengths, h5_->attention, std::nullopt);
     write_provenance(h5_->file, layout, provenance);
     if (options.journal) create_journal(*options.journal);
@@ -256,20 +260,21 @@ void OutputFile::create_packed(const OutputOptions& options) {
     const auto n = static_cast<hsize_t>(layout.n);
     const auto tokens = static_cast<hsize_t>(layout.tokens()), heads = static_cast<hsize_t>(layout.heads);
     h5_->output = make_dataset(h5_->file, dataset::output, Datatype::float32(), {tokens, static_cast<hsize_t>(layout.d_out)}, 4, layout,
-                           {"T", "D"}, kWrittenWhole);
+                           BatchAxis{0, true}, {"T", "D"}, kWrittenWhole);
     sequences_per_chunk_ = 1;
     if (layout.save_weights != SaveWeights::none) {
         const bool half = layout.weights_dtype == WeightsDtype::f16;
         h5_->attention = make_dataset(
             h5_->file, dataset::attention, half ? Datatype::float16() : Datatype::float32(),
-            padded_maps_dims(layout), layout.weights_element_bytes(), layout, {"N", "H", "L_q", "L_k"},
+            padded_maps_dims(layout), layout.weights_element_bytes(), layout, BatchAxis{}, {"N", "H", "L_q", "L_k"},
             layout.gzip_level == 0 ? kWrittenWhole : Fill{});
         set_attention_attributes(*h5_->attention, layout);
     }
-    h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {heads, tokens}, 4, layout, {"H", "T"},
+    h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {heads, tokens}, 4, layout, BatchAxis{1, true},
+                           {"H", "T"},
                         marker(std::numeric_limits<double>::quiet_NaN()));
-    h5_->lengths = make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, {"N"}, marker(-1.0));
-    h5_->offsets = make_dataset(h5_->file, dataset::offsets, Datatype::int64(), {n + 1}, 8, layout, {"N+1"});
+    h5_->lengths = make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, BatchAxis{}, {"N"}, marker(-1.0));
+    h5_->offsets = make_dataset(h5_->file, dataset::offsets, Datatype::int64(), {n + 1}, 8, layout, std::nullopt, {"N+1"});
     attach_dimension_scales(h5_->file, layout, *h5_->output, *h5_->lse, *h5_->lengths, h5_->attention, h5_->offsets);
     // Each writer its own rows: a collective creation by thousands of ranks writes them once.
     // Compressed under MPI-IO, in one collective write (data_transfer()).

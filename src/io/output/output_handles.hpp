@@ -12,18 +12,19 @@
 
 namespace attnbatch::io {
 
-// How the output file is placed and cached: objects on page bounds (whole chunks can then be
-// written around HDF5: direct_chunks.hpp), and, where nothing is compressed, no chunk cache,
-// so that HDF5 holds no raw data that such writes would leave stale (under MPI-IO it holds none
-// anyway). Compressed chunks move when rewritten (a chunk two rounds share: /lse, /lengths, a
-// long sequence's pieces): their freed space is not reused, so that what the last checkpoint
-// flushed survives a kill before the next (without it a resume found those units damaged and
-// could not rewrite their chunks: 'inflate() failed', or HDF5 crashed). The file grows by the
-// chunks rewritten: the compressed fills of creation, and about one /lse and /lengths chunk
-// per round (1.3% for 512 sequences with maps).
+// How the output file is placed and cached. Uncompressed: objects on page bounds, so that whole
+// chunks can be written around HDF5 (direct_chunks.hpp), and no chunk cache, so that HDF5 holds
+// no raw data that such writes would leave stale (under MPI-IO it holds none anyway).
+// Compressed: no such writes (they decline filters), so no alignment either, which padded each
+// small chunk to a page. Compressed chunks move when rewritten: their freed space is not
+// reused, so that what the last checkpoint flushed survives a kill before the next (without it
+// a resume found those units damaged and could not rewrite their chunks: 'inflate() failed',
+// or HDF5 crashed). So chunks are no larger than a step writes (OutputLayout::chunk_sequences),
+// and the file grows only by the compressed fills of creation and the chunks that two steps
+// share.
 inline FileTuning output_file_tuning(const OutputLayout& layout) {
     FileTuning tuning;
-    tuning.alignment = 4096;
+    tuning.alignment = layout.gzip_level == 0 ? 4096 : 0;
     tuning.chunk_cache = layout.gzip_level != 0;
     tuning.reuse_freed_space = layout.gzip_level == 0;
     return tuning;

@@ -66,13 +66,25 @@ Dims padded_maps_dims(const OutputLayout& layout) {
     return {static_cast<std::uint64_t>(layout.weights_count()), static_cast<std::uint64_t>(layout.weights_heads()), len, len};
 }
 
+Dims output_chunk_shape(const OutputLayout& layout, const Dims& dims, std::size_t element_size, BatchAxis batch) {
+    Dims chunk = chunk_shape(dims, element_size, layout.chunk_bytes);
+    if (layout.chunk_sequences <= 0 || batch.index >= chunk.size() || layout.n <= 0) return chunk;
+    std::uint64_t most = static_cast<std::uint64_t>(layout.chunk_sequences);
+    if (batch.token_rows) {  // the sequences' share of the rows, rounded up
+        const auto tokens = static_cast<std::uint64_t>(std::max<std::int64_t>(1, layout.tokens()));
+        most = (tokens * most + static_cast<std::uint64_t>(layout.n) - 1) / static_cast<std::uint64_t>(layout.n);
+    }
+    chunk[batch.index] = std::clamp<std::uint64_t>(most, 1, chunk[batch.index]);
+    return chunk;
+}
+
 SequenceChunks sequence_chunks(const OutputLayout& layout) {
     if (layout.packed || layout.n <= 0 || layout.len <= 0 || layout.d_out <= 0) return {};
     // A chunk cut inside a sequence (chunk_shape's leading extent 1) starts with every sequence.
-    const auto output_every = static_cast<std::int64_t>(chunk_shape(padded_output_dims(layout), 4, layout.chunk_bytes)[0]);
+    const auto output_every = static_cast<std::int64_t>(output_chunk_shape(layout, padded_output_dims(layout), 4, {})[0]);
     if (layout.weights_count() <= 0) return {0, output_every};
-    const auto maps_every =
-        static_cast<std::int64_t>(chunk_shape(padded_maps_dims(layout), layout.weights_element_bytes(), layout.chunk_bytes)[0]);
+    const auto maps_every = static_cast<std::int64_t>(
+        output_chunk_shape(layout, padded_maps_dims(layout), layout.weights_element_bytes(), {})[0]);
     // The maps hold most of the bytes: their grid, which with maps from a chunk bound on (the
     // usual A = 0) meets the output's every lcm sequences.
     if (layout.weights_first % maps_every == 0) return {0, std::lcm(output_every, maps_every)};

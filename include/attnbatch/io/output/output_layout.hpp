@@ -31,6 +31,12 @@ struct OutputLayout {
     std::int64_t weights_last = -1;  // B (exclusive); -1: N
     int gzip_level = 0;              // 0: no compression; 1-9: shuffle + deflate
     std::size_t chunk_bytes = default_chunk_bytes;
+    // > 0: no chunk holds more than this many sequences along N (nor, in the packed layout,
+    // more rows along T than the same share of T's rows). A compressed chunk is rewritten whole,
+    // into new file space, by every step that writes part of it (output_file_tuning keeps the
+    // old space), so a compressed output's chunks must be no larger than a step's writes: with
+    // chunks of 1 MiB and steps of a few sequences, the file grew with the number of steps.
+    std::int64_t chunk_sequences = 0;
     // Row 0 holds this input sequence (run --sequences). Rows and weights_first/last count
     // from row 0; the attributes first_sequence and weights_sequences record input sequences.
     std::int64_t first_sequence = 0;
@@ -65,6 +71,16 @@ void check_output_layout(const OutputLayout& layout, const std::string& path);
 // layout's too: its maps are L rows long).
 Dims padded_output_dims(const OutputLayout& layout);
 Dims padded_maps_dims(const OutputLayout& layout);
+
+// Which axis of an output dataset runs along the batch: sequences (N, N_w), or the packed
+// layout's rows (T).
+struct BatchAxis {
+    std::size_t index = 0;
+    bool token_rows = false;
+};
+// An output dataset's chunk: about layout.chunk_bytes (chunk_shape), and along `batch` at most
+// layout.chunk_sequences sequences, or their share of the rows.
+Dims output_chunk_shape(const OutputLayout& layout, const Dims& dims, std::size_t element_size, BatchAxis batch);
 
 // Where the padded layout's large datasets start their chunks along the sequences: at every
 // `every`-th sequence from `first` (every = 1: at each; so too in the packed layout, whose rows
