@@ -247,9 +247,9 @@ void OutputFile::create_padded(const Provenance& provenance, const OutputOptions
     }
     // NaN and -1 mark sequences not yet written (see the header).
     h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {n, heads, len}, 4, layout, BatchAxis{},
-                           {"N", "H", "L"},
-                        marker(std::numeric_limits<double>::quiet_NaN()));
-    h5_->lengths = make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, BatchAxis{}, {"N"}, marker(-1.0));
+                            {"N", "H", "L"}, marker(std::numeric_limits<double>::quiet_NaN()));
+    h5_->lengths =
+        make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, BatchAxis{}, {"N"}, marker(-1.0));
     attach_dimension_scales(h5_->file, layout, *h5_->output, *h5_->lse, *h5_->lengths, h5_->attention, std::nullopt);
     write_provenance(h5_->file, layout, provenance);
     if (options.journal) create_journal(*options.journal);
@@ -259,8 +259,8 @@ void OutputFile::create_packed(const OutputOptions& options) {
     const OutputLayout& layout = layout_;
     const auto n = static_cast<hsize_t>(layout.n);
     const auto tokens = static_cast<hsize_t>(layout.tokens()), heads = static_cast<hsize_t>(layout.heads);
-    h5_->output = make_dataset(h5_->file, dataset::output, Datatype::float32(), {tokens, static_cast<hsize_t>(layout.d_out)}, 4, layout,
-                           BatchAxis{0, true}, {"T", "D"}, kWrittenWhole);
+    h5_->output = make_dataset(h5_->file, dataset::output, Datatype::float32(), {tokens, static_cast<hsize_t>(layout.d_out)},
+                               4, layout, BatchAxis{0, true}, {"T", "D"}, kWrittenWhole);
     sequences_per_chunk_ = 1;
     if (layout.save_weights != SaveWeights::none) {
         const bool half = layout.weights_dtype == WeightsDtype::f16;
@@ -270,10 +270,10 @@ void OutputFile::create_packed(const OutputOptions& options) {
             layout.gzip_level == 0 ? kWrittenWhole : Fill{});
         set_attention_attributes(*h5_->attention, layout);
     }
-    h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {heads, tokens}, 4, layout, BatchAxis{1, true},
-                           {"H", "T"},
-                        marker(std::numeric_limits<double>::quiet_NaN()));
-    h5_->lengths = make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, BatchAxis{}, {"N"}, marker(-1.0));
+    h5_->lse = make_dataset(h5_->file, dataset::lse, Datatype::float32(), {heads, tokens}, 4, layout,
+                            BatchAxis{1, true}, {"H", "T"}, marker(std::numeric_limits<double>::quiet_NaN()));
+    h5_->lengths =
+        make_dataset(h5_->file, dataset::lengths, Datatype::int32(), {n}, 4, layout, BatchAxis{}, {"N"}, marker(-1.0));
     h5_->offsets = make_dataset(h5_->file, dataset::offsets, Datatype::int64(), {n + 1}, 8, layout, std::nullopt, {"N+1"});
     attach_dimension_scales(h5_->file, layout, *h5_->output, *h5_->lse, *h5_->lengths, h5_->attention, h5_->offsets);
     // Each writer its own rows: a collective creation by thousands of ranks writes them once.
