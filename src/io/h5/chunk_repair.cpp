@@ -74,42 +74,39 @@ std::size_t reset_unreadable_chunks(const Dataset& dataset, const ChunkIndices& 
     const std::size_t element_bytes = H5_CALL(H5Tget_size, where, type.id());
     const std::size_t chunk_bytes = element_count(chunk_dims) * element_bytes;
 
-    // The chunks' origins first: replacing a chunk may move it in the index. (HDF5 1.10 takes
-    // the dataset's own space here, not H5S_ALL.)
+    // Every chunk of the grid by its coordinates: H5Dget_chunk_info walks the index from its start
+    // for each chunk number, which made this quadratic (78 s for 40000 chunks). A chunk never
+    // stored reads as the fill, without error; the outputs allocate every chunk at creation.
     const DataspaceHandle file_space(H5_CALL(H5Dget_space, where, id));
-    hsize_t stored = 0;
-    H5_CALL(H5Dget_num_chunks, where, id, file_space.id(), &stored);
-    std::vector<std::vector<hsize_t>> origins;
-    for (hsize_t index = 0; index < stored; ++index) {
-        std::vector<hsize_t> origin(rank);
-        unsigned filter_mask = 0;
-        haddr_t address = HADDR_UNDEF;
-        hsize_t size = 0;
-        H5_CALL(H5Dget_chunk_info, where, id, file_space.id(), index, origin.data(), &filter_mask, &address, &size);
-        origins.push_back(std::move(origin));
-    }
-
+    Dims grid(rank);
+    for (std::size_t axis = 0; axis < rank; ++axis) grid[axis] = (dims[axis] + chunk[axis] - 1) / chunk[axis];
+    if (element_count(grid) == 0) return 0;
     std::vector<unsigned char> values(chunk_bytes);
     const std::vector<unsigned char> zeros(chunk_bytes, 0);
     std::vector<unsigned char> replacement;
     std::size_t replaced = 0;
-    for (const std::vector<hsize_t>& origin : origins) {
-        Dims index(rank);
-        for (std::size_t axis = 0; axis < rank; ++axis) index[axis] = origin[axis] / chunk[axis];
-        if (read_back.count(index) != 0) continue;
-        std::vector<hsize_t> count(rank);
-        for (std::size_t axis = 0; axis < rank; ++axis) {
-            count[axis] = std::min<hsize_t>(chunk[axis], dims[axis] - origin[axis]);  // edge chunks are cut
+    Dims index(rank, 0);
+    std::vector<hsize_t> origin(rank), count(rank);
+    while (true) {
+        if (read_back.count(index) == 0) {
+            for (std::size_t axis = 0; axis < rank; ++axis) {
+                origin[axis] = index[axis] * chunk[axis];
+                count[axis] = std::min<hsize_t>(chunk[axis], dims[axis] - origin[axis]);  // edge chunks are cut
+            }
+            H5_CALL(H5Sselect_hyperslab, where, file_space.id(), H5S_SELECT_SET, origin.data(), nullptr, count.data(), nullptr);
+            const DataspaceHandle memory_space(H5_CALL(H5Screate_simple, where, static_cast<int>(rank), count.data(), nullptr));
+            if (H5Dread(id, type.id(), memory_space.id(), file_space.id(), H5P_DEFAULT, values.data()) < 0) {
+                H5Eclear2(H5E_DEFAULT);
+                if (replacement.empty()) replacement = stored_zero_chunk(dataset, type.id(), chunk, zeros);
+                H5_CALL(H5Dwrite_chunk, where, id, H5P_DEFAULT, 0u, origin.data(), replacement.size(), replacement.data());
+                ++replaced;
+            }
         }
-        H5_CALL(H5Sselect_hyperslab, where, file_space.id(), H5S_SELECT_SET, origin.data(), nullptr, count.data(), nullptr);
-        const DataspaceHandle memory_space(H5_CALL(H5Screate_simple, where, static_cast<int>(rank), count.data(), nullptr));
-        if (H5Dread(id, type.id(), memory_space.id(), file_space.id(), H5P_DEFAULT, values.data()) >= 0) continue;
-        H5Eclear2(H5E_DEFAULT);
-        if (replacement.empty()) replacement = stored_zero_chunk(dataset, type.id(), chunk, zeros);
-        H5_CALL(H5Dwrite_chunk, where, id, H5P_DEFAULT, 0u, origin.data(), replacement.size(), replacement.data());
-        ++replaced;
+        std::size_t axis = rank;
+        while (axis > 0 && index[axis - 1] + 1 == grid[axis - 1]) index[--axis] = 0;
+        if (axis == 0) return replaced;
+        ++index[axis - 1];
     }
-    return replaced;
 }
 
 }  // namespace attnbatch::io
