@@ -318,7 +318,8 @@ void form_job_units(Job& job) {
     const JobSettings& s = job.settings;
     Comm& comm = job.comm;
     const CostModel cost = cost_model_for(job.spec, s.attention.causal);
-    if (job.resume.state != ResumeState::partial) {
+    // A dry run that could not read a short .partial's journal plans as a fresh run would.
+    if (job.resume.state != ResumeState::partial || job.resume.unit_bounds.empty()) {
         job.all_units = form_units(job.lengths, cost, job.max_sequences, job.split);
         job.units = job.all_units;
         return;

@@ -10,6 +10,7 @@
 #include "attnbatch/distributed/memory_model.hpp"
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/output/journal.hpp"
+#include "attnbatch/io/output/truncated_partial.hpp"
 
 namespace attnbatch::distributed {
 namespace {
@@ -68,6 +69,20 @@ ResumeInspection::ResumeInspection(const std::string& output, bool force, const 
         resume_.summary = "resume: no " + partial + " to continue; starting afresh";
         return;
     }
+    if (dry_run) {
+        const std::uint64_t missing = io::bytes_short_of_recorded_end(partial);
+        if (missing > 0) {
+            // HDF5 refuses to open it as it is, and a dry run changes nothing: what the
+            // journal holds stays unknown, and the real run decides.
+            resume_.state = ResumeState::partial;
+            resume_.summary = "resume: " + partial + " is " + std::to_string(missing) +
+                              " bytes short of its recorded end (a write limit or a crash); the run would extend it "
+                              "with zeros, then read its journal and check every unit done (a dry run does neither)";
+            return;
+        }
+    } else {
+        extended_bytes_ = io::extend_to_recorded_end(partial);
+    }
     const std::string differences = io::identity_differences(io::read_journal_identity(partial), identity);
     if (!differences.empty()) {
         throw Error(exit_usage, partial + " was written from other input or options (" + differences +
@@ -124,7 +139,7 @@ bool ResumeInspection::verify_some(std::uint64_t bytes) {
 
 ResumeState ResumeInspection::result() const {
     ResumeState resume = resume_;
-    if (resume.state != ResumeState::partial) return resume;
+    if (resume.state != ResumeState::partial || resume.unit_bounds.empty()) return resume;
     const std::int64_t units = static_cast<std::int64_t>(journal_.done.size());
     if (dry_run_) {
         resume.summary = "resume: " + std::to_string(journal_.done_units()) + " of " + std::to_string(units) +
@@ -143,6 +158,10 @@ ResumeState ResumeInspection::result() const {
     if (reset_chunks_ > 0) {
         summary << "; " << reset_chunks_ << (reset_chunks_ == 1 ? " compressed chunk" : " compressed chunks")
                 << " could not be read and " << (reset_chunks_ == 1 ? "was" : "were") << " reset";
+    }
+    if (extended_bytes_ > 0) {
+        summary << "; the file was " << extended_bytes_
+                << " bytes short of its recorded end (a write limit or a crash) and was extended with zeros";
     }
     resume.summary = summary.str();
     return resume;

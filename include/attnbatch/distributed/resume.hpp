@@ -33,8 +33,12 @@ public:
     // .partial beside it) and was made with the same `identity`; partial when OUTPUT.partial
     // exists and was written with the same `identity`, its journal read; fresh otherwise.
     // Either file made with another identity is an Error (exit 2) naming what differs, and
-    // nothing is changed. `dry_run`: the .partial is opened read-only and its checksums are
-    // left to the real run (re-reading them reads every unit done).
+    // nothing is changed. A .partial shorter than the end its superblock records (a write
+    // limit or a crash cut it) is first extended with zeros to that end, so that HDF5 opens it
+    // and the checks find the units whose bytes were lost. `dry_run`: the .partial is opened
+    // read-only and its checksums are left to the real run (re-reading them reads every unit
+    // done); a short one is left as it is and unread (HDF5 cannot open it), its journal
+    // unknown: partial with no unit_bounds, the summary saying what the run would do.
     ResumeInspection(const std::string& output, bool force, const io::OutputLayout& layout, const std::string& identity,
                      bool dry_run = false);
     ~ResumeInspection();
@@ -58,6 +62,7 @@ private:
     std::vector<std::int64_t> failing_;
     io::OutputFile::ChunksReadBack read_back_;  // the chunks the checks read: no need to read them again
     std::size_t reset_chunks_ = 0;
+    std::uint64_t extended_bytes_ = 0;  // zeros added to reach the recorded end of the file
 };
 
 // All of ResumeInspection at once (rank 0).

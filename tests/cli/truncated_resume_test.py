@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+"""--resume continues a .partial cut short of the end its HDF5 superblock records (HDF5 itself
+refuses to open such a file: "truncated file: eof = ..., stored_eof = ..."), one test per case:
+
+  write_limit    a compressed run stopped by a file-size limit (RLIMIT_FSIZE, as `ulimit -f`):
+                 exit 4 with one line naming the limit; a dry run of the resume says what the
+                 run would do and changes nothing; the resume extends the file, says so, and
+                 ends with the datasets of an uninterrupted run (and verify passes)
+  cut_tail       a compressed run killed mid-run, its .partial then cut to 80% of its size (a
+                 crash that lost the file's tail, done units' chunks with it): the resume finds
+                 the lost units by their checksums, resets the chunks that cannot be read, and
+                 ends with the datasets of an uninterrupted run
+  lost_metadata  a compressed .partial cut to its first 2 KiB, and an uncompressed one to 60%
+                 (its journal, written after the datasets, lost): the resume exits 4 with one
+                 line and the --force hint
+
+Usage: truncated_resume_test.py ATTNBATCH WORKDIR CASE
+"""
+import os
+import resource
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from harness import check, check_same_results, digest, run_with_timeout  # noqa: E402
+from command_cases import ENV, TIMEOUT, one_line_error, run_case  # noqa: E402
+
+RUN = ["--input", "in.h5", "--output", "out.h5", "--unit-sequences", "4", "--progress", "never"]
+GZIP = ["--compression", "gzip:1"]
+
+
+def reference(c, options):
+    """The input, and an uninterrupted run's output (ref.h5) to compare the resumed one with."""
+    c.generate("in.h5", "--num-seqs", "96", "--seq-len", "32", "--dim", "32", "--seed", "3")
+    c.ok("run", *[("ref.h5" if arg == "out.h5" else arg) for arg in RUN], *options)
+    return os.path.getsize(c.path("ref.h5"))
+
+
+def resume_to_the_reference(c, options, what):
+    dry = c.ok("run", *RUN, *options, "--resume", "--dry-run")
+    check("bytes short of its recorded end" in dry.stdout and "the run would extend it" in dry.stdout,
+          "%s: the dry run does not say the file is short and what the run would do: %r" % (what, dry.stdout))
+    done = c.ok("run", *RUN, *options, "--resume")
+    check("bytes short of its recorded end (a write limit or a crash) and was extended" in done.stdout,
+          "%s: the resume does not say it extended the file: %r" % (what, done.stdout))
+    if os.path.exists(c.path("out.h5")):
+        check_same_results(c.path("ref.h5"), c.path("out.h5"), what, "the uninterrupted run")
+        c.ok("verify", "--output", "out.h5", "--samples", "all")
+
+
+def write_limit(c):
+    limit = reference(c, GZIP) // 2
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = run_with_timeout([c.binary, "run", *RUN, *GZIP], TIMEOUT, cwd=c.work, env=ENV, preexec_fn=limited)
+    check(done is not None, "the limited run: no exit within %d s" % TIMEOUT)
+    one_line_error(done, 4, ["out.h5.partial", "file-size limit"], "the limited run")
+    partial = c.path("out.h5.partial")
+    check(os.path.exists(partial) and not os.path.exists(c.path("out.h5")), "the limited run left no .partial alone")
+    before = digest(partial)
+    dry = c.ok("run", *RUN, *GZIP, "--resume", "--dry-run")
+    check(digest(partial) == before, "the dry run changed the .partial")
+    check("a dry run does neither" in dry.stdout, "the dry run: %r" % dry.stdout)
+    resume_to_the_reference(c, GZIP, "write_limit")
+
+
+def killed_partial(c, options):
+    """The .partial of a run killed after its 12th unit, and its size."""
+    killed = c.run("run", *RUN, *options, env={"ATTNBATCH_FAULT": "0:after_unit:12:kill"})
+    partial = c.path("out.h5.partial")
+    check(killed.returncode != 0 and os.path.exists(partial), "the killed run: exit %d, no .partial" % killed.returncode)
+    return partial, os.path.getsize(partial)
+
+
+def cut_tail(c):
+    reference(c, GZIP)
+    partial, size = killed_partial(c, GZIP)
+    os.truncate(partial, size * 8 // 10)
+    resume_to_the_reference(c, GZIP, "cut_tail")
+
+
+def lost_metadata(c):
+    reference(c, GZIP)
+    for options, cut in ((GZIP, lambda size: 2048), ([], lambda size: size * 6 // 10)):
+        what = "the resume of %s .partial without its metadata" % ("a compressed" if options else "an uncompressed")
+        partial, size = killed_partial(c, options)
+        os.truncate(partial, cut(size))
+        one_line_error(c.run("run", *RUN, *options, "--resume"), 4, ["out.h5.partial", "--force"], what)
+        check(not os.path.exists(c.path("out.h5")), "%s: a file named OUTPUT" % what)
+        os.remove(partial)
+
+
+if __name__ == "__main__":
+    sys.exit(run_case(__doc__, {"write_limit": write_limit, "cut_tail": cut_tail, "lost_metadata": lost_metadata}))
