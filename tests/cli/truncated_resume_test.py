@@ -13,6 +13,10 @@ refuses to open such a file: "truncated file: eof = ..., stored_eof = ..."), one
   lost_metadata  a compressed .partial cut to its first 2 KiB, and an uncompressed one to 60%
                  (its journal, written after the datasets, lost): the resume exits 4 with one
                  line and the --force hint
+  mpi_write_limit  the write_limit run on two ranks under mpirun (MPIEXEC in the environment),
+                 the limit on every process: exit 4, the first line naming the limit although
+                 MPI-IO gives no reason (mpirun adds its own lines after it); the resume ends
+                 with the datasets of an uninterrupted run
 
 Usage: truncated_resume_test.py ATTNBATCH WORKDIR CASE
 """
@@ -21,7 +25,7 @@ import resource
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from harness import check, check_same_results, digest, run_with_timeout  # noqa: E402
+from harness import check, check_same_results, digest, mpirun, run_with_timeout  # noqa: E402
 from command_cases import ENV, TIMEOUT, one_line_error, run_case  # noqa: E402
 
 RUN = ["--input", "in.h5", "--output", "out.h5", "--unit-sequences", "4", "--progress", "never"]
@@ -47,13 +51,15 @@ def resume_to_the_reference(c, options, what):
         c.ok("verify", "--output", "out.h5", "--samples", "all")
 
 
+def file_size_limit(limit):
+    """A preexec_fn: what `ulimit -f` does, in bytes."""
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
 def write_limit(c):
     limit = reference(c, GZIP) // 2
 
-    def limited():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    done = run_with_timeout([c.binary, "run", *RUN, *GZIP], TIMEOUT, cwd=c.work, env=ENV, preexec_fn=limited)
+    done = run_with_timeout([c.binary, "run", *RUN, *GZIP], TIMEOUT, cwd=c.work, env=ENV, preexec_fn=file_size_limit(limit))
     check(done is not None, "the limited run: no exit within %d s" % TIMEOUT)
     one_line_error(done, 4, ["out.h5.partial", "file-size limit"], "the limited run")
     partial = c.path("out.h5.partial")
@@ -91,5 +97,20 @@ def lost_metadata(c):
         os.remove(partial)
 
 
+def mpi_write_limit(c):
+    limit = reference(c, GZIP) // 2
+    command = mpirun(os.environ["MPIEXEC"], 2, [c.binary, "run", *RUN, *GZIP, "--threads", "1"])
+    done = run_with_timeout(command, TIMEOUT, cwd=c.work, env=ENV, preexec_fn=file_size_limit(limit))
+    check(done is not None, "the limited mpirun: no exit within %d s" % TIMEOUT)
+    first = done.stderr.splitlines()[0] if done.stderr else ""
+    check(done.returncode == 4 and first.startswith("attnbatch run: error: ") and "file-size limit" in first,
+          "the limited mpirun: exit %d, first line %r" % (done.returncode, first))
+    resumed = run_with_timeout(mpirun(os.environ["MPIEXEC"], 2, [c.binary, "run", *RUN, *GZIP, "--threads", "1", "--resume"]),
+                               TIMEOUT, cwd=c.work, env=ENV)
+    check(resumed is not None and resumed.returncode == 0, "the resume under mpirun: %r" % (resumed and resumed.stderr))
+    check_same_results(c.path("ref.h5"), c.path("out.h5"), "mpi_write_limit", "the uninterrupted run")
+
+
 if __name__ == "__main__":
-    sys.exit(run_case(__doc__, {"write_limit": write_limit, "cut_tail": cut_tail, "lost_metadata": lost_metadata}))
+    sys.exit(run_case(__doc__, {"write_limit": write_limit, "cut_tail": cut_tail, "lost_metadata": lost_metadata,
+                                "mpi_write_limit": mpi_write_limit}))

@@ -3,6 +3,8 @@
 
 #include "h5/check.hpp"
 
+#include <sys/resource.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -99,6 +101,18 @@ bool show_whole_stack() {
     return debug && *debug && std::string(debug) != "0";
 }
 
+// MPI-IO reports a failed write without the system's reason (ROMIO keeps errno to itself), so
+// a write past a file-size limit (ulimit -f) would read as a bare "Write failed". The limit is
+// the one cause this process can see for itself.
+std::string mpi_io_write_hint(const std::vector<std::string>& stack) {
+    bool mpi_io_write = false;
+    for (const auto& frame : stack) mpi_io_write = mpi_io_write || frame.rfind("H5FD__mpio_write", 0) == 0;
+    struct rlimit limit {};
+    if (!mpi_io_write || ::getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "";
+    return "hint: MPI-IO does not say why; this process has a file-size limit (ulimit -f / RLIMIT_FSIZE) of " +
+           std::to_string(limit.rlim_cur) + " bytes, which a write past it breaks";
+}
+
 // The deepest frame that is not the plugin search HDF5 runs after a failure (its frames say
 // which directories it looked in, not what went wrong).
 const std::string& innermost_cause(const std::vector<std::string>& stack) {
@@ -137,6 +151,8 @@ std::string build_message(const std::string& call, const Where& where, const std
         out << " [" << debug_variable << "=1 shows HDF5's whole error stack]";
     }
     if (lock_failure) out << "; " << file_locking_hint;
+    const std::string write_hint = mpi_io_write_hint(stack);
+    if (!write_hint.empty()) out << "; " << write_hint;
     return out.str();
 }
 
