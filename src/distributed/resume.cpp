@@ -83,13 +83,18 @@ ResumeInspection::ResumeInspection(const std::string& output, bool force, const 
     } else {
         extended_bytes_ = io::extend_to_recorded_end(partial);
     }
-    const std::string differences = io::identity_differences(io::read_journal_identity(partial), identity);
-    if (!differences.empty()) {
-        throw Error(exit_usage, partial + " was written from other input or options (" + differences +
-                                    "); hint: resume with the original ones, or --force to start afresh");
+    try {
+        const std::string differences = io::identity_differences(io::read_journal_identity(partial), identity);
+        if (!differences.empty()) {
+            throw Error(exit_usage, partial + " was written from other input or options (" + differences +
+                                        "); hint: resume with the original ones, or --force to start afresh");
+        }
+        file_ = std::make_unique<io::OutputFile>(
+            io::OutputFile::reopen(output, layout, {}, dry_run ? io::FileMode::read_only : io::FileMode::read_write));
+    } catch (const Error&) {
+        io::undo_extension(partial, extended_bytes_);  // a refused file stays as it was found
+        throw;
     }
-    file_ = std::make_unique<io::OutputFile>(
-        io::OutputFile::reopen(output, layout, {}, dry_run ? io::FileMode::read_only : io::FileMode::read_write));
     journal_ = file_->journal_state();
     resume_.recorded_fsync = recorded_fsync(*file_);
     resume_.state = ResumeState::partial;

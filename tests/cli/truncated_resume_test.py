@@ -9,10 +9,11 @@ refuses to open such a file: "truncated file: eof = ..., stored_eof = ..."), one
   cut_tail       a compressed run killed mid-run, its .partial then cut to 80% of its size (a
                  crash that lost the file's tail, done units' chunks with it): the resume finds
                  the lost units by their checksums, resets the chunks that cannot be read, and
-                 ends with the datasets of an uninterrupted run
+                 ends with the datasets of an uninterrupted run; before it, a resume with other
+                 options is refused (exit 2) and leaves the short file as it was
   lost_metadata  a compressed .partial cut to its first 2 KiB, and an uncompressed one to 60%
                  (its journal, written after the datasets, lost): the resume exits 4 with one
-                 line and the --force hint
+                 line and the --force hint, and leaves the file as it was
   mpi_write_limit  the write_limit run on two ranks under mpirun (MPIEXEC in the environment),
                  the limit on every process: exit 4, the first line naming the limit although
                  MPI-IO gives no reason (mpirun adds its own lines after it); the resume ends
@@ -83,6 +84,10 @@ def cut_tail(c):
     reference(c, GZIP)
     partial, size = killed_partial(c, GZIP)
     os.truncate(partial, size * 8 // 10)
+    before = digest(partial)
+    one_line_error(c.run("run", *RUN, *GZIP, "--causal", "--resume"), 2, ["other input or options", "causal"],
+                   "a resume with other options")
+    check(digest(partial) == before, "a resume refused for other options changed the short .partial")
     resume_to_the_reference(c, GZIP, "cut_tail")
 
 
@@ -92,7 +97,9 @@ def lost_metadata(c):
         what = "the resume of %s .partial without its metadata" % ("a compressed" if options else "an uncompressed")
         partial, size = killed_partial(c, options)
         os.truncate(partial, cut(size))
+        before = digest(partial)
         one_line_error(c.run("run", *RUN, *options, "--resume"), 4, ["out.h5.partial", "--force"], what)
+        check(digest(partial) == before, "%s: the refused .partial was changed" % what)
         check(not os.path.exists(c.path("out.h5")), "%s: a file named OUTPUT" % what)
         os.remove(partial)
 

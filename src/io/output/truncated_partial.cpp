@@ -48,7 +48,8 @@ std::uint64_t extend_to_recorded_end(const std::string& partial) {
         ::close(fd);
         throw;
     }
-    const std::uint64_t end = size_of(partial) + missing;
+    struct stat status {};
+    const std::uint64_t end = (::fstat(fd, &status) == 0 ? static_cast<std::uint64_t>(status.st_size) : 0) + missing;
     // Growing the file adds a hole that reads as zeros: nothing is written, so a full disk
     // does not stop it, while the size limit that cut the file short still does.
     const int failed = missing > 0 && ::ftruncate(fd, static_cast<off_t>(end)) != 0 ? errno : 0;
@@ -61,6 +62,13 @@ std::uint64_t extend_to_recorded_end(const std::string& partial) {
                                                   : "; hint: run with --force instead of --resume to discard it and start afresh"));
     }
     return missing;
+}
+
+void undo_extension(const std::string& partial, std::uint64_t added) noexcept {
+    if (added == 0) return;
+    struct stat status {};
+    if (::stat(partial.c_str(), &status) != 0 || static_cast<std::uint64_t>(status.st_size) < added) return;
+    [[maybe_unused]] const int ignored = ::truncate(partial.c_str(), static_cast<off_t>(status.st_size - added));
 }
 
 }  // namespace attnbatch::io

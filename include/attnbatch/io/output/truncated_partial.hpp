@@ -23,4 +23,9 @@ std::uint64_t bytes_short_of_recorded_end(const std::string& partial);
 // extended (the same file-size limit, a full disk).
 std::uint64_t extend_to_recorded_end(const std::string& partial);
 
+// Takes back the `added` bytes of extend_to_recorded_end, for a resume that then refuses the
+// file (other input or options, lost metadata): a refusal leaves the file as it found it.
+// Best effort: a failure here must not hide the refusal's own message.
+void undo_extension(const std::string& partial, std::uint64_t added) noexcept;
+
 }  // namespace attnbatch::io
