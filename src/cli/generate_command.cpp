@@ -18,6 +18,7 @@
 
 #include "attnbatch/io/h5/file_paths.hpp"
 #include "attnbatch/io/input/input_writer.hpp"
+#include "attnbatch/io/input/reserved_names.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "random_field.hpp"
@@ -104,10 +105,14 @@ std::uint64_t parse_seed(const std::string& text) {
     return seed;
 }
 
-// A valid absolute HDF5 object path, or a usage error naming the option.
+// A valid absolute HDF5 object path, or a usage error naming the option. HDF5 reads a "."
+// component as the group it is in, so "/./lengths" is dropped to "/lengths", the name the
+// file will show.
 std::string object_path(const std::string& option, std::string path) {
     if (!path.empty() && path[0] != '/') path = "/" + path;
-    if (path.size() < 2 || path.back() == '/' || path.find("//") != std::string::npos) {
+    for (std::size_t at; (at = path.find("/./")) != std::string::npos;) path.erase(at, 2);
+    if (path.size() < 2 || path.back() == '/' || path.find("//") != std::string::npos ||
+        path.compare(path.size() - 2, 2, "/.") == 0) {
         usage(option + ": '" + path + "' is not a dataset path, expected e.g. /embeddings");
     }
     return path;
@@ -182,11 +187,12 @@ GenerateRequest request_from(const po::variables_map& vm) {
     request.dataset = object_path("--dataset", vm["dataset"].defaulted() && request.packed_sequences
                                                 ? std::string(io::dataset::tokens)
                                                 : vm["dataset"].as<std::string>());
-    if (request.packed_sequences && request.dataset == io::dataset::offsets) {
-        usage(std::string("--dataset ") + io::dataset::offsets + " collides with the offsets of --layout packed");
-    }
-    if (request.min_len && request.dataset == io::dataset::lengths) {
-        usage(std::string("--dataset ") + io::dataset::lengths + " collides with the lengths of --min-len");
+    // run would read such a dataset as what its name says, and not find the embeddings.
+    const std::string meaning = io::input_schema_meaning(request.dataset, request.packed_sequences);
+    if (!meaning.empty()) {
+        usage("--dataset " + request.dataset + ": in the input schema it is the name of " + meaning +
+              "; expected another path for the embeddings, e.g. the default " +
+              (request.packed_sequences ? io::dataset::tokens : io::dataset::embeddings));
     }
     // Two spellings of one path ("a.h5", "./a.h5", a link) would make the second creation fail.
     if (weights && io::same_file(request.weights_out, request.output)) {

@@ -36,6 +36,10 @@ Cases:
   stdout_closed                  a run whose stdout reader is gone after one line (`run |
                                  head -1`) finishes its output and exits 0 (SIGPIPE killed it
                                  mid-way, leaving OUTPUT.partial)
+  generate_reserved_dataset      generate --dataset naming what the input schema gives another
+                                 meaning (/lengths, /offsets, /query, /key, /value; /tokens when
+                                 padded) exits 2 naming the option and the meaning, writes nothing
+                                 (it wrote the embeddings there, and run then found none)
 """
 import json
 import os
@@ -345,10 +349,28 @@ def stdout_closed(c):
     check(done.returncode == 0, "verify of the run whose stdout closed: %s %s" % (done.stdout, done.stderr))
 
 
+def generate_reserved_dataset(c):
+    small = ("--num-seqs", "2", "--seq-len", "4", "--dim", "8")
+    for extra, name, meaning in (((), "/lengths", "lengths"), ((), "lengths", "lengths"), ((), "/./lengths", "lengths"),
+                                 (("--min-len", "2"), "/lengths", "lengths"), ((), "/offsets", "offsets"),
+                                 ((), "/query", "queries"), ((), "/key", "keys"), ((), "/value", "values"),
+                                 ((), "/tokens", "packed layout"), (("--layout", "packed"), "/offsets", "offsets"),
+                                 (("--layout", "packed"), "/lengths", "lengths")):
+        done = c.run("generate", "--output", "g.h5", "--dataset", name, *small, *extra)
+        one_line_error(done, 2, ["--dataset /" + name.lstrip("/.").lstrip("/"), meaning, "input schema"],
+                       "generate --dataset %s %s" % (name, " ".join(extra)))
+        check(not os.path.exists(c.path("g.h5")), "generate --dataset %s wrote g.h5" % name)
+    # Names the schema leaves free still work, and so do the packed layout's own rows.
+    c.generate("x.h5", "--dataset", "/x", *small)
+    c.ok("run", "--input", "x.h5", "--dataset", "/x", "--output", "x-out.h5", "--progress", "never")
+    c.generate("p.h5", "--layout", "packed", "--dataset", "/tokens", *small)
+    c.ok("run", "--input", "p.h5", "--output", "p-out.h5", "--progress", "never")
+
+
 CASES = {case.__name__: case for case in (
     resume_complete_other_options, recorded_paths_from_elsewhere, lzf_filter, sequences_selection, packed_sequences_selection,
     save_weights_bare, weights_seqs_syntax, lengths_none, config_did_you_mean, help_defaults, bench_head_dim,
-    inspect_error_once, one_rank_wording, maps_inspectable, stdout_closed)}
+    inspect_error_once, one_rank_wording, maps_inspectable, stdout_closed, generate_reserved_dataset)}
 
 
 if __name__ == "__main__":
