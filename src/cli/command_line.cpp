@@ -96,6 +96,11 @@ std::string trimmed(const std::string& text) {
     return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
 }
 
+// The options that steer the reading of options rather than the job: from a file, help came
+// too late to act, config could not chain another file, and print-config acted even when
+// written "false" (a flag is on when present). Refused in every section.
+bool command_line_only(const std::string& key) { return key == "help" || key == "config" || key == "print-config"; }
+
 // A [section] must name a subcommand and a key that applies to this one must be one of its
 // options: a misspelling would otherwise be ignored (a section) or refused without a hint.
 void check_config_line(const std::string& where, const std::string& section, const std::string& key, const CommandSpec& spec,
@@ -200,10 +205,14 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
                 }
                 const bool applies = section.empty() || section == spec.name;
                 const std::size_t equals = line.find('=');
-                if (applies && first != std::string::npos && line[first] != '#' && line[first] != ';' &&
-                    equals != std::string::npos) {
-                    check_config_line("--config " + path + ":" + std::to_string(line_number), section,
-                                      trimmed(line.substr(first, equals - first)), spec, all);
+                if (first != std::string::npos && line[first] != '#' && line[first] != ';' && equals != std::string::npos) {
+                    const std::string where = "--config " + path + ":" + std::to_string(line_number);
+                    const std::string key = trimmed(line.substr(first, equals - first));
+                    if (command_line_only(key)) {
+                        throw Error(exit_usage, where + ": '" + key + "' may be given only on the command line (--" + key +
+                                                    "), not in a --config file");
+                    }
+                    if (applies) check_config_line(where, section, key, spec, all);
                 }
                 flattened << (applies ? line : std::string()) << '\n';
             }

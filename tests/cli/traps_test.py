@@ -40,6 +40,9 @@ Cases:
                                  meaning (/lengths, /offsets, /query, /key, /value; /tokens when
                                  padded) exits 2 naming the option and the meaning, writes nothing
                                  (it wrote the embeddings there, and run then found none)
+  config_command_line_only       help, config and print-config in a --config file, for every
+                                 subcommand, exit 2 naming the file, line and key (help was
+                                 ignored, print-config = false printed)
 """
 import json
 import os
@@ -367,10 +370,24 @@ def generate_reserved_dataset(c):
     c.ok("run", "--input", "p.h5", "--output", "p-out.h5", "--progress", "never")
 
 
+def config_command_line_only(c):
+    for command in ("run", "generate", "inspect", "verify", "weights", "import-weights", "bench"):
+        for text, line, key in (("help = true\n", 1, "help"), ("# a job\nhelp=1\n", 2, "help"),
+                                ("[%s]\nhelp = true\n" % command, 2, "help"), ("config = other.ini\n", 1, "config"),
+                                ("print-config = false\n", 1, "print-config")):
+            with open(c.path("job.ini"), "w") as f:
+                f.write(text)
+            done = c.run(command, "--config", "job.ini")
+            one_line_error(done, 2, ["job.ini:%d" % line, "'%s'" % key, "only on the command line"],
+                           "%s --config with %r" % (command, text))
+            check(not done.stdout, "%s --config with %r printed %r" % (command, text, done.stdout[:200]))
+
+
 CASES = {case.__name__: case for case in (
     resume_complete_other_options, recorded_paths_from_elsewhere, lzf_filter, sequences_selection, packed_sequences_selection,
     save_weights_bare, weights_seqs_syntax, lengths_none, config_did_you_mean, help_defaults, bench_head_dim,
-    inspect_error_once, one_rank_wording, maps_inspectable, stdout_closed, generate_reserved_dataset)}
+    inspect_error_once, one_rank_wording, maps_inspectable, stdout_closed, generate_reserved_dataset,
+    config_command_line_only)}
 
 
 if __name__ == "__main__":
