@@ -194,7 +194,8 @@ GenerateRequest request_from(const po::variables_map& vm) {
               "; expected another path for the embeddings, e.g. the default " +
               (request.packed_sequences ? io::dataset::tokens : io::dataset::embeddings));
     }
-    // Two spellings of one path ("a.h5", "./a.h5", a link) would make the second creation fail.
+    // Two spellings of one path ("a.h5", "./a.h5", a link, a dangling link to the other): one
+    // file would replace the other, or a link the user made.
     if (weights && io::same_file(request.weights_out, request.output)) {
         usage("--weights-out " + request.weights_out + " names the same file as --output " + request.output +
               ", expected a different path");

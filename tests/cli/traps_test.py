@@ -43,6 +43,8 @@ Cases:
   config_command_line_only       help, config and print-config in a --config file, for every
                                  subcommand, exit 2 naming the file, line and key (help was
                                  ignored, print-config = false printed)
+  dangling_link_outputs          generate --weights-out naming a dangling link to --output (or the
+                                 reverse) exits 2 as two names of one file do, writing nothing
 """
 import json
 import os
@@ -383,11 +385,27 @@ def config_command_line_only(c):
             check(not done.stdout, "%s --config with %r printed %r" % (command, text, done.stdout[:200]))
 
 
+def dangling_link_outputs(c):
+    small = ("--num-seqs", "2", "--seq-len", "4", "--dim", "8")
+    os.mkdir(c.path("sub"))
+    for output, weights, link, target in (("out.h5", "w.h5", "w.h5", "out.h5"), ("o2.h5", "w2.h5", "o2.h5", "w2.h5"),
+                                          ("o3.h5", "sub/w3.h5", "sub/w3.h5", "../o3.h5")):
+        os.symlink(target, c.path(link))
+        for force in ((), ("--force",)):
+            done = c.run("generate", "--output", output, "--weights-out", weights, *small, *force)
+            one_line_error(done, 2, ["--weights-out " + weights, "same file as --output " + output],
+                           "generate --output %s --weights-out %s %s (%s -> %s)" % (output, weights, " ".join(force), link, target))
+            check(os.path.islink(c.path(link)) and not os.path.exists(c.path(link)),
+                  "generate with %s -> %s replaced the link or wrote its target" % (link, target))
+            check(not os.path.exists(c.path(output)) or os.path.islink(c.path(output)), "%s was written" % output)
+    c.generate("a.h5", "--weights-out", "b.h5", *small)
+
+
 CASES = {case.__name__: case for case in (
     resume_complete_other_options, recorded_paths_from_elsewhere, lzf_filter, sequences_selection, packed_sequences_selection,
     save_weights_bare, weights_seqs_syntax, lengths_none, config_did_you_mean, help_defaults, bench_head_dim,
     inspect_error_once, one_rank_wording, maps_inspectable, stdout_closed, generate_reserved_dataset,
-    config_command_line_only)}
+    config_command_line_only, dangling_link_outputs)}
 
 
 if __name__ == "__main__":

@@ -101,9 +101,7 @@ void check_output_is_not_an_input(const std::string& output_path,
         usage(option + " " + output_path + " is a directory, expected a file path; hint: e.g. " + output_path + "/out.h5");
     }
     for (const auto& [what, input] : inputs) {
-        struct stat in {};
-        if (input.empty() || ::stat(input.c_str(), &in) != 0) continue;
-        if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+        if (!input.empty() && same_file(output_path, input)) {
             usage(option + " " + output_path + " is the same file as " + what + " " + input +
                   ", expected a different path (the files read are never overwritten, even with --force)");
         }

@@ -19,7 +19,8 @@ std::string directory_of(const std::string& path);
 bool path_exists(const std::string& path);
 
 // Whether `a` and `b` name one file: the same inode when both exist (links, "./a" and "a"),
-// else the same path once the directories that exist are resolved (files yet to be written).
+// else, for files yet to be written, the same name in the same directory (by inode) once
+// symbolic links are followed, a dangling one to where it points.
 bool same_file(const std::string& a, const std::string& b);
 
 }  // namespace attnbatch::io
