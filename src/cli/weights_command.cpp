@@ -67,6 +67,7 @@ int weights_command(const std::vector<std::string>& args) {
                                               {"the weights", in.weights ? in.weights->path : std::string()}},
                                          "--to");
         check_recorded_shape(out, run);
+        check_recorded_weights(out, run);
         // Sequences are named as in the input (and in run --sequences); the output's rows start
         // at its first_sequence.
         const std::int64_t first = in.first_sequence, end = first + in.n;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "attnbatch/io/h5/file_paths.hpp"
+#include "attnbatch/io/models/weights_hash.hpp"
 #include "attnbatch/io/output/attention_fields.hpp"
 #include "attnbatch/io/output/journal.hpp"
 
@@ -72,14 +73,7 @@ std::string job_identity(const io::InputSpec& spec, const std::optional<io::Proj
     if (spec.packed) out << "layout = packed, offsets " << spec.offsets << ", T = " << spec.tokens << '\n';
     if (spec.weights) {
         describe_file(out, "weights", spec.weights->path);
-        if (weights) {
-            std::string all;
-            for (const std::vector<float>* w : {&weights->w_q, &weights->w_k, &weights->w_v, &weights->w_o, &weights->b_q,
-                                                &weights->b_k, &weights->b_v, &weights->b_o}) {
-                all += hash_of(*w);
-            }
-            out << "weights xxh3 = " << io::hash_text(all) << '\n';
-        }
+        if (weights) out << "weights xxh3 = " << io::weights_hash(*weights) << '\n';
     } else {
         out << "weights = (none)\n";
     }

@@ -12,6 +12,11 @@
                           one line, not an internal error
   weights_mismatch        weights from an input with other lengths, or weights of another d_k,
                           than the output records: exit 3 naming what differs, no maps written
+  weights_other_values    weights given a weights file of the run's shapes but other values (another
+                          seed) than the run's: exit 3 naming the file, no maps (it wrote wrong
+                          maps, exit 0); the run's file passes; an output recording no weights
+                          hash (an older one) does not demand it; a run without weights demands none
+                          and refuses weights of its shapes
   weights_sequences_past  weights --sequences past the end of a run --sequences output names
                           the output's sequences, not the input's N
   weights_to_source       weights --to naming the output, input or weights it reads: exit 2 even
@@ -168,8 +173,38 @@ def weights_to_source(c):
     c.ok("verify", "--output", "out.h5")
 
 
+def weights_other_values(c):
+    shape = ("--num-seqs", "3", "--seq-len", "8", "--dim", "8", "--heads", "2", "--min-len", "2")
+    c.ok("generate", "--output", "in.h5", *shape, "--weights-out", "w.h5", "--seed", "1")
+    c.ok("generate", "--output", "x.h5", *shape, "--weights-out", "w2.h5", "--seed", "2")
+    c.ok("run", "--input", "in.h5", "--weights", "w.h5", "--output", "out.h5", "--save-weights", "none", "--progress", "never")
+    done = c.run("weights", "--output", "out.h5", "--weights", "w2.h5", "--sequences", "0:3", "--to", "m.h5")
+    one_line_error(done, 3, ["w2.h5", "differ", "the run used"], "weights with weights of other values")
+    check(not os.path.exists(c.path("m.h5")), "weights with weights of other values wrote m.h5")
+    c.ok("weights", "--output", "out.h5", "--weights", "w.h5", "--sequences", "0:3", "--to", "good.h5")
+    c.ok("weights", "--output", "out.h5", "--sequences", "0:3", "--to", "recorded.h5")
+    # An output whose identity has no weights hash (written before it was recorded) cannot be
+    # checked: the weights are taken as given, as they were.
+    with h5py.File(c.path("out.h5"), "r+") as f:
+        identity = f["journal/identity"][()]
+        identity = identity.decode() if isinstance(identity, bytes) else identity
+        attributes = dict(f["journal/identity"].attrs)
+        del f["journal/identity"]
+        f["journal/identity"] = "".join(line for line in identity.splitlines(True) if not line.startswith("weights xxh3"))
+        for name, value in attributes.items():
+            f["journal/identity"].attrs[name] = value
+    c.ok("weights", "--output", "out.h5", "--weights", "w.h5", "--sequences", "0:3", "--to", "old.h5")
+    # A run without weights demands none, and refuses some of its shapes.
+    c.ok("run", "--input", "in.h5", "--output", "plain.h5", "--heads", "2", "--save-weights", "none", "--progress", "never")
+    c.ok("weights", "--output", "plain.h5", "--sequences", "0:3", "--to", "plain-maps.h5")
+    done = c.run("weights", "--output", "plain.h5", "--weights", "w.h5", "--sequences", "0:3", "--to", "plain-w.h5")
+    one_line_error(done, 3, ["--weights w.h5", "no projection weights"], "weights with weights for a run without")
+    check(not os.path.exists(c.path("plain-w.h5")), "weights with weights for a run without wrote plain-w.h5")
+
+
 CASES = {case.__name__: case for case in (verify_nan, weights_nan_lse, verify_lengths, verify_samples_syntax, verify_maps_dtype,
-                                          weights_mismatch, weights_sequences_past, weights_to_source)}
+                                          weights_mismatch, weights_sequences_past, weights_to_source,
+                                          weights_other_values)}
 
 
 if __name__ == "__main__":
