@@ -73,7 +73,7 @@ def case_packed_ranks(ctx):
     ctx.generate("in.h5", "--num-seqs", "400", "--seq-len", "48", "--dim", "16", "--heads", "2", "--min-len", "1",
                  "--layout", "packed")
     compare_sizes(ctx, "in.h5", ["--dataset", "/tokens", "--heads", "2", "--save-weights", "mean"],
-                  mpiexec=os.environ["ATTNBATCH_TEST_MPIEXEC"])
+                  mpiexec=os.environ["MPIEXEC"])
 
 
 CASES = {"padded": case_padded, "one_per_step": case_one_per_step, "packed_ranks": case_packed_ranks}
