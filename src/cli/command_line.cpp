@@ -160,7 +160,15 @@ bool parse_command_line(const CommandSpec& spec, po::options_description& option
             const std::string variable = text.substr(0, equals);
             // Only the options --help lists: an unlisted old spelling (bench --dim) must not
             // pick up a variable that means something else (ATTNBATCH_DIM, generate's d).
-            if (environment_name_to_option(variable, shown).empty()) continue;
+            const std::string option = environment_name_to_option(variable, shown);
+            if (option.empty()) continue;
+            // As in a --config file, but for ATTNBATCH_CONFIG, which names the file to read: a
+            // flag without a value is on whenever it is set, so ATTNBATCH_HELP=false showed help.
+            if (option != "config" && command_line_only(option)) {
+                throw Error(exit_usage, "environment variable " + text + ": '" + option +
+                                            "' may be given only on the command line (--" + option +
+                                            "), not as an ATTNBATCH_* variable; hint: unset " + variable);
+            }
             try {
                 po::store(po::parse_environment(all, [&shown, &variable](const std::string& name) {
                               return name == variable ? environment_name_to_option(name, shown) : std::string{};

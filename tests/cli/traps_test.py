@@ -42,7 +42,9 @@ Cases:
                                  (it wrote the embeddings there, and run then found none)
   config_command_line_only       help, config and print-config in a --config file, for every
                                  subcommand, exit 2 naming the file, line and key (help was
-                                 ignored, print-config = false printed)
+                                 ignored, print-config = false printed); ATTNBATCH_HELP and
+                                 ATTNBATCH_PRINT_CONFIG likewise, naming the variable (set to
+                                 false, they showed help and printed the options)
   dangling_link_outputs          generate --weights-out naming a dangling link to --output (or the
                                  reverse) exits 2 as two names of one file do, writing nothing
 """
@@ -383,6 +385,12 @@ def config_command_line_only(c):
             one_line_error(done, 2, ["job.ini:%d" % line, "'%s'" % key, "only on the command line"],
                            "%s --config with %r" % (command, text))
             check(not done.stdout, "%s --config with %r printed %r" % (command, text, done.stdout[:200]))
+        for variable, key in (("ATTNBATCH_HELP", "help"), ("ATTNBATCH_PRINT_CONFIG", "print-config")):
+            for value in ("false", "1"):
+                done = c.run(command, env={variable: value})
+                one_line_error(done, 2, ["environment variable %s=%s" % (variable, value), "'%s'" % key,
+                                         "only on the command line"], "%s with %s=%s" % (command, variable, value))
+                check(not done.stdout, "%s with %s=%s printed %r" % (command, variable, value, done.stdout[:200]))
 
 
 def dangling_link_outputs(c):
