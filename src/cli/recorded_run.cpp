@@ -35,7 +35,10 @@ std::vector<double> project64(const float* x, std::size_t len, std::size_t rows,
     return y;
 }
 
-std::string find_recorded_file(const io::OutputReader& output, const std::string& role) {
+std::string RecordedRun::identity_field(const std::string& key) const { return get(identity, key, ""); }
+
+std::string find_recorded_file(const io::OutputReader& output, const std::map<std::string, std::string>& identity,
+                               const std::string& role) {
     const bool input = role == "input";
     const io::Provenance provenance = output.provenance();
     const std::string as_given = input ? provenance.input_file : provenance.weights_file.empty()
@@ -43,9 +46,7 @@ std::string find_recorded_file(const io::OutputReader& output, const std::string
                                                                      : provenance.weights_file;
     std::vector<std::string> candidates{input ? provenance.input_file_absolute : provenance.weights_file_absolute};
     // Outputs of earlier versions record the real path only in their journal's identity.
-    if (const std::optional<std::string> identity = io::read_output_identity(output.path())) {
-        candidates.push_back(get(io::identity_fields(*identity), input ? "input" : "weights", ""));
-    }
+    candidates.push_back(get(identity, input ? "input" : "weights", ""));
     if (!as_given.empty()) {
         candidates.push_back(as_given);
         if (as_given.front() != '/') {
@@ -81,8 +82,12 @@ RecordedRun read_recorded_run(const io::OutputReader& output, const std::string&
     if (!problems.empty()) {
         throw Error(exit_invalid_input, output.path() + ": " + problems.front());
     }
+    RecordedRun run;
+    if (const std::optional<std::string> identity = io::read_output_identity(output.path())) {
+        run.identity = io::identity_fields(*identity);
+    }
     io::InputOptions in_opt;
-    in_opt.input_path = !input_path.empty() ? input_path : find_recorded_file(output, "input");
+    in_opt.input_path = !input_path.empty() ? input_path : find_recorded_file(output, run.identity, "input");
     if (in_opt.input_path.empty()) {
         throw Error(exit_usage, output.path() + " records no input file; hint: give --input");
     }
@@ -95,13 +100,12 @@ RecordedRun read_recorded_run(const io::OutputReader& output, const std::string&
         in_opt.value = get(config, "value", "");
     }
     in_opt.weights_path = !weights_path.empty() ? weights_path
-                          : config.count("weights") ? find_recorded_file(output, "weights")
+                          : config.count("weights") ? find_recorded_file(output, run.identity, "weights")
                                                      : std::string();
     const std::string heads = get(config, "heads", "1");
     in_opt.heads = heads != "1" ? std::stoi(heads) : 0;
     if (config.count("kv-heads")) in_opt.kv_heads = std::stoi(config.at("kv-heads"));
     in_opt.check_finite = false;  // the run checked it; recomputation only needs the numbers
-    RecordedRun run;
     run.input = io::describe_input(in_opt);
     // The output's rows are the input sequences [first_sequence, first_sequence + N).
     const std::int64_t first = output.layout().first_sequence, rows = output.layout().n;

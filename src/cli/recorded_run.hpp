@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,11 @@ struct RecordedRun {
     kernels::AttentionSpec attention;  // as the output records it, scale resolved
     std::string save_weights = "all";
     bool maps_f16 = false;  // attention maps stored as f16 (--weights-dtype f16)
+    // The journal's identity of the run (/journal/identity, key = value); empty for an output
+    // that has none.
+    std::map<std::string, std::string> identity;
+    // Its value for `key`, "" when it records none.
+    std::string identity_field(const std::string& key) const;
 };
 
 // `input_path` and `weights_path` override the files the run recorded (empty: the recorded
@@ -32,10 +38,11 @@ RecordedRun read_recorded_run(const io::OutputReader& output, const std::string&
                               const std::string& weights_path);
 
 // A file a run recorded (`role` "input" or "weights"), wherever the command runs: the absolute
-// path recorded, then the path as the run was given it, from here and from the output's
-// directory. Error (exit 4) naming every path tried when none is a file; empty when the run
-// recorded no such file.
-std::string find_recorded_file(const io::OutputReader& output, const std::string& role);
+// path recorded (in the attributes, or in `identity`, the journal's fields), then the path as
+// the run was given it, from here and from the output's directory. Error (exit 4) naming every
+// path tried when none is a file; empty when the run recorded no such file.
+std::string find_recorded_file(const io::OutputReader& output, const std::map<std::string, std::string>& identity,
+                               const std::string& role);
 
 // One sequence's inputs; `params` (batch 1, no outputs set) points into q, k, v.
 struct SequenceInputs {

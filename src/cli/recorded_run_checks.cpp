@@ -4,10 +4,7 @@
 #include "attnbatch/io/h5/file_schema.hpp"
 #include "attnbatch/io/h5/schema_names.hpp"
 #include "attnbatch/io/models/weights_hash.hpp"
-#include "attnbatch/io/output/journal.hpp"
 
-#include <map>
-#include <optional>
 #include <string>
 
 namespace attnbatch::cli {
@@ -40,27 +37,21 @@ void check_recorded_shape(const io::OutputReader& output, const RecordedRun& run
 }
 
 void check_recorded_weights(const io::OutputReader& output, const RecordedRun& run) {
-    if (!run.input.weights || !run.projections) return;
-    const std::optional<std::string> identity = io::read_output_identity(output.path());
-    if (!identity) return;
-    const std::map<std::string, std::string> fields = io::identity_fields(*identity);
-    const auto recorded = [&fields](const char* key) {
-        const auto found = fields.find(key);
-        return found == fields.end() ? std::string() : found->second;
-    };
+    if (!run.input.weights || !run.projections || run.identity.empty()) return;
     const std::string where = std::string(" (") + io::dataset::journal_identity + " of " + output.path() + ")";
     const std::string& path = run.input.weights->path;
-    if (recorded("weights") == "(none)") {
+    const std::string recorded_path = run.identity_field("weights");
+    if (recorded_path == "(none)") {
         throw Error(exit_invalid_input, "--weights " + path + ": the run used no projection weights" + where +
                                             "; hint: drop --weights");
     }
-    const std::string hash = recorded("weights xxh3");
+    const std::string hash = run.identity_field("weights xxh3");
     if (hash.empty()) return;
     const std::string found = io::weights_hash(*run.projections);
     if (found == hash) return;
     throw Error(exit_invalid_input, path + ": the weights file differs from the one the run used: its values hash to " + found +
                                         ", the run's to " + hash + where + "; hint: give --weights the run's file" +
-                                        (recorded("weights").empty() ? std::string() : ", recorded as " + recorded("weights")));
+                                        (recorded_path.empty() ? std::string() : ", recorded as " + recorded_path));
 }
 
 void check_output_lengths(const io::OutputReader& output, const RecordedRun& run, io::InputReader& reader) {

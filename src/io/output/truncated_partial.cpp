@@ -41,21 +41,23 @@ std::uint64_t extend_to_recorded_end(const std::string& partial) {
         ::close(fd);
         return 0;
     }
-    std::uint64_t missing = 0;
+    // The end read once, from the file now locked: the file's size and the bytes it lacks follow.
+    std::optional<std::uint64_t> end;
     try {
-        missing = bytes_short_of_recorded_end(partial);
+        end = recorded_end_of_file(partial);
     } catch (...) {
         ::close(fd);
         throw;
     }
     struct stat status {};
-    const std::uint64_t end = (::fstat(fd, &status) == 0 ? static_cast<std::uint64_t>(status.st_size) : 0) + missing;
+    const std::uint64_t size = ::fstat(fd, &status) == 0 ? static_cast<std::uint64_t>(status.st_size) : 0;
+    const std::uint64_t missing = end && *end > size ? *end - size : 0;
     // Growing the file adds a hole that reads as zeros: nothing is written, so a full disk
     // does not stop it, while the size limit that cut the file short still does.
-    const int failed = missing > 0 && ::ftruncate(fd, static_cast<off_t>(end)) != 0 ? errno : 0;
+    const int failed = missing > 0 && ::ftruncate(fd, static_cast<off_t>(*end)) != 0 ? errno : 0;
     ::close(fd);
     if (failed != 0) {
-        throw Error(exit_io, partial + ": cannot extend it with zeros to the " + std::to_string(end) +
+        throw Error(exit_io, partial + ": cannot extend it with zeros to the " + std::to_string(*end) +
                                  " bytes its superblock records (" + std::strerror(failed) + ")" +
                                  (failed == EFBIG ? "; hint: the file-size limit (ulimit -f) that cut it short must allow "
                                                     "its whole size, or run with --force instead of --resume to start afresh"
