@@ -5,6 +5,7 @@
 #include <new>
 
 #include "command_line.hpp"
+#include "row_block_variable.hpp"
 
 namespace attnbatch::cli {
 
@@ -59,6 +60,7 @@ int run_cli(int argc, char** argv) {
         if (name != s.name) continue;
         const std::vector<std::string> args(argv + 2, argv + argc);
         try {
+            apply_row_block_variable();
             return s.run(args);
         } catch (const Error& e) {
             std::cerr << "attnbatch " << name << ": error: " << e.what() << '\n';

@@ -1,6 +1,7 @@
 // Instruction sets by name and by CPU, all read from the backend table (backends.cpp).
 #include "attnbatch/kernels/isa.hpp"
 
+#include <atomic>
 #include <stdexcept>
 #include <string>
 
@@ -59,6 +60,36 @@ Isa resolve_isa(Isa isa, Precision precision) {
 }
 
 Precision isa_precision(Isa isa) { return isa == Isa::best ? Precision::fp32 : isa.backend()->precision; }
+
+namespace {
+
+std::atomic<int> fixed_avx512_row_block{0};
+
+// Intel's cores (two Xeons with AMX measured) lose more to the micro-tile's operand loads from
+// L2 than AMD's Zen 5, which gains from the causal diagonal's smaller waste in 8-row blocks.
+int avx512_row_block_of_this_cpu() {
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_cpu_is("intel") ? 12 : 8;
+#else
+    return 8;
+#endif
+}
+
+}  // namespace
+
+int avx512_row_block() {
+    const int fixed = fixed_avx512_row_block.load(std::memory_order_relaxed);
+    if (fixed != 0) return fixed;
+    static const int of_this_cpu = avx512_row_block_of_this_cpu();
+    return of_this_cpu;
+}
+
+void set_avx512_row_block(int rows) {
+    if (rows != 0 && rows != 8 && rows != 12) {
+        throw std::invalid_argument("avx512 row block: " + std::to_string(rows) + ", expected 8, 12 or 0 (the CPU's choice)");
+    }
+    fixed_avx512_row_block.store(rows, std::memory_order_relaxed);
+}
 
 const char* isa_name(Isa isa) { return isa == Isa::best ? "best" : isa.backend()->name; }
 

@@ -13,6 +13,9 @@ usage: precision_test.py ATTNBATCH CASE WORKDIR        (CASE: a name from CASES,
   refusals          bad --precision values and combinations: exit 2, one line naming them
   half_inputs       float16 and bfloat16 data (bfloat16: a 2-byte HDF5 float with 8 exponent
                     bits) give the bits of a float32 file holding the same values
+  avx512_rows       ATTNBATCH_AVX512_ROWS=8 and =12 (the AVX-512 fp32 kernel's register-tile
+                    rows) give the same output, lse and maps, bit for bit, with a causal mask,
+                    ragged lengths and L a multiple of neither; any other value: exit 2, one line
 """
 import json
 import os
@@ -244,8 +247,35 @@ def half_inputs(work):
         attnbatch("verify", "--input", half, "--output", half.replace(".h5", "_out.h5"), "--samples", "all")
 
 
+def avx512_rows(work):
+    inp = os.path.join(work, "in.h5")
+    make_input(inp, n=6, length=101, d=64)
+    out = os.path.join(work, "refused.h5")
+    refused = attnbatch("run", "--input", inp, "--output", out, env={"ATTNBATCH_AVX512_ROWS": "16"}, expect=2)
+    lines = refused.stderr.strip().splitlines()
+    check(len(lines) == 1 and "ATTNBATCH_AVX512_ROWS=16" in refused.stderr and "expected 8 or 12" in refused.stderr,
+          "ATTNBATCH_AVX512_ROWS=16: %r" % refused.stderr)
+    check(not os.path.exists(out) and not os.path.exists(out + ".partial"), "the refused run left an output")
+    probe = attnbatch("bench", "--isa", "avx512", "--batch", "1", "--heads", "1", "--seq-len", "16", "--dim", "16",
+                      "--repeats", "1", expect=None)
+    if probe.returncode != 0:
+        skip("this CPU has no AVX-512: only the refusal of a bad ATTNBATCH_AVX512_ROWS was checked")
+    results = {}
+    for rows in ("8", "12"):
+        path = os.path.join(work, "rows%s.h5" % rows)
+        attnbatch("run", "--input", inp, "--output", path, "--isa", "avx512", "--causal", "--heads", "2",
+                  "--save-weights", "all", "--threads", "2", env={"ATTNBATCH_AVX512_ROWS": rows})
+        with h5py.File(path, "r") as f:
+            results[rows] = {name: f[name][()] for name in ("output", "lse", "attention")}
+    for name in ("output", "lse", "attention"):
+        eight, twelve = results["8"][name], results["12"][name]
+        check(eight.shape == twelve.shape and eight.tobytes() == twelve.tobytes(),
+              "/%s differs between 8- and 12-row tiles" % name)
+    check(np.isfinite(results["8"]["output"]).all(), "/output holds non-finite values")
+
+
 CASES = {"bf16_run_verify": bf16_run_verify, "matrix_unit": matrix_unit, "refusals": refusals,
-         "half_inputs": half_inputs}
+         "half_inputs": half_inputs, "avx512_rows": avx512_rows}
 
 
 def main():

@@ -61,6 +61,13 @@ Isa resolve_isa(Isa isa, Precision precision = Precision::fp32);
 // The precision a backend computes in (best: fp32).
 Precision isa_precision(Isa isa);
 
+// Rows per register tile of the avx512 backend's fp32 attention: 12 on Intel cores, 8 on others
+// (AMD's), each the faster there (docs/performance.md, "The kernel"). Both give the same bits:
+// the choice changes the speed only. set_avx512_row_block(8 or 12) fixes it for the process
+// (tests; anything else throws std::invalid_argument), 0 gives it back to the CPU.
+int avx512_row_block();
+void set_avx512_row_block(int rows);
+
 // The name find_isa accepts. Output files record it in their resume identity, so a backend's
 // name never changes.
 const char* isa_name(Isa isa);
