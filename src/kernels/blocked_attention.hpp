@@ -139,6 +139,12 @@
 //              L = 2048 x1.018 and x1.025; bf16 (its own 16-row blocks) unchanged. 8 x 32 alone
 //              (96-row tiles): x1.004-1.016 full, x1.020-1.026 causal; 6 x 32 x1.004 and
 //              x1.014; 10 x 32 x0.998 and x0.993; 4 x 64 x1.015 and x1.012.
+//  19          AVX-512 fp32 on Intel cores: 12 x 32 micro-tiles again (blocked_avx512_rows12.cpp;
+//              version 18's 8 x 32 on others, isa.hpp avx512_row_block), query tiles of 128 rows
+//              (132 with 12-row blocks; 96 ran alike). An Intel Xeon with AMX (2026-12-07) feeds
+//              the 8-row micro-kernel its key panels from L2 at 0.67 of the FMA peak, 0.75 from
+//              L1. Outputs byte-identical. bench, 9 interleaved rounds: one thread x1.051 full,
+//              x1.022 causal; two threads x1.021 both. kernel_ab.sh, 11 rounds: x1.051, x1.015.
 #pragma once
 
 #include <cstddef>
