@@ -47,6 +47,10 @@ Cases:
                                  false, they showed help and printed the options)
   dangling_link_outputs          generate --weights-out naming a dangling link to --output (or the
                                  reverse) exits 2 as two names of one file do, writing nothing
+  packed_no_tokens               a packed input whose sequences are all empty (/tokens [0, d]):
+                                 run and run --dry-run exit 3 with one line that counts T in
+                                 tokens (it said "expected at least 1 sequence" of a file of four)
+                                 and names the padded layout, which runs empty sequences
 """
 import json
 import os
@@ -409,11 +413,23 @@ def dangling_link_outputs(c):
     c.generate("a.h5", "--weights-out", "b.h5", *small)
 
 
+def packed_no_tokens(c):
+    with h5py.File(c.path("empty.h5"), "w") as f:
+        f["tokens"] = np.zeros((0, 8), np.float32)
+        f["offsets"] = np.zeros(5, np.int64)
+    for dry in ((), ("--dry-run",)):
+        done = c.run("run", "--input", "empty.h5", "--output", "out.h5", *dry)
+        one_line_error(done, 3, ["empty.h5", "/tokens", "T = 0", "at least 1 token", "every sequence is empty",
+                                 "padded layout"], "run %s of a packed input without tokens" % " ".join(dry))
+        check(not os.path.exists(c.path("out.h5")) and not os.path.exists(c.path("out.h5.partial")),
+              "run %s left an output" % " ".join(dry))
+
+
 CASES = {case.__name__: case for case in (
     resume_complete_other_options, recorded_paths_from_elsewhere, lzf_filter, sequences_selection, packed_sequences_selection,
     save_weights_bare, weights_seqs_syntax, lengths_none, config_did_you_mean, help_defaults, bench_head_dim,
     inspect_error_once, one_rank_wording, maps_inspectable, stdout_closed, generate_reserved_dataset,
-    config_command_line_only, dangling_link_outputs)}
+    config_command_line_only, dangling_link_outputs, packed_no_tokens)}
 
 
 if __name__ == "__main__":

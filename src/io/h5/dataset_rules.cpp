@@ -104,8 +104,15 @@ std::optional<RuleBreak> extents_rule(const DatasetFacts& data, const std::vecto
     for (std::size_t axis = 0; axis < data.dims.size(); ++axis) {
         const std::string& name = axis < names.size() ? names[axis] : std::to_string(axis);
         if (data.dims[axis] == 0) {
+            // Axis 0 counts sequences, except in the packed layout's [T, ...], where it counts
+            // the tokens of all sequences: T = 0 means every sequence is empty.
+            const bool tokens = axis == 0 && name == "T";
+            const char* unit = axis != 0 ? "" : tokens ? " token" : " sequence";
             return invalid(data.at() + " has shape " + shape_text(data.dims) + ": " + name + " = 0, expected at least 1" +
-                           (axis == 0 ? " sequence" : ""));
+                           unit +
+                           (tokens ? " (every sequence is empty, and a packed output needs at least one row; the "
+                                     "padded layout, /embeddings with /lengths, runs empty sequences)"
+                                   : ""));
         }
         if (data.dims[axis] > static_cast<std::uint64_t>(INT_MAX)) {
             return invalid(data.at() + " has " + name + " = " + std::to_string(data.dims[axis]) + ", expected at most " +
