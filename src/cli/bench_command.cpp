@@ -18,6 +18,7 @@
 #include "attnbatch/distributed/step_memory.hpp"
 #include "attnbatch/kernels/attention.hpp"
 #include "attnbatch/kernels/fma_peak.hpp"
+#include "attnbatch/kernels/isa.hpp"
 #include "attnbatch/kernels/threads.hpp"
 #include "amx_permission.hpp"
 #include "json_writer.hpp"
@@ -389,6 +390,9 @@ int bench_command(const std::vector<std::string>& args) {
     const char* isa = kopt.kind == k::KernelKind::reference ? "fp64-reference" : k::isa_name(kopt.isa);
     const char* precision = kopt.kind == k::KernelKind::reference ? "fp64" : k::precision_name(kopt.precision);
     const std::string unit = k::matrix_unit(kopt);
+    // Rows per register tile, where the backend chooses them by CPU (isa.hpp): the same bits
+    // either way, but not the same speed.
+    const int row_block = kopt.kind == k::KernelKind::blocked && std::string(isa) == "avx512" ? k::avx512_row_block() : 0;
     // With --projections, gflops and fraction_of_peak are the step's; the kernel's are "plain".
     const double step_gflops = step ? step_flops / median(step_seconds) * 1e-9 : 0.0;
     const double step_ratio = step ? median(step_ratios) : 0.0;
@@ -417,6 +421,7 @@ int bench_command(const std::vector<std::string>& args) {
         if (checked > 0) j << ", \"checked_heads\": " << checked << ", \"max_abs_error\": " << max_error << ", \"nmse\": " << nmse;
         if (checked > 0 && bf16_floor) j << ", \"nmse_floor\": " << nmse_floor;
         if (kopt.precision == k::Precision::bf16) j << ", \"amx_tiles_off\": " << json_quote(amx_refusal());
+        if (row_block > 0) j << ", \"row_block\": " << row_block;
         j << "}\n";
         std::cout << j.str();
     } else {
@@ -424,7 +429,8 @@ int bench_command(const std::vector<std::string>& args) {
                   << "attnbatch bench: B=" << batch << " H=" << heads << " L=" << len << " d_k=" << dim_k << " d_v=" << dim_v
                   << (causal ? " causal" : "") << " weights=" << weights_text
                   << (weights_mode != k::WeightsMode::none ? "/" + dtype_text : std::string())
-                  << " kernel=" << kernel_text << " isa=" << isa << " precision=" << precision
+                  << " kernel=" << kernel_text << " isa=" << isa
+                  << (row_block > 0 ? " rows=" + std::to_string(row_block) : std::string()) << " precision=" << precision
                   << (unit != isa ? " on " + unit : std::string())
                   << (kopt.precision == k::Precision::bf16 ? amx_refusal_note() : std::string())
                   << " threads=" << kopt.threads << '\n'

@@ -10,7 +10,10 @@ namespace attnbatch::cli {
 
 void apply_row_block_variable() {
     const char* value = std::getenv(kRowBlockVariable);
-    if (value == nullptr || *value == '\0') return;
+    if (value == nullptr || *value == '\0') {
+        kernels::set_avx512_row_block(0);  // the CPU's choice, also after a call that had it set
+        return;
+    }
     const std::string text = value;
     if (text != "8" && text != "12") {
         throw Error(exit_usage, std::string(kRowBlockVariable) + "=" + text +

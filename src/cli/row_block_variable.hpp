@@ -7,8 +7,9 @@ namespace attnbatch::cli {
 
 inline constexpr const char* kRowBlockVariable = "ATTNBATCH_AVX512_ROWS";
 
-// Applies the variable: unset or empty leaves the CPU's choice, "8" or "12" fixes it. Any other
-// value is a usage error (exit 2) naming the variable, its value and what it takes.
+// Applies the variable: unset or empty gives the CPU's choice, "8" or "12" fixes it. Any other
+// value is a usage error (exit 2) naming the variable, its value and what it takes. The command
+// line applies it once; the Python module at every call, so that a change of os.environ counts.
 void apply_row_block_variable();
 
 }  // namespace attnbatch::cli

@@ -6,6 +6,7 @@
 #include "attnbatch/error.hpp"
 #include "attnbatch/io/models/weights_spec.hpp"
 #include "attnbatch/kernels/threads.hpp"
+#include "row_block_variable.hpp"
 #include "run_options.hpp"
 
 namespace attnbatch::python {
@@ -164,6 +165,7 @@ EngineSettings engine_settings(const AttentionRequest& r) {
     a.kernel.precision = a.spec.precision;
     cli::resolve_isa_for(a.kernel.isa, a.kernel.precision);
     a.kernel.amx_permitted = a.kernel.precision == kernels::Precision::bf16 && cli::amx_permitted();
+    cli::apply_row_block_variable();  // ATTNBATCH_AVX512_ROWS, read at each call as the command line reads it
     a.kernel.threads = r.threads;  // 0: the StepComputer takes OpenMP's default, as the job does
 
     e.layout = io::output_layout_for(spec);

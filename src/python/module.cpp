@@ -22,6 +22,7 @@
 #include "attnbatch/io/h5/library.hpp"
 #include "amx_permission.hpp"
 #include "engine_settings.hpp"
+#include "row_block_variable.hpp"
 #include "run_on.hpp"
 
 namespace py = pybind11;
@@ -173,6 +174,7 @@ private:
 
 void run(const std::vector<std::string>& args, std::uintptr_t comm_address) {
     py::gil_scoped_release unlocked;
+    cli::apply_row_block_variable();  // as `attnbatch run` does
     StopHandlers handlers;
     if (comm_address != 0) {
         const dist::MpiSession mpi;  // MPI is up (mpi4py's): this neither initialises nor finalises it

@@ -15,7 +15,8 @@ usage: precision_test.py ATTNBATCH CASE WORKDIR        (CASE: a name from CASES,
                     bits) give the bits of a float32 file holding the same values
   avx512_rows       ATTNBATCH_AVX512_ROWS=8 and =12 (the AVX-512 fp32 kernel's register-tile
                     rows) give the same output, lse and maps, bit for bit, with a causal mask,
-                    ragged lengths and L a multiple of neither; any other value: exit 2, one line
+                    ragged lengths and L a multiple of neither; any other value: exit 2, one line;
+                    bench reports the rows (12 on Intel cores by default, 8 on others)
 """
 import json
 import os
@@ -256,10 +257,17 @@ def avx512_rows(work):
     check(len(lines) == 1 and "ATTNBATCH_AVX512_ROWS=16" in refused.stderr and "expected 8 or 12" in refused.stderr,
           "ATTNBATCH_AVX512_ROWS=16: %r" % refused.stderr)
     check(not os.path.exists(out) and not os.path.exists(out + ".partial"), "the refused run left an output")
-    probe = attnbatch("bench", "--isa", "avx512", "--batch", "1", "--heads", "1", "--seq-len", "16", "--dim", "16",
-                      "--repeats", "1", expect=None)
+    bench = ("bench", "--isa", "avx512", "--batch", "1", "--heads", "1", "--seq-len", "16", "--dim", "16", "--repeats", "1",
+             "--json")
+    probe = attnbatch(*bench, expect=None)
     if probe.returncode != 0:
         skip("this CPU has no AVX-512: only the refusal of a bad ATTNBATCH_AVX512_ROWS was checked")
+    vendor_intel = "GenuineIntel" in open("/proc/cpuinfo").read()
+    check(json.loads(probe.stdout).get("row_block") == (12 if vendor_intel else 8),
+          "bench's row_block without the variable: %r (Intel CPU: %s)" % (probe.stdout, vendor_intel))
+    for rows in (8, 12):
+        told = json.loads(attnbatch(*bench, env={"ATTNBATCH_AVX512_ROWS": str(rows)}).stdout).get("row_block")
+        check(told == rows, "bench with ATTNBATCH_AVX512_ROWS=%d reports row_block %r" % (rows, told))
     results = {}
     for rows in ("8", "12"):
         path = os.path.join(work, "rows%s.h5" % rows)

@@ -61,6 +61,19 @@ def main():
     raises("threads beyond any node", attnbatch.UsageError, ["threads=100000", "1 to 1024"],
            lambda: attnbatch.attention(x, threads=100000))
     raises("precision", attnbatch.UsageError, ["--precision", "fp32|bf16"], lambda: attnbatch.attention(x, precision="fp8"))
+    os.environ["ATTNBATCH_AVX512_ROWS"] = "16"
+    raises("ATTNBATCH_AVX512_ROWS", attnbatch.UsageError, ["ATTNBATCH_AVX512_ROWS=16", "expected 8 or 12"],
+           lambda: attnbatch.attention(x))
+    rng = np.random.default_rng(3)
+    ragged = rng.standard_normal((3, 53, 64)).astype(np.float32)
+    same = {}
+    for rows in ("8", "12"):  # the same bits with either tile (where there is no AVX-512, the portable kernel twice)
+        os.environ["ATTNBATCH_AVX512_ROWS"] = rows
+        same[rows] = attnbatch.attention(ragged, heads=2, causal=True, lengths=[53, 20, 1], return_maps="all")
+    del os.environ["ATTNBATCH_AVX512_ROWS"]
+    for eight, twelve in zip(same["8"], same["12"]):
+        check(np.asarray(eight).tobytes() == np.asarray(twelve).tobytes(), "ATTNBATCH_AVX512_ROWS 8 and 12 differ")
+    check(np.isfinite(np.asarray(same["8"][0])).all(), "ATTNBATCH_AVX512_ROWS: non-finite output")
     raises("return_maps", attnbatch.UsageError, ["return_maps"], lambda: attnbatch.attention(x, return_maps="some"))
     raises("projections missing w_v", attnbatch.UsageError, ["w_v"],
            lambda: attnbatch.attention(x, projections={"w_q": np.eye(32), "w_k": np.eye(32)}))
