@@ -429,11 +429,11 @@ int bench_command(const std::vector<std::string>& args) {
                   << "attnbatch bench: B=" << batch << " H=" << heads << " L=" << len << " d_k=" << dim_k << " d_v=" << dim_v
                   << (causal ? " causal" : "") << " weights=" << weights_text
                   << (weights_mode != k::WeightsMode::none ? "/" + dtype_text : std::string())
-                  << " kernel=" << kernel_text << " isa=" << isa
-                  << (row_block > 0 ? " rows=" + std::to_string(row_block) : std::string()) << " precision=" << precision
+                  << " kernel=" << kernel_text << " isa=" << isa << " precision=" << precision
                   << (unit != isa ? " on " + unit : std::string())
                   << (kopt.precision == k::Precision::bf16 ? amx_refusal_note() : std::string())
-                  << " threads=" << kopt.threads << '\n'
+                  << " threads=" << kopt.threads
+                  << (row_block > 0 ? " rows=" + std::to_string(row_block) : std::string()) << '\n'
                   << "  time       " << med * 1e3 << " ms median of " << repeats << " (min " << best * 1e3 << ", max "
                   << worst * 1e3 << ")\n"
                   << "  attention  " << gflops << " GFLOP/s (" << flops * 1e-9 << " GFLOP per pass"
