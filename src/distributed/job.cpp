@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attnbatch/distributed/agreement.hpp"
+#include "attnbatch/distributed/backend_agreement.hpp"
 #include "attnbatch/distributed/job_identity.hpp"
 #include "attnbatch/distributed/schedule.hpp"
 #include "attnbatch/distributed/spec_codec.hpp"
@@ -215,6 +216,9 @@ void lay_out(Job& job) {
     job.attention.kernel = s.kernel;
     job.attention.kernel.threads = kernels::resolved_threads(s.kernel.threads);
     job.attention.kernel.precision = s.attention.precision;
+    std::string backend_warning;
+    agreed(job.comm, true, [&] { backend_warning = agree_on_backend(job.comm, job.attention.kernel); });
+    if (!backend_warning.empty()) job.warnings.push_back(backend_warning);
     agreed(job.comm, true, [&] {
         if (s.attention.rotary() && job.spec.d_k % 2 != 0) {
             throw Error(exit_usage, "--rope-theta needs an even d_k (rotary embeddings turn pairs of columns), but d_k = " +
