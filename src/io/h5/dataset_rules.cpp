@@ -99,20 +99,28 @@ std::optional<RuleBreak> rank_rule(const DatasetFacts& data, std::size_t rank, c
                    data.role);
 }
 
+namespace {
+
+// "1" and what an axis named `name` counts: the padded layout's N sequences, the packed layout's
+// T tokens of all sequences (T = 0: every sequence is empty); other axes count plain elements.
+std::string one_of(const std::string& name) {
+    if (name == "N") return "1 sequence";
+    if (name == "T") {
+        return "1 token (every sequence is empty, and a packed output needs at least one row; the padded layout, "
+               "/embeddings with /lengths, runs empty sequences)";
+    }
+    return "1";
+}
+
+}  // namespace
+
 std::optional<RuleBreak> extents_rule(const DatasetFacts& data, const std::vector<std::string>& names) {
     std::uint64_t elements = 1;
     for (std::size_t axis = 0; axis < data.dims.size(); ++axis) {
         const std::string& name = axis < names.size() ? names[axis] : std::to_string(axis);
         if (data.dims[axis] == 0) {
-            // Axis 0 counts sequences, except in the packed layout's [T, ...], where it counts
-            // the tokens of all sequences: T = 0 means every sequence is empty.
-            const bool tokens = axis == 0 && name == "T";
-            const char* unit = axis != 0 ? "" : tokens ? " token" : " sequence";
-            return invalid(data.at() + " has shape " + shape_text(data.dims) + ": " + name + " = 0, expected at least 1" +
-                           unit +
-                           (tokens ? " (every sequence is empty, and a packed output needs at least one row; the "
-                                     "padded layout, /embeddings with /lengths, runs empty sequences)"
-                                   : ""));
+            return invalid(data.at() + " has shape " + shape_text(data.dims) + ": " + name + " = 0, expected at least " +
+                           one_of(name));
         }
         if (data.dims[axis] > static_cast<std::uint64_t>(INT_MAX)) {
             return invalid(data.at() + " has " + name + " = " + std::to_string(data.dims[axis]) + ", expected at most " +
