@@ -451,8 +451,7 @@ std::pair<std::uint64_t, std::uint64_t> OutputFile::write_whole_chunks(std::uniq
         timed_write(done, to, WritePath::direct, true);
         done = to;
     }
-    // A try of the other way takes one chunk of the write.
-    const std::size_t tried = std::min(bytes - done, chunk);
+    const std::size_t tried = std::min(bytes - done, std::max<std::size_t>(1, WritePathChoice::kTryBytes / chunk) * chunk);
     if (done < bytes && write_path_->try_other(tried)) {
         timed_write(done, done + tried, write_path_->other(), false);
         done += tried;

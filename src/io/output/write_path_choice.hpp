@@ -16,7 +16,7 @@ enum class WritePath { page_cache, direct };
 // way round, and once dirty pages pass the kernel's limits a buffered write waits for the disk
 // too. The costs are measured, not guessed. Most bytes go the usual way: past the page cache
 // until both costs are known (it takes no core from compute), then the one that has cost less
-// per byte lately. The other way is tried with a little of a write (a chunk) at the first write
+// per byte lately. The other way is tried with a little of a write (kTryBytes) at the first write
 // and again once the writes since its last try have taken 1/kTryShare times what a try is
 // expected to cost, so trying costs about that share of the writing time however far apart the
 // two ways are. (Trying it with every 8th whole write cost a third of a scratch run's writes
@@ -37,6 +37,16 @@ public:
     static constexpr double kTryShare = 0.02;
     // The bytes (at least a chunk) written past the page cache between looks at the compute.
     static constexpr std::uint64_t kComputingPiece = std::uint64_t{4} << 20;
+    // The bytes a try of the other way takes (whole chunks, at least one, at most the write's
+    // rest). Enough that a try measures the way and not one wait: a buffered write into the file
+    // that another rank is writing past the page cache costs about 2 ms more now and then (most
+    // likely the inode's lock, held through the other's direct write in flight), so tries of one
+    // chunk (1 MiB in the N=256 L=1024 case) cost 2.1-2.9 ns per byte whether the page cache was
+    // warm (0.36-0.40 ns/B for its 4 MiB writes) or fresh (about 2.5), against 1 ns/B past it, and
+    // the page cache was never chosen. Zen 4 (docs/performance-log.md), 2026-12-07: that case
+    // without sync 0.702 s against 0.935, medians of 9 interleaved; on fresh memory (4 s idle
+    // before each run) 1.146 against 1.108, a try at the fresh page cache's rate.
+    static constexpr std::uint64_t kTryBytes = std::uint64_t{8} << 20;
 
     WritePath usual() const noexcept;
     WritePath other() const noexcept { return usual() == WritePath::direct ? WritePath::page_cache : WritePath::direct; }
