@@ -173,8 +173,8 @@ int bench_command(const std::vector<std::string>& args) {
         ("precision", po::value<std::string>()->default_value("fp32"),
          "fp32|bf16: bf16 rounds Q, K, V and P to bfloat16 for the matrix products (AMX tiles where present, else "
          "AVX512-BF16; ATTNBATCH_NO_AMX=1 keeps them off the tiles), fp32 accumulation and softmax")
-        ("block-q", po::value<int>()->default_value(0, "auto"), "query tile rows")
-        ("block-k", po::value<int>()->default_value(0, "auto"), "key tile columns")
+        ("block-q", po::value<AutoCount>()->default_value(AutoCount{}, "auto"), "query tile rows")
+        ("block-k", po::value<AutoCount>()->default_value(AutoCount{}, "auto"), "key tile columns")
         ("repeats", po::value<int>()->default_value(7), "timed runs; the median is reported")
         ("seed", po::value<unsigned>()->default_value(1), "random seed of the synthetic Q, K, V")
         ("check", po::value<int>()->default_value(0, "off")->implicit_value(4),
@@ -222,9 +222,8 @@ int bench_command(const std::vector<std::string>& args) {
         throw Error(exit_usage, "--threads " + std::to_string(vm["threads"].as<int>()) +
                                     ": expected 0 (automatic) or a count up to " + std::to_string(k::max_threads));
     }
-    if (vm["block-q"].as<int>() < 0 || vm["block-k"].as<int>() < 0) {
-        throw Error(exit_usage, "--block-q/--block-k: expected 0 (automatic) or a positive tile size");
-    }
+    const int block_q = parse_tile_size(vm["block-q"].as<AutoCount>(), "--block-q");
+    const int block_k = parse_tile_size(vm["block-k"].as<AutoCount>(), "--block-k");
 
     const bool projections = vm["projections"].as<bool>();
     if (!projections && !vm["model-dim"].defaulted()) throw Error(exit_usage, "--model-dim needs --projections");
@@ -240,8 +239,8 @@ int bench_command(const std::vector<std::string>& args) {
     kopt.isa = resolve_isa_for(parse_isa(vm["isa"].as<std::string>()), kopt.precision);
     kopt.amx_permitted = kopt.precision == k::Precision::bf16 && amx_permitted();
     kopt.threads = k::resolved_threads(vm["threads"].as<int>());
-    kopt.block_q = vm["block-q"].as<int>();
-    kopt.block_k = vm["block-k"].as<int>();
+    kopt.block_q = block_q;
+    kopt.block_k = block_k;
 
     // (B, H, L, d) contiguous inputs, standard normal.
     const std::size_t rows = static_cast<std::size_t>(batch) * heads * len;

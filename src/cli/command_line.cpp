@@ -1,5 +1,6 @@
 #include "command_line.hpp"
 
+#include "auto_count.hpp"
 #include "commands.hpp"
 #include "suggest.hpp"
 
@@ -55,6 +56,7 @@ std::string value_text(const po::variable_value& value) {
         return out.str();
     }
     if (const auto* b = boost::any_cast<bool>(&any)) return *b ? "true" : "false";
+    if (const auto* count = boost::any_cast<AutoCount>(&any)) return to_string(*count);
     return "(a value of a type --print-config cannot show)";
 }
 

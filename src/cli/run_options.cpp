@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "amx_permission.hpp"
@@ -73,6 +74,14 @@ kernels::Isa resolve_isa_for(kernels::Isa isa, kernels::Precision precision) {
     return kernels::resolve_isa(isa, precision);
 }
 
+int parse_tile_size(AutoCount count, const std::string& option) {
+    if (count.value < 0 || count.value > std::numeric_limits<int>::max()) {
+        throw Error(exit_usage, option + " " + std::to_string(count.value) + ": expected auto or a positive tile size up to " +
+                                    std::to_string(std::numeric_limits<int>::max()));
+    }
+    return static_cast<int>(count.value);
+}
+
 std::size_t parse_bytes(const std::string& text, const std::string& option) {
     std::size_t used = 0;
     double value = 0;
@@ -132,14 +141,14 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         ("io", po::value<std::string>()->default_value("auto"), "auto|gather|parallel [auto: parallel with more than one rank]")
         ("schedule", po::value<std::string>()->default_value("static"), "static (cost-balanced contiguous shares)|dynamic (rank 0 hands out work)")
         ("threads", po::value<int>()->default_value(0, "OMP_NUM_THREADS, else all cores"), "OpenMP threads per rank")
-        ("block-q", po::value<int>()->default_value(0, "auto"), "query tile rows")
-        ("block-k", po::value<int>()->default_value(0, "auto"), "key tile columns")
+        ("block-q", po::value<AutoCount>()->default_value(AutoCount{}, "auto"), "query tile rows")
+        ("block-k", po::value<AutoCount>()->default_value(AutoCount{}, "auto"), "key tile columns")
         ("kernel", po::value<std::string>()->default_value("blocked"), "blocked|reference (fp64, slow)")
         ("isa", po::value<std::string>()->default_value("best"), isa_choices(false).c_str())
         ("precision", po::value<std::string>()->default_value("fp32"), "fp32|bf16 (Q, K, V and P rounded to bfloat16 for the matrix products, fp32 accumulation and softmax; AMX tiles where present unless ATTNBATCH_NO_AMX=1, else AVX512-BF16)")
         ("max-memory", po::value<std::string>(), "resident memory bound per rank, e.g. 8G [a quarter of the node's memory "
                                                   "(or its cgroup limit) divided by the ranks on the node]")
-        ("unit-sequences", po::value<long>()->default_value(0, "auto"), "at most this many sequences per work unit (auto: as many as --max-memory allows in a step)")
+        ("unit-sequences", po::value<AutoCount>()->default_value(AutoCount{}, "auto"), "at most this many sequences per work unit (auto: as many as --max-memory allows in a step)")
         ("resume", po::bool_switch(), "continue OUTPUT.partial; with a complete OUTPUT of the same input and options do nothing (other ones: exit 2)")
         ("force", po::bool_switch(), "replace an existing OUTPUT (only once the new one is complete)")
         ("fsync", po::value<std::string>()->default_value("on")->value_name("on|off"),
@@ -220,9 +229,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
         throw Error(exit_usage, "--threads " + std::to_string(j.kernel.threads) + ": expected 0 (automatic) or a count up to " +
                                     std::to_string(kernels::max_threads));
     }
-    j.kernel.block_q = vm["block-q"].as<int>();
-    j.kernel.block_k = vm["block-k"].as<int>();
-    if (j.kernel.block_q < 0 || j.kernel.block_k < 0) throw Error(exit_usage, "--block-q/--block-k: expected 0 (automatic) or a positive tile size");
+    j.kernel.block_q = parse_tile_size(vm["block-q"].as<AutoCount>(), "--block-q");
+    j.kernel.block_k = parse_tile_size(vm["block-k"].as<AutoCount>(), "--block-k");
     const std::string kernel = vm["kernel"].as<std::string>();
     if (kernel != "blocked" && kernel != "reference") throw Error(exit_usage, "--kernel: '" + kernel + "' is not one of blocked|reference");
     j.kernel.kind = kernel == "reference" ? kernels::KernelKind::reference : kernels::KernelKind::blocked;
@@ -232,8 +240,10 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     j.kernel.amx_permitted = j.attention.precision == kernels::Precision::bf16 && amx_permitted();
     // 0: the job divides the node's memory by the ranks that share the node.
     j.max_memory = vm.count("max-memory") ? parse_bytes(vm["max-memory"].as<std::string>(), "--max-memory") : 0;
-    if (vm["unit-sequences"].as<long>() < 0) throw Error(exit_usage, "--unit-sequences: expected 0 (automatic) or more");
-    j.unit_sequences = vm["unit-sequences"].as<long>();
+    j.unit_sequences = vm["unit-sequences"].as<AutoCount>().value;
+    if (j.unit_sequences < 0) {
+        throw Error(exit_usage, "--unit-sequences " + std::to_string(j.unit_sequences) + ": expected auto or a positive count");
+    }
     j.resume = vm["resume"].as<bool>();
     j.force = vm["force"].as<bool>();
     const std::string fsync = vm["fsync"].as<std::string>();

@@ -8,6 +8,7 @@
 
 #include "attnbatch/distributed/job.hpp"
 #include "attnbatch/kernels/attention.hpp"
+#include "auto_count.hpp"
 
 namespace attnbatch::cli {
 
@@ -34,6 +35,10 @@ kernels::Precision parse_precision(const std::string& text, kernels::KernelKind 
 // The backend that runs --isa in --precision: best resolved among that precision's backends; an
 // explicit isa must compute in it. Both refusals are Error with exit 2.
 kernels::Isa resolve_isa_for(kernels::Isa isa, kernels::Precision precision);
+
+// --block-q or --block-k (shared by run and bench): 0 for auto, else the tile size, at most
+// INT_MAX; a negative or larger value is an Error (exit 2) naming `option`.
+int parse_tile_size(AutoCount count, const std::string& option);
 
 // "4G", "512M", "1.5GiB", "1000000": bytes; throws Error naming `option`.
 std::size_t parse_bytes(const std::string& text, const std::string& option);

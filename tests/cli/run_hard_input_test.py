@@ -611,7 +611,7 @@ CASES = {
     "config_unknown_key_typo": config_case("[run]\nhead = 2\n", ["job.ini", "unrecognised option 'head'"]),
     "config_scale_overflows": config_case("[run]\nscale = 1e999\n", ["job.ini", "'1e999'", "scale"]),
     "config_heads_fraction": config_case("[run]\nheads = 2.5\n", ["job.ini", "'2.5'", "heads"]),
-    "config_block_q_negative": config_case("[run]\nblock-q = -5\n", ["--block-q", "expected 0 (automatic) or a positive"]),
+    "config_block_q_negative": config_case("[run]\nblock-q = -5\n", ["--block-q", "expected auto or a positive"]),
     "config_unit_sequences_too_big": config_case("[run]\nunit-sequences = 99999999999999999999\n",
                                                  ["job.ini", "99999999999999999999", "unit-sequences"]),
     "env_heads_not_a_number": env_case("ATTNBATCH_HEADS", "two", ["ATTNBATCH_HEADS=two", "'two'", "heads",
