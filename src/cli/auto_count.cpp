@@ -29,7 +29,7 @@ void validate(boost::any& out, const std::vector<std::string>& tokens, AutoCount
     if (token != "auto") {
         const char* const end = token.data() + token.size();
         const auto [stop, error] = std::from_chars(token.data(), end, count.value);
-        if (error == std::errc::result_out_of_range) throw NotAnAutoCount(token, "auto or a whole number of at most 18 digits");
+        if (error == std::errc::result_out_of_range) throw NotAnAutoCount(token, "auto or a whole number below 2^63");
         if (token.empty() || error != std::errc{} || stop != end) throw NotAnAutoCount(token, "auto or a whole number");
     }
     out = count;

@@ -51,7 +51,8 @@ TEST(AutoCount, RefusesOtherTextNamingTheOptionAndWhatItTakes) {
         EXPECT_NE(why.find("block-q"), std::string::npos) << text << ": " << why;
         EXPECT_NE(why.find("expected auto or a whole number"), std::string::npos) << text << ": " << why;
     }
-    EXPECT_NE(refusal("99999999999999999999").find("at most 18 digits"), std::string::npos);
+    EXPECT_NE(refusal("9223372036854775808").find("below 2^63"), std::string::npos);
+    EXPECT_EQ(parsed("9223372036854775807").value, 9223372036854775807) << "2^63 - 1 fits";
 }
 
 // The binary: the word its help shows is accepted on the command line and in the environment,
