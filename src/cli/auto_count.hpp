@@ -1,11 +1,13 @@
-// The count options whose default is auto (--block-q, --block-k, --unit-sequences). Their help
-// shows the default as "auto", so "auto" is a value they take, on the command line, in a
-// --config file and in an ATTNBATCH_* variable alike; 0 is auto too, as it always was.
+// The count options whose default is a word (--block-q, --block-k and --unit-sequences: auto;
+// bench --check: off). Their help shows the default as that word, so it is a value they take,
+// on the command line, in a --config file and in an ATTNBATCH_* variable alike; 0 means the
+// same, as it always did.
 #pragma once
 
 #include <boost/any.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,5 +25,9 @@ void validate(boost::any& out, const std::vector<std::string>& tokens, AutoCount
 
 // "auto" or the number, as --print-config shows it.
 std::string to_string(AutoCount count);
+
+// The whole number `text` spells (decimal, an optional '-', nothing around it), or none; for the
+// options whose word is other than auto (bench --check off).
+std::optional<std::int64_t> whole_number(const std::string& text);
 
 }  // namespace attnbatch::cli

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -177,7 +178,7 @@ int bench_command(const std::vector<std::string>& args) {
         ("block-k", po::value<AutoCount>()->default_value(AutoCount{}, "auto"), "key tile columns")
         ("repeats", po::value<int>()->default_value(7), "timed runs; the median is reported")
         ("seed", po::value<unsigned>()->default_value(1), "random seed of the synthetic Q, K, V")
-        ("check", po::value<int>()->default_value(0, "off")->implicit_value(4),
+        ("check", po::value<std::string>()->default_value("off")->implicit_value("4")->value_name("N"),
          "also compare the output of the first N (sequence, head) pairs with the fp64 reference: max abs error and "
          "NMSE (alone: 4)")
         ("json", po::bool_switch(), "print one JSON object instead of text");
@@ -224,6 +225,12 @@ int bench_command(const std::vector<std::string>& args) {
     }
     const int block_q = parse_tile_size(vm["block-q"].as<AutoCount>(), "--block-q");
     const int block_k = parse_tile_size(vm["block-k"].as<AutoCount>(), "--block-k");
+    // Checked before the timing, which a bad value would otherwise have run first.
+    const std::string check_text = vm["check"].as<std::string>();
+    const std::optional<std::int64_t> check_pairs = check_text == "off" ? std::int64_t{0} : whole_number(check_text);
+    if (!check_pairs || *check_pairs < 0 || *check_pairs > std::numeric_limits<int>::max()) {
+        throw Error(exit_usage, "--check '" + check_text + "': expected off or a number of (sequence, head) pairs");
+    }
 
     const bool projections = vm["projections"].as<bool>();
     if (!projections && !vm["model-dim"].defaulted()) throw Error(exit_usage, "--model-dim needs --projections");
@@ -339,8 +346,7 @@ int bench_command(const std::vector<std::string>& args) {
         }
     }
     // Accuracy against the fp64 reference on the first (sequence, head) pairs of the last run.
-    if (vm["check"].as<int>() < 0) throw Error(exit_usage, "--check: expected a number of (sequence, head) pairs >= 0");
-    const int checked = std::min(vm["check"].as<int>(), batch * heads);
+    const int checked = std::min(static_cast<int>(*check_pairs), batch * heads);
     // With bf16 arithmetic also the floor of its error: the same NMSE of attention in double on
     // Q, K, V and P rounded to bf16 (kernels::bf16_operands_attention_f64).
     const bool bf16_floor = kopt.kind == k::KernelKind::blocked && kopt.precision == k::Precision::bf16;

@@ -75,5 +75,30 @@ TEST(AutoCount, TheCommandsTakeTheWordTheirHelpShows) {
         << negative.out << negative.err;
 }
 
+// bench --check shows its default as off: off is a value, and a bad value is refused before the
+// timed runs (it used to be checked after them).
+TEST(AutoCount, BenchCheckTakesOffAndRefusesBadCountsBeforeTiming) {
+    const std::vector<std::string> shape{"bench", "--batch", "1", "--heads", "2", "--seq-len", "64", "--head-dim", "16",
+                                         "--repeats", "1"};
+    std::vector<std::string> off = shape, two = shape, bad = shape, negative = shape;
+    off.insert(off.end(), {"--check", "off"});
+    two.insert(two.end(), {"--check", "2"});
+    bad.insert(bad.end(), {"--check", "some"});
+    negative.push_back("--check=-3");
+    const testing::Outcome unchecked = testing::attnbatch(off);
+    EXPECT_EQ(unchecked.status, 0) << unchecked.out << unchecked.err;
+    EXPECT_EQ(unchecked.out.find("accuracy"), std::string::npos) << unchecked.out;
+    const testing::Outcome checked = testing::attnbatch(two);
+    EXPECT_EQ(checked.status, 0) << checked.out << checked.err;
+    EXPECT_NE(checked.out.find("(2 sequence-head pairs)"), std::string::npos) << checked.out;
+    for (const auto& [args, text] : {std::pair{bad, std::string("'some'")}, std::pair{negative, std::string("'-3'")}}) {
+        const testing::Outcome refused = testing::attnbatch(args);
+        EXPECT_EQ(refused.status, 2) << text;
+        EXPECT_NE(refused.err.find("--check " + text + ": expected off or a number of (sequence, head) pairs"), std::string::npos)
+            << refused.err;
+        EXPECT_EQ(refused.out.find("time"), std::string::npos) << "refused before timing: " << refused.out;
+    }
+}
+
 }  // namespace
 }  // namespace attnbatch::cli
