@@ -102,6 +102,9 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
         .key("ranks").value(result.rounds.ranks.size())
         .key("threads").value(job.attention.kernel.threads);
     write_attention(json, job.attention.spec);
+    // The backend the ranks agreed on (distributed/backend_agreement.hpp), as the header and the
+    // resume identity name it.
+    json.key("matrix_unit").value(kernels::matrix_unit(job.attention.kernel));
     json.key("io").value(dist::name_of(job.io_mode))
         .key("schedule").value(dist::name_of(job.settings.schedule))
         .key("fsync").value(job.fsync ? "on" : "off")

@@ -19,7 +19,7 @@ TEST(RunReport, IsValidJsonWithQuotesAndBackslashesInThePaths) {
                                          "--min-len", "1", "--seed", "3"});
     ASSERT_EQ(generated.status, 0) << generated.err;
     const Outcome run = attnbatch({"run", "--input", input, "--output", output, "--heads", "2", "--unit-sequences", "2",
-                                   "--progress", "never", "--report", report},
+                                   "--progress", "never", "--isa", "portable", "--report", report},
                                   kMpiEnv);
     ASSERT_EQ(run.status, 0) << run.err;
     const Outcome parsed = python(
@@ -35,6 +35,8 @@ TEST(RunReport, IsValidJsonWithQuotesAndBackslashesInThePaths) {
         "# one rank has no other to wait for: its agreements are with itself\n"
         "assert 0 <= q['wait'] < 0.01, q\n"
         "assert r['units'] >= 4 and r['max_sequences_per_step'] == 2, r  # 7 sequences, at most 2 a step\n"
+        "# --isa portable is on every CPU: the report names the backend the products ran on\n"
+        "assert r['matrix_unit'] == 'portable', r['matrix_unit']\n"
         "print('ok')\n",
         {report, output});
     EXPECT_EQ(parsed.out, "ok\n") << parsed.out;
