@@ -19,7 +19,6 @@
 #include "attnbatch/distributed/step_memory.hpp"
 #include "attnbatch/kernels/attention.hpp"
 #include "attnbatch/kernels/fma_peak.hpp"
-#include "attnbatch/kernels/isa.hpp"
 #include "attnbatch/kernels/threads.hpp"
 #include "amx_permission.hpp"
 #include "json_writer.hpp"
@@ -397,7 +396,7 @@ int bench_command(const std::vector<std::string>& args) {
     const std::string unit = k::matrix_unit(kopt);
     // Rows per register tile, where the backend chooses them by CPU (isa.hpp): the same bits
     // either way, but not the same speed.
-    const int row_block = kopt.kind == k::KernelKind::blocked && std::string(isa) == "avx512" ? k::avx512_row_block() : 0;
+    const int row_block = k::row_block(kopt);
     // With --projections, gflops and fraction_of_peak are the step's; the kernel's are "plain".
     const double step_gflops = step ? step_flops / median(step_seconds) * 1e-9 : 0.0;
     const double step_ratio = step ? median(step_ratios) : 0.0;

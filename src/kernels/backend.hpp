@@ -28,6 +28,9 @@ struct Backend {
     // What its matrix products run on, where the backend chooses at run time (bf16: AMX tiles
     // when permitted and present, else AVX512-BF16); null: the backend's name says it.
     const char* (*matrix_unit)(bool amx_permitted);
+    // Rows per register tile of its attention, where the backend picks them by CPU (avx512:
+    // avx512_row_block, isa.hpp); null: fixed by its build.
+    int (*row_block)();
 
     // Attention (attention.hpp), parameters already checked; threads > 0, the workspace at least
     // workspace_bytes for the same parameters, tiles and threads. amx_permitted: KernelOptions'.

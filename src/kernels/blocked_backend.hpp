@@ -24,6 +24,7 @@ constexpr Backend blocked_backend(const char* name, bool (*cpu_supports)(), Tile
                    default_tiles,
                    Precision::fp32,
                    nullptr,
+                   nullptr,
                    workspace_bytes,
                    forward,
                    projection_packed_floats,

@@ -38,6 +38,12 @@ std::string matrix_unit(const KernelOptions& o) {
     return backend.matrix_unit ? backend.matrix_unit(o.amx_permitted) : backend.name;
 }
 
+int row_block(const KernelOptions& o) {
+    if (o.kind == KernelKind::reference) return 0;
+    const Backend& backend = usable_backend(o.isa, "attention kernel", o.precision);
+    return backend.row_block ? backend.row_block() : 0;
+}
+
 void attention_forward(const AttentionParams& p, const KernelOptions& o, void* workspace,
                        std::size_t workspace_bytes) {
     const std::string problem = check_attention_params(p);

@@ -107,6 +107,10 @@ inline constexpr int kBf16BitsVersion = 15;
 // "amx-bf16" or "avx512-bf16" (bf16), the isa's name (fp32), "fp64-reference". Throws
 // std::invalid_argument as attention_forward does for an isa or precision this CPU lacks.
 std::string matrix_unit(const KernelOptions& options);
+// Rows per register tile of the attention these options run, where the backend picks them by
+// CPU (the avx512 fp32 kernel: avx512_row_block, isa.hpp); 0 where the build fixes them.
+// Throws as matrix_unit does.
+int row_block(const KernelOptions& options);
 
 // Throws std::invalid_argument when check_attention_params fails, when the workspace is
 // too small, or when this CPU does not run the requested instruction set and precision.
