@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -179,6 +181,33 @@ TEST_F(Output, DurableWholeChunksGoStraightToTheDiskWithoutMpi) {
         out.finalize();
         data.expect_read_back(path);
     }
+}
+
+// A new output's chunks are placed at creation but not written (no fill value): without
+// reserve_blocks the file is sparse there, and the ranks' first writes would allocate its blocks
+// under the inode's lock (reserved_blocks.hpp). Its size and contents stay as HDF5 left them.
+TEST_F(Output, CreationGivesTheFileItsBlocksBeforeAnyWrite) {
+    const std::string probe = dir.file("probe");
+    const int probe_fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(probe_fd, 0);
+    const bool allocates = ::fallocate(probe_fd, 0, 0, 1 << 20) == 0;
+    ::close(probe_fd);
+    if (!allocates) GTEST_SKIP() << dir.path() << " has no fallocate(2)";
+    PageChunkedBlock data;
+    OutputOptions options;
+    options.force = true;
+    OutputFile out = OutputFile::create(path, testing::page_chunked_layout(4), provenance(), options);
+    struct stat status {};
+    ASSERT_EQ(::stat(partial.c_str(), &status), 0);
+    ASSERT_GE(static_cast<std::size_t>(status.st_size), PageChunkedBlock::bytes) << "every chunk placed in the file";
+    EXPECT_GE(static_cast<std::uint64_t>(status.st_blocks) * 512, static_cast<std::uint64_t>(status.st_size))
+        << "blocks under all of its " << status.st_size << " bytes";
+    out.write_block(0, 4, data.block());
+    out.finalize();
+    struct stat published {};
+    ASSERT_EQ(::stat(path.c_str(), &published), 0);
+    EXPECT_EQ(published.st_size, status.st_size) << "the size HDF5 gave it";
+    data.expect_read_back(path);
 }
 
 // Scratch mode while the rank computes (OutputFile::watch_compute): every whole chunk goes past

@@ -8,6 +8,7 @@
 #include "output/attention_record.hpp"
 #include "output/direct_chunks.hpp"
 #include "output/output_handles.hpp"
+#include "output/reserved_blocks.hpp"
 #include "output/write_turns.hpp"
 #include "output/writeback.hpp"
 
@@ -218,6 +219,9 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
         throw Error(exit_io, partial + ": cannot create the output: cannot rename " + staging + " to it: " +
                                  std::strerror(saved));
     }
+    // One rank is enough: the blocks belong to the file, and on a parallel file system every
+    // rank asking for the same blocks at once would only queue at its servers.
+    if (options.writer == 0) reserve_blocks(partial);
     try {
         out.h5_->file = File::open(partial, FileMode::read_write, options.access, output_file_tuning(layout));
         out.open_datasets();
