@@ -220,7 +220,8 @@ OutputFile OutputFile::create(const std::string& output_path, const OutputLayout
                                  std::strerror(saved));
     }
     // One rank is enough: the blocks belong to the file, and on a parallel file system every
-    // rank asking for the same blocks at once would only queue at its servers.
+    // rank asking for the same blocks at once would only queue at its servers. Another rank may
+    // be writing already: fallocate fills holes only and leaves written blocks as they are.
     if (options.writer == 0) reserve_blocks(partial);
     try {
         out.h5_->file = File::open(partial, FileMode::read_write, options.access, output_file_tuning(layout));
