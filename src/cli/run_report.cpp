@@ -144,8 +144,10 @@ void write_report(const std::string& path, const dist::Job& job, const dist::Job
             .key("compute_gflops").value(t.compute > 0 ? flops / t.compute * 1e-9 : 0.0)
             .key("io_exposed").value(t.exposed)
             .key("io_hidden_fraction").value(t.hidden_fraction())
-            .key("direct_write_bytes").value(static_cast<std::int64_t>(t.direct_bytes))
-            .end_object();
+            .key("direct_write_bytes").value(static_cast<std::int64_t>(t.direct_bytes));
+        if (t.row_block > 0) json.key("row_block").value(t.row_block);
+        else json.key("row_block").null();
+        json.end_object();
     }
     json.end_array();
     // When each phase of this process began, in seconds from the start of main(): where the

@@ -22,7 +22,7 @@ double RankTimes::hidden_fraction() const {
 std::vector<double> RankTimes::pack() const {
     return {wall, read, write, communicate, compute, idle, static_cast<double>(units), static_cast<double>(steps),
             static_cast<double>(sequences), static_cast<double>(tokens), attention_flops, projection_flops, exposed,
-            direct_bytes, compute_cpu, compute_system, io_cpu, wait};
+            direct_bytes, compute_cpu, compute_system, io_cpu, wait, static_cast<double>(row_block)};
 }
 
 RankTimes RankTimes::unpack(const double* v) {
@@ -45,6 +45,7 @@ RankTimes RankTimes::unpack(const double* v) {
     t.compute_system = v[15];
     t.io_cpu = v[16];
     t.wait = v[17];
+    t.row_block = static_cast<std::int64_t>(v[18]);
     return t;
 }
 
@@ -221,6 +222,7 @@ RunResult run_rounds(Comm& comm, const RunContext& context, Scheduler& scheduler
     mine.write = io_times.write;
     mine.communicate = io_times.communicate;
     mine.direct_bytes = io_times.direct_bytes;
+    mine.row_block = kernels::row_block(context.settings.kernel);
     mine.wait = agreement_wait + io_times.wait;
     mine.idle = std::max(0.0, mine.wall - mine.compute);
     for (const Slot& s : slots) {

@@ -37,6 +37,7 @@ TEST(RunReport, IsValidJsonWithQuotesAndBackslashesInThePaths) {
         "assert r['units'] >= 4 and r['max_sequences_per_step'] == 2, r  # 7 sequences, at most 2 a step\n"
         "# --isa portable is on every CPU: the report names the backend the products ran on\n"
         "assert r['matrix_unit'] == 'portable', r['matrix_unit']\n"
+        "assert q['row_block'] is None, q  # the portable kernel has no row block to choose\n"
         "print('ok')\n",
         {report, output});
     EXPECT_EQ(parsed.out, "ok\n") << parsed.out;
@@ -65,6 +66,9 @@ TEST(RunReport, PhasesAddUpToStartUpAndShutDown) {
         "assert abs(r['start_up_seconds'] - p['mpi_init'] - sum(p[k] for k in before)) < 1e-6, r\n"
         "assert abs(r['shut_down_seconds'] - sum(p[k] for k in after)) < 1e-6, r\n"
         "assert p['rounds'] > 0 and p['output_creation'] > 0 and p['publish'] > 0, p\n"
+        "# the best kernel here: a row block (8 or 12 rows) exactly where it is the avx512 one\n"
+        "for q in r['per_rank']:\n"
+        "    assert (q['row_block'] in (8, 12)) if r['matrix_unit'] == 'avx512' else q['row_block'] is None, (r['matrix_unit'], q)\n"
         "print('ok')\n",
         {report});
     EXPECT_EQ(parsed.out, "ok\n") << parsed.out;

@@ -173,6 +173,12 @@ def main():
         recorded = json.load(open(report))
         per_rank = [rank["direct_write_bytes"] for rank in recorded["per_rank"]]
         direct = sum(per_rank)
+        # Each rank's row block comes through the gather of its times: 8 or 12 rows with the
+        # avx512 kernel, none with any other.
+        row_blocks = [rank["row_block"] for rank in recorded["per_rank"]]
+        avx512 = recorded["matrix_unit"] == "avx512"
+        check(len(row_blocks) == 2 and all(rows in (8, 12) if avx512 else rows is None for rows in row_blocks),
+              "%s: row blocks %s with matrix_unit %s" % (label, row_blocks, recorded["matrix_unit"]))
         # Rank 0 publishes (fsync, rename) while rank 1 waits at the barrier after it: rank 1's
         # waiting for the others covers rank 0's publication, and no rank waits longer than it ran.
         waits = [rank["wait"] for rank in recorded["per_rank"]]

@@ -37,9 +37,13 @@ struct RankTimes {
     // stop signals) and, with --io parallel, at the barriers inside `write`. A rank that waits
     // long is one whose share of the work ran out first: where imbalance costs.
     double wait = 0;
+    // The rows of a register tile its avx512 kernel ran with (kernels::row_block: by the CPU's
+    // vendor, or ATTNBATCH_AVX512_ROWS); 0 where the backend has no such choice. Per rank: a
+    // job's nodes need not share a vendor.
+    std::int64_t row_block = 0;
     // Of read + write + communicate, the fraction done while the compute thread was busy.
     double hidden_fraction() const;
-    static constexpr int fields = 18;
+    static constexpr int fields = 19;
     std::vector<double> pack() const;
     static RankTimes unpack(const double* values);
 };
