@@ -447,16 +447,19 @@ std::pair<std::uint64_t, std::uint64_t> OutputFile::write_whole_chunks(std::uniq
     };
     std::size_t bytes = 0;
     for (const DirectChunks::Run& run : runs) bytes += run.bytes;
-    const std::size_t chunk = chunks->chunk_bytes();
+    // Whole chunks, at least one, of about `target` bytes (WritePathChoice's sizes).
+    const auto whole_chunks_of = [chunk = chunks->chunk_bytes()](std::uint64_t target) {
+        return std::max<std::size_t>(1, static_cast<std::size_t>(target) / chunk) * chunk;
+    };
     std::size_t done = 0;
     // Past the page cache while the compute runs, a piece at a time (write_path_choice.hpp).
-    const std::size_t piece = std::max<std::size_t>(1, WritePathChoice::kComputingPiece / chunk) * chunk;
+    const std::size_t piece = whole_chunks_of(WritePathChoice::kComputingPiece);
     while (done < bytes && computing_ != nullptr && computing_->load(std::memory_order_relaxed)) {
         const std::size_t to = std::min(bytes, done + piece);
         timed_write(done, to, WritePath::direct, true);
         done = to;
     }
-    const std::size_t tried = std::min(bytes - done, std::max<std::size_t>(1, WritePathChoice::kTryBytes / chunk) * chunk);
+    const std::size_t tried = std::min(bytes - done, whole_chunks_of(WritePathChoice::kTryBytes));
     if (done < bytes && write_path_->try_other(tried)) {
         timed_write(done, done + tried, write_path_->other(), false);
         done += tried;
